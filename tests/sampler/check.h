@@ -1,0 +1,30 @@
+/* check.h: the tiny assertion harness shared by the sampler's C unit tests. */
+#ifndef CHECK_H
+#define CHECK_H
+#include <stdio.h>
+#include <string.h>
+
+extern int check_passed, check_failed;
+
+/* Count one assertion; on failure print where and what. */
+#define CHECK(cond) do { \
+	if (cond) check_passed++; \
+	else { check_failed++; fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); } \
+} while (0)
+#define CHECK_STR(a, b) do { \
+	const char *a_ = (a), *b_ = (b); \
+	if (a_ && b_ && strcmp(a_, b_) == 0) check_passed++; \
+	else { check_failed++; fprintf(stderr, "%s:%d: FAIL: \"%s\" != \"%s\"\n", __FILE__, __LINE__, \
+		a_ ? a_ : "(null)", b_ ? b_ : "(null)"); } \
+} while (0)
+
+/* One entry point per test file. */
+void test_rsp(void);
+void test_unwind(void);
+void test_pace(void);
+void test_capture(void);
+void test_arch(void);
+void test_symbols(void);
+void test_report(void);
+
+#endif
