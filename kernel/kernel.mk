@@ -1,0 +1,62 @@
+# kernel/kernel.mk: builds build/kernel.elf, with a symbol table baked in by a multi-pass link.
+#
+# Pass 0 links with an empty table; the table generated from pass 0 is linked into pass 1;
+# the table generated from pass 1 must equal the one inside it, or the build fails. The table
+# lives in its own section after all code, so its size never moves a function.
+
+KBUILD  := $(BUILD)/kernel
+KCFLAGS := -std=c11 -ffreestanding -fno-builtin -fno-stack-protector -fno-pic -fno-pie \
+	   -mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-sse -mno-mmx \
+	   -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	   -fno-optimize-sibling-calls -fno-ipa-icf -fcf-protection=none \
+	   -fno-asynchronous-unwind-tables \
+	   -g -O2 -Wall -Wextra -Werror=implicit-function-declaration \
+	   -Ikernel -Ikernel/arch/x86_64
+# -fno-optimize-sibling-calls: a tail call would replace the caller's frame, and the
+#   frame-pointer chain would skip it. -fno-ipa-icf: `work split`'s three functions have
+#   identical bodies on purpose; identical-code folding would merge them into one.
+KASFLAGS := -g -Ikernel -Ikernel/arch/x86_64
+KLDFLAGS := -nostdlib -no-pie -z max-page-size=0x1000 -z noexecstack -T kernel/kernel.ld
+
+KSRCS_C := $(wildcard kernel/*.c kernel/arch/x86_64/*.c)
+KSRCS_S := $(wildcard kernel/arch/x86_64/*.S)
+KOBJS   := $(patsubst kernel/%.c,$(KBUILD)/%.o,$(KSRCS_C)) \
+	   $(patsubst kernel/%.S,$(KBUILD)/%.o,$(KSRCS_S))
+KDEPS   := $(KOBJS:.o=.d)
+
+kernel: $(BUILD)/kernel.elf
+
+$(KBUILD)/%.o: kernel/%.c kernel/kernel.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(KCFLAGS) -MMD -MP -c $< -o $@
+
+$(KBUILD)/%.o: kernel/%.S kernel/kernel.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(KASFLAGS) -MMD -MP -c $< -o $@
+
+MKSYMTAB := sh kernel/tools/mksymtab.sh
+
+$(KBUILD)/symtab0.S:
+	@mkdir -p $(dir $@)
+	$(MKSYMTAB) /dev/null > $@
+
+$(KBUILD)/symtab%.o: $(KBUILD)/symtab%.S
+	$(CC) $(KASFLAGS) -c $< -o $@
+
+$(KBUILD)/kernel0.elf: $(KOBJS) $(KBUILD)/symtab0.o kernel/kernel.ld
+	$(LD) $(KLDFLAGS) -o $@ $(KOBJS) $(KBUILD)/symtab0.o
+
+$(KBUILD)/symtab1.S: $(KBUILD)/kernel0.elf kernel/tools/mksymtab.sh
+	$(MKSYMTAB) $< > $@
+
+$(KBUILD)/kernel1.elf: $(KOBJS) $(KBUILD)/symtab1.o kernel/kernel.ld
+	$(LD) $(KLDFLAGS) -o $@ $(KOBJS) $(KBUILD)/symtab1.o
+
+# The check that makes the table trustworthy: regenerate from the final image and compare.
+$(BUILD)/kernel.elf: $(KBUILD)/kernel1.elf
+	$(MKSYMTAB) $< > $(KBUILD)/symtab-check.S
+	@cmp -s $(KBUILD)/symtab1.S $(KBUILD)/symtab-check.S || \
+	  { echo "kernel: final link moved symbols relative to the baked-in table" >&2; exit 1; }
+	cp $< $@
+
+-include $(KDEPS)

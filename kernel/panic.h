@@ -1,0 +1,10 @@
+/* panic.h: stop every CPU with a report and a symbolized backtrace. */
+#ifndef PANIC_H
+#define PANIC_H
+#include "lib.h"
+
+struct trapframe;
+void panic(const char *fmt, ...) NORETURN PRINTF(1, 2);
+void panic_trap(struct trapframe *tf, const char *what) NORETURN;
+extern volatile int panicking;		/* set once; other CPUs halt when they see it */
+#endif

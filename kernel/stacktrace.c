@@ -1,0 +1,78 @@
+/* stacktrace.c: frame-pointer walks bounded by the known stacks, plus symbolized printing. */
+#include "stacktrace.h"
+#include "cpu.h"
+#include "sched.h"
+#include "symtab.h"
+
+#define MAX_STACK_SWITCHES 2	/* IST -> task stack is one; allow a little slack */
+
+int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	for (int i = 0; i < MAX_TASKS; i++) {
+		const struct task *t = &tasks[i];
+		uint64_t b = (uint64_t)t->stack;
+		if (t->state == TASK_FREE || !b)
+			continue;
+		if (addr >= b && addr < b + t->stack_size) {
+			*lo = b;
+			*hi = b + t->stack_size;
+			return 1;
+		}
+	}
+	for (int i = 0; i < ncpu; i++) {
+		uint8_t *ist[3] = { cpus[i].ist_nmi, cpus[i].ist_df, cpus[i].ist_mc };
+		for (int k = 0; k < 3; k++) {
+			uint64_t b = (uint64_t)ist[k];
+			if (b && addr >= b && addr < b + IST_STACK_SIZE) {
+				*lo = b;
+				*hi = b + IST_STACK_SIZE;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max)
+{
+	uint64_t lo, hi;
+	int n = 0, switches = 0;
+	if (!stack_bounds(sp, &lo, &hi) && !stack_bounds(fp, &lo, &hi))
+		return 0;
+	while (n < max) {
+		if (fp & 7)
+			break;				/* misaligned: not a frame pointer */
+		if (fp < lo || fp + 16 > hi) {		/* left this stack: another known one? */
+			if (switches++ >= MAX_STACK_SWITCHES || !stack_bounds(fp, &lo, &hi) || fp + 16 > hi)
+				break;
+		}
+		const uint64_t *frame = (const uint64_t *)fp;
+		uint64_t next = frame[0], ret = frame[1];
+		if (!kernel_text_contains(ret))
+			break;				/* end of chain (task_entry's zero) or garbage */
+		out[n++] = ret;
+		if (next >= lo && next < hi && next <= fp)
+			break;				/* must move up the same stack: a loop otherwise */
+		fp = next;
+	}
+	return n;
+}
+
+static void print_frame(struct out *o, int i, uint64_t addr)
+{
+	uint64_t off;
+	const char *name = symtab_resolve(addr, &off);
+	if (name)
+		out_printf(o, "  #%d 0x%lx %s+0x%lx\n", i, addr, name, off);
+	else
+		out_printf(o, "  #%d 0x%lx ?\n", i, addr);
+}
+
+void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp)
+{
+	uint64_t frames[32];
+	print_frame(o, 0, rip);
+	int n = stacktrace_from(fp, sp, frames, (int)ARRAY_SIZE(frames));
+	for (int i = 0; i < n; i++)
+		print_frame(o, i + 1, frames[i]);
+}

@@ -1,0 +1,17 @@
+/* stacktrace.h: bounded frame-pointer walks that never fault. */
+#ifndef STACKTRACE_H
+#define STACKTRACE_H
+#include <stdint.h>
+#include "lib.h"
+
+/*
+ * Walks the RBP chain from fp (sp says which stack we start on) and stores up to max
+ * return addresses in out. Stops at a misaligned or out-of-stack frame pointer, a
+ * return address outside kernel text, a loop, or max. Returns the frames stored.
+ */
+int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max);
+/* Bounds [lo, hi) of the known stack (task, boot or IST) holding addr; 0 if none. */
+int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi);
+/* Prints "  #i 0x... sym+0xoff" lines for rip then the walk from fp. */
+void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp);
+#endif

@@ -1,0 +1,219 @@
+/* work.c: workloads with a known profile: split A:B:C, a call chain, irq-off spins, memcpy. */
+#include "work.h"
+#include "apic.h"
+#include "cpu.h"
+#include "sched.h"
+#include "x86.h"
+
+#define SPLIT_MAX 1000		/* per-count upper bound for `work split` */
+#define SPLIT_UNIT 4096		/* loop iterations per count per round */
+#define CHAIN_MAX 8
+#define IRQOFF_PERIOD_MS 10
+#define COPY_BYTES 65536
+#define STOP_WAIT_MS 2000
+
+enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY };
+
+/* The same busy loop everywhere, so only iteration counts differ between functions. */
+#define SPIN_LOOP(n) do {						\
+	uint64_t acc_ = 1;						\
+	for (uint64_t i_ = 0; i_ < (n); i_++) {				\
+		acc_ = acc_ * 6364136223846793005ull + i_;		\
+		__asm__ volatile("" : "+r"(acc_));			\
+	}								\
+} while (0)
+
+/*
+ * work split A B C: split_a, split_b and split_c have identical bodies and run A, B and C
+ * units per round, so their true shares of the task's time are A:B:C. Built with
+ * -fno-ipa-icf so the compiler cannot fold them into one function.
+ */
+NOINLINE void split_a(uint64_t units) { SPIN_LOOP(units * SPLIT_UNIT); }
+NOINLINE void split_b(uint64_t units) { SPIN_LOOP(units * SPLIT_UNIT); }
+NOINLINE void split_c(uint64_t units) { SPIN_LOOP(units * SPLIT_UNIT); }
+
+static void run_split(struct task *t)
+{
+	while (!t->killed) {
+		split_a(t->args[1]);
+		split_b(t->args[2]);
+		split_c(t->args[3]);
+	}
+}
+
+/* work chain D: chain1 -> chain2 -> ... -> chainD, which spins until the task is stopped. */
+#define CHAIN_FN(n, next)						\
+	NOINLINE void chain##n(struct task *t, int depth)		\
+	{								\
+		if (depth > n)						\
+			next(t, depth);					\
+		else							\
+			while (!t->killed)				\
+				SPIN_LOOP(SPLIT_UNIT);			\
+	}
+NOINLINE void chain8(struct task *t, int depth);
+CHAIN_FN(8, chain8)	/* never recurses: depth <= CHAIN_MAX */
+CHAIN_FN(7, chain8)
+CHAIN_FN(6, chain7)
+CHAIN_FN(5, chain6)
+CHAIN_FN(4, chain5)
+CHAIN_FN(3, chain4)
+CHAIN_FN(2, chain3)
+CHAIN_FN(1, chain2)
+
+/* work irqoff MS: MS ms of every 10 ms in irqoff_spin with interrupts off, the rest in irqon_spin. */
+NOINLINE void irqoff_spin(uint64_t until)
+{
+	cli();		/* the timer tick can't sample here: it's held until sti */
+	while (rdtsc() < until)
+		SPIN_LOOP(64);
+	sti();
+}
+
+NOINLINE void irqon_spin(uint64_t until)
+{
+	while (rdtsc() < until)
+		SPIN_LOOP(64);
+}
+
+static void run_irqoff(struct task *t)
+{
+	uint64_t ms = tsc_hz() / 1000, period = IRQOFF_PERIOD_MS * ms;
+	uint64_t start = rdtsc();
+	while (!t->killed) {
+		irqoff_spin(start + t->args[1] * ms);
+		irqon_spin(start + period);
+		start += period;
+		if (rdtsc() > start + period)	/* fell behind (e.g. preempted): realign */
+			start = rdtsc();
+	}
+}
+
+/* work copy: memcpy between two 64 KiB buffers, back and forth. */
+NOINLINE void copy_round(uint8_t *a, uint8_t *b)
+{
+	memcpy(b, a, COPY_BYTES);
+	memcpy(a, b, COPY_BYTES);
+}
+
+static void run_copy(struct task *t)
+{
+	static uint8_t bufs[MAX_TASKS][2][COPY_BYTES];	/* per task slot: no allocation */
+	uint8_t (*buf)[COPY_BYTES] = bufs[t - tasks];
+	while (!t->killed)
+		copy_round(buf[0], buf[1]);
+}
+
+static void work_main(void *arg)
+{
+	(void)arg;
+	struct task *t = current_task();
+	switch (t->args[0]) {
+	case W_SPLIT: run_split(t); break;
+	case W_CHAIN: chain1(t, (int)t->args[1]); break;
+	case W_IRQOFF: run_irqoff(t); break;
+	case W_COPY: run_copy(t); break;
+	}
+}
+
+static void start(struct out *o, const char *name, uint64_t kind, uint64_t a, uint64_t b, uint64_t c)
+{
+	int cpu = sched_pick_cpu();
+	const uint64_t args[4] = { kind, a, b, c };
+	struct task *t = task_create(name, KIND_WORK, work_main, 0, args, cpu);
+	if (!t) {
+		out_printf(o, "work: cannot start %s: out of task slots or memory\n", name);
+		return;
+	}
+	switch (kind) {
+	case W_SPLIT: snprintf(t->desc, sizeof(t->desc), "split %lu %lu %lu", a, b, c); break;
+	case W_CHAIN: snprintf(t->desc, sizeof(t->desc), "chain %lu", a); break;
+	case W_IRQOFF: snprintf(t->desc, sizeof(t->desc), "irqoff %lu", a); break;
+	default: snprintf(t->desc, sizeof(t->desc), "copy"); break;
+	}
+	out_printf(o, "work: pid %d %s on cpu%d\n", t->pid, t->desc, cpu);
+}
+
+static int arg_range(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	return parse_u64(s, v) == 0 && *v >= lo && *v <= hi;
+}
+
+/* Asks the task to stop and waits for it to exit; 1 if it did. */
+static int stop_task(struct task *t)
+{
+	int pid = t->pid;
+	task_kill(pid);
+	for (int waited = 0; waited < STOP_WAIT_MS; waited += 10) {
+		if (!task_by_pid(pid))
+			return 1;
+		task_sleep_ms(10);
+	}
+	return 0;
+}
+
+static void work_stop(int argc, char **argv, struct out *o)
+{
+	uint64_t pid;
+	if (argc != 3) {
+		out_puts(o, "work: stop needs a pid or all\n");
+		return;
+	}
+	if (strcmp(argv[2], "all") == 0) {
+		int n = 0, stuck = 0;
+		for (int i = 0; i < MAX_TASKS; i++) {
+			struct task *t = &tasks[i];
+			if (t->state != TASK_FREE && t->state != TASK_ZOMBIE && t->kind == KIND_WORK)
+				stop_task(t) ? n++ : stuck++;
+		}
+		out_printf(o, "work: stopped %d task%s", n, n == 1 ? "" : "s");
+		out_printf(o, stuck ? ", %d did not exit\n" : "\n", stuck);
+		return;
+	}
+	if (parse_u64(argv[2], &pid) != 0 || pid > 0x7fffffff) {
+		out_printf(o, "work: stop needs a pid or all, not '%s'\n", argv[2]);
+		return;
+	}
+	struct task *t = task_by_pid((int)pid);
+	if (!t)
+		out_printf(o, "work: no task with pid %lu\n", pid);
+	else if (t->kind != KIND_WORK)
+		out_printf(o, "work: pid %lu is not a workload\n", pid);
+	else if (stop_task(t))
+		out_printf(o, "work: stopped pid %lu\n", pid);
+	else
+		out_printf(o, "work: pid %lu did not exit within %d ms\n", pid, STOP_WAIT_MS);
+}
+
+void work_command(int argc, char **argv, struct out *o)
+{
+	uint64_t a, b, c;
+	const char *sub = argc > 1 ? argv[1] : "";
+	if (strcmp(sub, "split") == 0) {
+		if (argc != 5 || !arg_range(argv[2], 1, SPLIT_MAX, &a) ||
+		    !arg_range(argv[3], 1, SPLIT_MAX, &b) || !arg_range(argv[4], 1, SPLIT_MAX, &c))
+			out_printf(o, "work: split needs three positive counts (1-%d)\n", SPLIT_MAX);
+		else
+			start(o, "split", W_SPLIT, a, b, c);
+	} else if (strcmp(sub, "chain") == 0) {
+		if (argc != 3 || !arg_range(argv[2], 1, CHAIN_MAX, &a))
+			out_printf(o, "work: chain needs a depth from 1 to %d\n", CHAIN_MAX);
+		else
+			start(o, "chain", W_CHAIN, a, 0, 0);
+	} else if (strcmp(sub, "irqoff") == 0) {
+		if (argc != 3 || !arg_range(argv[2], 1, IRQOFF_PERIOD_MS - 1, &a))
+			out_printf(o, "work: irqoff needs milliseconds from 1 to %d (per %d ms)\n",
+				   IRQOFF_PERIOD_MS - 1, IRQOFF_PERIOD_MS);
+		else
+			start(o, "irqoff", W_IRQOFF, a, 0, 0);
+	} else if (strcmp(sub, "copy") == 0) {
+		if (argc != 2)
+			out_puts(o, "work: copy takes no arguments\n");
+		else
+			start(o, "copy", W_COPY, 0, 0, 0);
+	} else if (strcmp(sub, "stop") == 0) {
+		work_stop(argc, argv, o);
+	} else {
+		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | stop PID|all\n");
+	}
+}
