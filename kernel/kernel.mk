@@ -8,12 +8,19 @@ KBUILD  := $(BUILD)/kernel
 KCFLAGS := -std=c11 -ffreestanding -fno-builtin -fno-stack-protector -fno-pic -fno-pie \
 	   -mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-sse -mno-mmx \
 	   -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
-	   -fno-optimize-sibling-calls -fno-ipa-icf -fcf-protection=none \
+	   -fno-optimize-sibling-calls -fno-shrink-wrap -fno-ipa-icf -fcf-protection=none \
+	   -pg -mnop-mcount -fno-schedule-insns2 \
 	   -fno-asynchronous-unwind-tables \
 	   -g -O2 -Wall -Wextra -Werror=implicit-function-declaration \
 	   -Ikernel -Ikernel/arch/x86_64
 # -fno-optimize-sibling-calls: a tail call would replace the caller's frame, and the
-#   frame-pointer chain would skip it. -fno-ipa-icf: `work split`'s three functions have
+#   frame-pointer chain would skip it. -fno-shrink-wrap: otherwise GCC sets up the frame only
+#   on paths that make calls, and a function spinning on its leaf path has no frame at all.
+#   -pg -mnop-mcount: GCC 12 drops the frame of any leaf function that needs no stack, even
+#   with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer; -pg makes it keep one in every
+#   function, and -mnop-mcount turns the profiling call into a 5-byte NOP (nothing is called).
+#   -fno-schedule-insns2 keeps the body from being scheduled past the `pop %rbp`.
+#   -fno-ipa-icf: `work split`'s three functions have
 #   identical bodies on purpose; identical-code folding would merge them into one.
 KASFLAGS := -g -Ikernel -Ikernel/arch/x86_64
 KLDFLAGS := -nostdlib -no-pie -z max-page-size=0x1000 -z noexecstack -T kernel/kernel.ld

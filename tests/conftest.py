@@ -1,0 +1,29 @@
+"""Shared pytest setup: paths, and a fixture that boots the test kernel and always stops it."""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+KERNEL = os.path.join(BUILD, "kernel.elf")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+from guest import Guest  # noqa: E402
+
+
+@pytest.fixture
+def boot():
+    """boot(smp=2, ...) -> a started Guest; every guest is stopped by pid at teardown."""
+    if not os.path.exists(KERNEL):
+        pytest.fail(f"{KERNEL} is missing: run `make kernel` (make test builds it)")
+    guests = []
+
+    def start(smp=2, **kw):
+        g = Guest(KERNEL, smp=smp, **kw)
+        guests.append(g)
+        return g.start()
+
+    yield start
+    for g in guests:
+        g.stop()

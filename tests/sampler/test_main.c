@@ -1,0 +1,17 @@
+/* test_main.c: runs every sampler unit test file and prints "N passed, N failed". */
+#include "check.h"
+
+int check_passed, check_failed;
+
+int main(void)
+{
+	test_rsp();
+	test_arch();
+	test_unwind();
+	test_pace();
+	test_capture();
+	test_symbols();
+	test_report();
+	printf("%d passed, %d failed\n", check_passed, check_failed);
+	return check_failed ? 1 : 0;
+}

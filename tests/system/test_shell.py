@@ -1,0 +1,129 @@
+"""The serial shell: every command, workloads start and stop, bad input never breaks it."""
+import re
+import time
+
+import pytest
+
+
+@pytest.fixture
+def g(boot):
+    return boot(smp=2)
+
+
+def test_help_lists_every_command(g):
+    out = g.cmd("help")
+    for name in ("help", "ps", "cpus", "lscpu", "uptime", "stacks", "work", "kill", "panic", "poweroff"):
+        assert re.search(rf"^  {name} ", out, re.M), out
+
+
+def test_ps_shows_idle_and_shell(g):
+    names = {r["name"] for r in g.ps()}
+    assert {"idle/0", "idle/1", "shell"} <= names
+
+
+def test_workloads_start_show_in_ps_and_stop(g):
+    pids = {
+        g.work("split 5 3 2"): "split 5 3 2",
+        g.work("chain 5"): "chain 5",
+        g.work("irqoff 2"): "irqoff 2",
+        g.work("copy"): "copy",
+    }
+    time.sleep(0.5)
+    rows = {r["pid"]: r for r in g.ps()}
+    for pid, what in pids.items():
+        assert pid in rows and rows[pid]["what"] == what, rows
+        assert rows[pid]["state"] in ("running", "runnable")
+    time.sleep(0.5)
+    rows2 = {r["pid"]: r for r in g.ps()}
+    assert all(rows2[p]["ticks"] > 0 for p in pids), rows2  # each one really runs
+    first = next(iter(pids))
+    assert g.cmd(f"work stop {first}") == f"work: stopped pid {first}\n"
+    assert first not in {r["pid"] for r in g.ps()}
+    assert g.cmd("work stop all") == "work: stopped 3 tasks\n"
+    assert not [r for r in g.ps() if r["pid"] in pids]
+
+
+def test_kill_stops_a_workload(g):
+    pid = g.work("chain 3")
+    assert g.cmd(f"kill {pid}") == f"kill: pid {pid} asked to exit\n"
+    deadline = time.monotonic() + 5
+    while pid in {r["pid"] for r in g.ps()}:
+        assert time.monotonic() < deadline, "killed task did not exit"
+        time.sleep(0.1)
+
+
+def test_stacks_reports_high_water_and_guard(g):
+    g.work("chain 8")
+    time.sleep(0.3)
+    out = g.cmd("stacks")
+    rows = re.findall(r"^\s*(\d+) (\S+)\s+(\d+)\s+(\d+)\s+(\S+)$", out, re.M)
+    by_name = {r[1]: r for r in rows}
+    assert "shell" in by_name and "chain" in by_name, out
+    used = int(by_name["chain"][3])
+    assert 0 < used < int(by_name["chain"][2]) and by_name["chain"][4] == "ok"
+    # eight nested frames use more stack than the shell idling in its read loop
+    assert used > int(by_name["shell"][3]) // 4
+
+
+BAD_INPUT = [
+    ("frobnicate", "shell: unknown command 'frobnicate' (try help)"),
+    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | stop PID|all"),
+    ("work split", "work: split needs three positive counts (1-1000)"),
+    ("work split 5 3", "work: split needs three positive counts (1-1000)"),
+    ("work split 5 3 0", "work: split needs three positive counts (1-1000)"),
+    ("work split 5 3 -2", "work: split needs three positive counts (1-1000)"),
+    ("work split a b c", "work: split needs three positive counts (1-1000)"),
+    ("work split 1001 1 1", "work: split needs three positive counts (1-1000)"),
+    ("work split 99999999999999999999999 1 1", "work: split needs three positive counts (1-1000)"),
+    ("work chain 0", "work: chain needs a depth from 1 to 8"),
+    ("work chain 9", "work: chain needs a depth from 1 to 8"),
+    ("work irqoff 10", "work: irqoff needs milliseconds from 1 to 9 (per 10 ms)"),
+    ("work copy 3", "work: copy takes no arguments"),
+    ("work stop", "work: stop needs a pid or all"),
+    ("work stop x", "work: stop needs a pid or all, not 'x'"),
+    ("work stop 999", "work: no task with pid 999"),
+    ("work stop 1", "work: pid 1 is not a workload"),
+    ("kill", "kill: needs one pid"),
+    ("kill abc", "kill: needs one pid"),
+    ("kill 999", "kill: no task with pid 999"),
+    ("kill 1", "kill: pid 1 (idle/0) cannot be killed"),
+    ("ps extra", "ps: takes no arguments"),
+    ("a b c d e f g h i", "shell: too many arguments (max 8 words)"),
+]
+
+
+@pytest.mark.parametrize("line,error", BAD_INPUT)
+def test_bad_input_gives_one_line_and_shell_still_answers(boot, line, error, request):
+    g = request.getfixturevalue("shared_guest")
+    assert g.cmd(line) == error + "\n"
+    assert g.cmd("uptime").startswith("up ")
+
+
+@pytest.fixture(scope="module")
+def shared_guest():
+    """One guest for the table of bad inputs (they change nothing), stopped by pid at the end."""
+    import conftest
+    from guest import Guest
+    guest = Guest(conftest.KERNEL, smp=2)
+    try:
+        yield guest.start()
+    finally:
+        guest.stop()
+
+
+def test_overlong_line_is_cut_safely(g):
+    g.send("x" * 500 + "\n")
+    out = g.read_until("\n> ")
+    assert "shell: line too long (max 127 characters), ignored" in out
+    assert g.cmd("uptime").startswith("up ")
+
+
+def test_backspace_edits_the_line(g):
+    g.send("upx\x7ftime\n")
+    out = g.read_until("\n> ")
+    assert "\nup " in out, out
+
+
+def test_empty_and_blank_lines_just_prompt(g):
+    assert g.cmd("") == ""
+    assert g.cmd("   ") == ""

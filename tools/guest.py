@@ -1,0 +1,195 @@
+"""guest.py: boot the test kernel under QEMU (TCG) and drive its serial shell.
+
+Used by the system tests, the demo and the benchmarks. QEMU's serial port is a unix
+socket that QEMU waits on (server=on,wait=on), so no boot output is ever lost; the
+gdbstub listens on 127.0.0.1 only; QEMU is always stopped by its own pid.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+PROMPT = "\n> "
+QEMU = "qemu-system-x86_64"
+POWEROFF_STATUS = 33  # isa-debug-exit: (0x10 << 1) | 1, written by the shell's `poweroff`
+
+
+class GuestError(Exception):
+    pass
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Guest:
+    """One QEMU process running build/kernel.elf, with its serial shell connected."""
+
+    def __init__(self, kernel, smp=2, memory="128M", gdb=True, qmp=False, extra=()):
+        self.kernel = kernel
+        self.smp = smp
+        self.memory = memory
+        self.want_gdb = gdb
+        self.want_qmp = qmp
+        self.extra = list(extra)
+        self.proc = None
+        self.sock = None
+        self.gdbport = None
+        self.qmp_path = None
+        self.dir = None
+        self.buf = ""        # serial text received and not consumed yet
+        self.transcript = []  # everything received, for failure messages
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def command_line(self):
+        serial = os.path.join(self.dir, "serial.sock")
+        cmd = [QEMU, "-machine", "pc", "-accel", "tcg", "-smp", str(self.smp), "-m", self.memory,
+               "-kernel", self.kernel, "-display", "none", "-nodefaults", "-no-reboot",
+               "-chardev", f"socket,id=s0,path={serial},server=on,wait=on", "-serial", "chardev:s0",
+               "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
+        if self.want_gdb:
+            self.gdbport = free_port()
+            cmd += ["-gdb", f"tcp:127.0.0.1:{self.gdbport}"]
+        if self.want_qmp:
+            self.qmp_path = os.path.join(self.dir, "qmp.sock")
+            cmd += ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+        return cmd + self.extra
+
+    def start(self, boot_timeout=60):
+        self.dir = tempfile.mkdtemp(prefix="gdbsample-guest-")
+        self.log_path = os.path.join(self.dir, "qemu.log")
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.command_line(), stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        serial = os.path.join(self.dir, "serial.sock")
+        deadline = time.monotonic() + 10
+        while True:
+            if self.proc.poll() is not None:
+                raise GuestError(f"qemu exited with {self.proc.returncode}: {self.qemu_log()}")
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(serial)
+                break
+            except OSError:
+                self.sock.close()
+                self.sock = None
+                if time.monotonic() > deadline:
+                    raise GuestError("qemu did not open its serial socket within 10 s")
+                time.sleep(0.02)
+        self.read_until(PROMPT, boot_timeout)
+        return self
+
+    def stop(self):
+        """Stops QEMU by its pid (TERM, then KILL) and removes the temporary directory."""
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def qemu_log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    # -- serial shell ------------------------------------------------------------------------
+    def _recv(self, timeout):
+        self.sock.settimeout(max(timeout, 0.001))
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return False
+        if not data:
+            raise GuestError("serial connection closed (qemu exited?)\n" + self.tail())
+        text = data.decode(errors="replace").replace("\r", "")
+        self.buf += text
+        self.transcript.append(text)
+        return True
+
+    def read_until(self, marker, timeout=10):
+        """Returns the serial text up to and including marker (a str or compiled regex)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if isinstance(marker, str):
+                i = self.buf.find(marker)
+                end = i + len(marker) if i >= 0 else -1
+            else:
+                m = marker.search(self.buf)
+                end = m.end() if m else -1
+            if end >= 0:
+                out, self.buf = self.buf[:end], self.buf[end:]
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GuestError(f"timed out after {timeout} s waiting for {marker!r}\n" + self.tail())
+            self._recv(left)
+
+    def send(self, text):
+        self.sock.sendall(text.encode())
+
+    def cmd(self, line, timeout=10):
+        """Runs one shell command and returns its output (without the echo and prompt)."""
+        self.send(line + "\n")
+        out = self.read_until(PROMPT, timeout)
+        out = out[: -len(PROMPT)]
+        echo, _, rest = out.partition("\n")
+        if echo.strip() != line.strip()[: len(echo.strip())]:
+            raise GuestError(f"unexpected echo {echo!r} for {line!r}")
+        return rest if rest.endswith("\n") or not rest else rest + "\n"
+
+    def tail(self):
+        return "--- serial (last 1500 chars) ---\n" + "".join(self.transcript)[-1500:]
+
+    # -- helpers for common commands ---------------------------------------------------------
+    def work(self, args):
+        """Starts `work ARGS` and returns the new task's pid."""
+        out = self.cmd("work " + args)
+        m = re.search(r"work: pid (\d+) ", out)
+        if not m:
+            raise GuestError(f"work {args} did not start: {out!r}")
+        return int(m.group(1))
+
+    def cpus(self):
+        """Parses `cpus`: (uptime_ms, {cpu: ticks}, online, total)."""
+        out = self.cmd("cpus")
+        m = re.search(r"uptime (\d+) ms, (\d+) of (\d+) cpus online", out)
+        ticks = {int(a): int(b) for a, b in re.findall(r"^\s*(\d+)\s+\d+\s+(\d+)\s+-?\d+ ", out, re.M)}
+        return int(m.group(1)), ticks, int(m.group(2)), int(m.group(3))
+
+    def ps(self):
+        """Parses `ps`: list of dicts with pid, cpu, state, ticks, name, what."""
+        rows = []
+        for line in self.cmd("ps").splitlines()[1:]:
+            f = line.split(None, 6)
+            if len(f) >= 6:
+                rows.append({"pid": int(f[0]), "cpu": int(f[1]), "state": f[2], "ticks": int(f[3]),
+                             "name": f[5], "what": f[6] if len(f) > 6 else ""})
+        return rows
