@@ -1,0 +1,174 @@
+/* arch.c: per-architecture register layout table and the target.xml parser that fills it. */
+#include "arch.h"
+#include "err.h"
+#include "rsp.h"
+#include <stdlib.h>
+
+/*
+ * Fallback register lists, in target.xml form, for stubs that offer no qXfer:features.
+ * x86_64 follows QEMU's gdb-xml/i386-64bit.xml; aarch64 and riscv64 their core feature sets.
+ */
+#define R64(n) "<reg name=\"" n "\" bitsize=\"64\"/>"
+#define R32(n) "<reg name=\"" n "\" bitsize=\"32\"/>"
+static const char x86_64_regs[] =
+	"<architecture>i386:x86-64</architecture>"
+	R64("rax") R64("rbx") R64("rcx") R64("rdx") R64("rsi") R64("rdi") R64("rbp") R64("rsp")
+	R64("r8") R64("r9") R64("r10") R64("r11") R64("r12") R64("r13") R64("r14") R64("r15")
+	R64("rip") R32("eflags") R32("cs") R32("ss");
+static const char aarch64_regs[] =
+	"<architecture>aarch64</architecture>"
+	R64("x0") R64("x1") R64("x2") R64("x3") R64("x4") R64("x5") R64("x6") R64("x7")
+	R64("x8") R64("x9") R64("x10") R64("x11") R64("x12") R64("x13") R64("x14") R64("x15")
+	R64("x16") R64("x17") R64("x18") R64("x19") R64("x20") R64("x21") R64("x22") R64("x23")
+	R64("x24") R64("x25") R64("x26") R64("x27") R64("x28") R64("x29") R64("x30")
+	R64("sp") R64("pc") R32("cpsr");
+static const char riscv64_regs[] =
+	"<architecture>riscv:rv64</architecture>"
+	R64("zero") R64("ra") R64("sp") R64("gp") R64("tp") R64("t0") R64("t1") R64("t2")
+	R64("fp") R64("s1") R64("a0") R64("a1") R64("a2") R64("a3") R64("a4") R64("a5") R64("a6") R64("a7")
+	R64("s2") R64("s3") R64("s4") R64("s5") R64("s6") R64("s7") R64("s8") R64("s9") R64("s10") R64("s11") 
+	R64("t3") R64("t4") R64("t5") R64("t6") R64("pc");
+
+static const struct arch arches[] = {
+	{ ARCH_X86_64, "x86_64", "i386:x86-64", "rip", "rsp", "rbp", NULL, "eflags", "cs", 0, 8, x86_64_regs },
+	{ ARCH_AARCH64, "aarch64", "aarch64", "pc", "sp", "x29", "x30", "cpsr", NULL, 0, 8, aarch64_regs },
+	{ ARCH_RISCV64, "riscv64", "riscv:rv64", "pc", "sp", "fp", "ra", NULL, NULL, -16, -8, riscv64_regs },
+};
+
+const struct arch *arch_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof arches / sizeof arches[0]; i++)
+		if (!strcmp(name, arches[i].name) || !strcmp(name, arches[i].gdb_name)) return &arches[i];
+	return NULL;
+}
+
+/* Copy attribute `attr` of the tag starting at tag (ending at '>') into out; 0 if found. */
+static int attr(const char *tag, const char *name, char *out, size_t cap)
+{
+	const char *end = strchr(tag, '>');
+	size_t nlen = strlen(name);
+	for (const char *p = tag; p && p < end; p++) {
+		if (strncmp(p, name, nlen) || p[nlen] != '=' || (p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n'))
+			continue;
+		char q = p[nlen + 1];
+		const char *v = p + nlen + 2, *ve = strchr(v, q);
+		if ((q != '"' && q != '\'') || !ve || ve > end || (size_t)(ve - v) >= cap) return -1;
+		memcpy(out, v, (size_t)(ve - v));
+		out[ve - v] = 0;
+		return 0;
+	}
+	return -1;
+}
+
+static const struct reg *findreg(const struct layout *l, const char *name)
+{
+	if (!name) return NULL;
+	for (int i = 0; i < l->nregs; i++)
+		if (!strcmp(l->regs[i].name, name)) return &l->regs[i];
+	return NULL;
+}
+
+/*
+ * target.xml (GDB manual, "Target Descriptions"): <architecture>NAME</architecture> and
+ * <reg name="N" bitsize="B" [regnum="R"] .../> in order; the `g` reply holds registers by
+ * ascending number, each bitsize/8 bytes, numbers continuing from the previous register.
+ * QEMU numbers every register it lists, so we lay them out in that order.
+ */
+int arch_layout_xml(struct layout *l, const char *xml)
+{
+	char buf[64];
+	int next = 0, off = 0;
+	int num[ARCH_MAX_REGS];
+	memset(l, 0, sizeof *l);
+	const char *a = strstr(xml, "<architecture>");
+	if (a) {
+		a += strlen("<architecture>");
+		const char *e = strchr(a, '<');
+		size_t n = e ? (size_t)(e - a) : 0;
+		if (n >= sizeof buf) n = sizeof buf - 1;
+		memcpy(buf, a, n);
+		buf[n] = 0;
+		l->arch = arch_find(buf);
+		if (!l->arch) {
+			ERR_SET(l, ERR_PROTO, "unsupported architecture %s", buf);
+			return -1;
+		}
+	}
+	for (const char *p = strstr(xml, "<reg"); p; p = strstr(p + 4, "<reg")) {
+		if (p[4] != ' ' && p[4] != '\t' && p[4] != '\n') continue;
+		if (l->nregs == ARCH_MAX_REGS) {
+			ERR_SET(l, ERR_PROTO, "more than %d registers in target.xml", ARCH_MAX_REGS);
+			return -1;
+		}
+		struct reg *r = &l->regs[l->nregs];
+		if (attr(p, "name", r->name, sizeof r->name) || attr(p, "bitsize", buf, sizeof buf)) {
+			ERR_SET(l, ERR_PROTO, "target.xml: <reg> without name or bitsize");
+			return -1;
+		}
+		r->size = atoi(buf) / 8;
+		if (!attr(p, "regnum", buf, sizeof buf)) next = atoi(buf);
+		num[l->nregs++] = next++;
+	}
+	/* Offsets by ascending register number (they normally already are in order). */
+	for (int want = 0, done = 0; done < l->nregs; want++) {
+		for (int i = 0; i < l->nregs; i++)
+			if (num[i] == want) {
+				l->regs[i].off = off;
+				off += l->regs[i].size;
+				done++;
+			}
+		if (want > 4096) break;
+	}
+	l->gsize = off;
+	if (!l->arch) {
+		ERR_SET(l, ERR_PROTO, "target.xml names no architecture");
+		return -1;
+	}
+	l->pc = findreg(l, l->arch->pc);
+	l->sp = findreg(l, l->arch->sp);
+	l->fp = findreg(l, l->arch->fp);
+	if (!l->fp && l->arch->id == ARCH_RISCV64) l->fp = findreg(l, "s0");
+	l->lr = findreg(l, l->arch->lr);
+	l->flags = findreg(l, l->arch->flags);
+	l->mode = findreg(l, l->arch->mode);
+	if (!l->pc || !l->sp || !l->fp) {
+		ERR_SET(l, ERR_PROTO, "target.xml lacks %s/%s/%s", l->arch->pc, l->arch->sp, l->arch->fp);
+		return -1;
+	}
+	return 0;
+}
+
+int arch_layout_default(struct layout *l, const struct arch *a)
+{
+	return arch_layout_xml(l, a->fallback);
+}
+
+uint64_t arch_reg(const struct reg *r, const uint8_t *g, int len)
+{
+	if (!r || r->off + r->size > len) return 0;
+	return rsp_le(g + r->off, r->size > 8 ? 8 : r->size);
+}
+
+int arch_is_user(const struct layout *l, const uint8_t *g, int len)
+{
+	switch (l->arch->id) {
+	case ARCH_X86_64:
+		if (!l->mode || l->mode->off + l->mode->size > len) return -1;
+		return (arch_reg(l->mode, g, len) & 3) == 3; /* CPL = low two bits of cs */
+	case ARCH_AARCH64:
+		if (!l->flags || l->flags->off + l->flags->size > len) return -1;
+		return ((arch_reg(l->flags, g, len) >> 2) & 3) == 0; /* PSTATE.EL == 0 */
+	}
+	return -1;
+}
+
+int arch_irqs_off(const struct layout *l, const uint8_t *g, int len)
+{
+	if (!l->flags || l->flags->off + l->flags->size > len) return -1;
+	uint64_t f = arch_reg(l->flags, g, len);
+	switch (l->arch->id) {
+	case ARCH_X86_64: return !(f & 0x200);  /* EFLAGS.IF, bit 9 (SDM vol 1, 3.4.3) */
+	case ARCH_AARCH64: return !!(f & 0x80); /* PSTATE.I, bit 7 masks IRQs */
+	}
+	return -1;
+}

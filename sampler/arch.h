@@ -1,0 +1,57 @@
+/* arch.h: per-architecture facts -- register names, frame-pointer layout, and the `g` layout. */
+#ifndef ARCH_H
+#define ARCH_H
+#include <stdint.h>
+
+enum { ARCH_X86_64 = 1, ARCH_AARCH64 = 2, ARCH_RISCV64 = 3 }; /* also the capture header's arch code */
+
+struct arch {
+	int id;               /* ARCH_* */
+	const char *name;     /* our name: "x86_64" */
+	const char *gdb_name; /* <architecture> in target.xml: "i386:x86-64" */
+	const char *pc;       /* program counter register name */
+	const char *sp;       /* stack pointer */
+	const char *fp;       /* frame pointer */
+	const char *lr;       /* link register holding the return address at entry, NULL if on stack */
+	const char *flags;    /* flags register (interrupt enable, privilege), NULL if none */
+	const char *mode;     /* register giving privilege (x86 cs), NULL if in flags or unknown */
+	int fp_prev;          /* offset from fp of the caller's saved fp */
+	int fp_ret;           /* offset from fp of the return address */
+	const char *fallback; /* target.xml-style register list used when the stub offers none */
+};
+
+/* One register in the `g` reply. */
+struct reg {
+	char name[16]; /* as target.xml names it */
+	int off;       /* byte offset in the decoded `g` reply */
+	int size;      /* bytes */
+};
+
+#define ARCH_MAX_REGS 160
+
+/* The register layout learned from the stub, with the registers the sampler uses resolved. */
+struct layout {
+	const struct arch *arch;          /* matched architecture */
+	int nregs;                        /* registers in regs[] */
+	struct reg regs[ARCH_MAX_REGS];   /* in `g` order */
+	int gsize;                        /* bytes in a full `g` reply */
+	const struct reg *pc, *sp, *fp;   /* required */
+	const struct reg *lr, *flags, *mode; /* optional (NULL) */
+	int err;                          /* sticky error code */
+	char errstr[128];                 /* what went wrong */
+};
+
+/* Architecture by our name ("x86_64") or gdb name ("i386:x86-64"); NULL if unknown. */
+const struct arch *arch_find(const char *name);
+/* Build a layout from target.xml text with includes already inlined; -1 on error. */
+int arch_layout_xml(struct layout *l, const char *xml);
+/* Build the arch's fallback layout (when the stub has no qXfer:features). */
+int arch_layout_default(struct layout *l, const struct arch *a);
+/* Read a register's value from a decoded `g` reply of len bytes (0 if beyond it). */
+uint64_t arch_reg(const struct reg *r, const uint8_t *g, int len);
+/* Privilege of a sample: 1 if user mode, 0 kernel, -1 unknown. */
+int arch_is_user(const struct layout *l, const uint8_t *g, int len);
+/* 1 if interrupts are disabled, 0 enabled, -1 unknown. */
+int arch_irqs_off(const struct layout *l, const uint8_t *g, int len);
+
+#endif

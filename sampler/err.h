@@ -1,0 +1,30 @@
+/* err.h: the sticky error every context struct carries (code + message), filled by library code. */
+#ifndef ERR_H
+#define ERR_H
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Error codes shared by all subsystems. */
+enum {
+	ERR_NONE = 0,
+	ERR_SYS,      /* a system call failed (errno text in errstr) */
+	ERR_EOF,      /* the peer closed the connection (QEMU exited) */
+	ERR_TIMEOUT,  /* the peer did not answer in time */
+	ERR_PROTO,    /* the peer answered something we cannot use */
+	ERR_FORMAT,   /* a file is malformed */
+	ERR_MISMATCH, /* the ELF does not match the guest */
+	ERR_USAGE,    /* a bad argument */
+};
+
+/* Set ctx->err/errstr unless an error is already recorded; errno is saved first. */
+#define ERR_SET(ctx, code, ...) do { \
+	int errno_saved_ = errno; \
+	if (!(ctx)->err) { \
+		(ctx)->err = (code); \
+		snprintf((ctx)->errstr, sizeof (ctx)->errstr, __VA_ARGS__); \
+	} \
+	errno = errno_saved_; \
+} while (0)
+
+#endif

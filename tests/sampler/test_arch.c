@@ -1,0 +1,80 @@
+/* test_arch.c: target.xml parsing into the register layout, per architecture. */
+#include "check.h"
+#include "../../sampler/arch.h"
+
+/* QEMU 7.2's x86_64 description, abridged to the first registers plus the segment block. */
+static const char x86_xml[] =
+	"<?xml version=\"1.0\"?><!DOCTYPE target SYSTEM \"gdb-target.dtd\">"
+	"<target><architecture>i386:x86-64</architecture>"
+	"<feature name=\"org.gnu.gdb.i386.core\">"
+	"<reg name=\"rax\" bitsize=\"64\" type=\"int64\"/><reg name=\"rbx\" bitsize=\"64\" type=\"int64\"/>"
+	"<reg name=\"rcx\" bitsize=\"64\" type=\"int64\"/><reg name=\"rdx\" bitsize=\"64\" type=\"int64\"/>"
+	"<reg name=\"rsi\" bitsize=\"64\" type=\"int64\"/><reg name=\"rdi\" bitsize=\"64\" type=\"int64\"/>"
+	"<reg name=\"rbp\" bitsize=\"64\" type=\"data_ptr\"/><reg name=\"rsp\" bitsize=\"64\" type=\"data_ptr\"/>"
+	"<reg name=\"r8\" bitsize=\"64\"/><reg name=\"r9\" bitsize=\"64\"/><reg name=\"r10\" bitsize=\"64\"/>"
+	"<reg name=\"r11\" bitsize=\"64\"/><reg name=\"r12\" bitsize=\"64\"/><reg name=\"r13\" bitsize=\"64\"/>"
+	"<reg name=\"r14\" bitsize=\"64\"/><reg name=\"r15\" bitsize=\"64\"/>"
+	"<reg name=\"rip\" bitsize=\"64\" type=\"code_ptr\"/>\n<reg name='eflags' bitsize='32' type='i386_eflags'/>"
+	"<reg name=\"cs\" bitsize=\"32\" type=\"int32\"/><reg name=\"ss\" bitsize=\"32\" type=\"int32\"/>"
+	"</feature></target>";
+
+static void test_x86(void)
+{
+	static struct layout l;
+	CHECK(arch_layout_xml(&l, x86_xml) == 0);
+	CHECK(l.arch && l.arch->id == ARCH_X86_64);
+	CHECK(l.nregs == 20);
+	CHECK(l.fp && l.fp->off == 48);
+	CHECK(l.sp && l.sp->off == 56);
+	CHECK(l.pc && l.pc->off == 128 && l.pc->size == 8);
+	CHECK(l.flags && l.flags->off == 136 && l.flags->size == 4);
+	CHECK(l.mode && l.mode->off == 140);
+	CHECK(l.gsize == 148);
+
+	uint8_t g[148] = { 0 };
+	g[128] = 0x1a; g[135] = 0xff;        /* rip = 0xff0000000000001a */
+	g[137] = 0x02;                       /* eflags.IF set */
+	g[140] = 0x08;                       /* cs = 8: ring 0 */
+	CHECK(arch_reg(l.pc, g, sizeof g) == 0xff0000000000001aull);
+	CHECK(arch_is_user(&l, g, sizeof g) == 0);
+	CHECK(arch_irqs_off(&l, g, sizeof g) == 0);
+	g[140] = 0x33; g[137] = 0;           /* cs = 0x33: ring 3; IF clear */
+	CHECK(arch_is_user(&l, g, sizeof g) == 1);
+	CHECK(arch_irqs_off(&l, g, sizeof g) == 1);
+	CHECK(arch_reg(l.pc, g, 100) == 0);  /* short reply: not read past its end */
+}
+
+static void test_defaults(void)
+{
+	static struct layout l;
+	CHECK(arch_layout_default(&l, arch_find("x86_64")) == 0);
+	CHECK(l.pc->off == 128 && l.sp->off == 56 && l.fp->off == 48);
+	CHECK(arch_layout_default(&l, arch_find("aarch64")) == 0);
+	CHECK(l.fp->off == 232 && l.lr && l.lr->off == 240 && l.sp->off == 248 && l.pc->off == 256);
+	CHECK(l.arch->fp_prev == 0 && l.arch->fp_ret == 8);
+	CHECK(arch_layout_default(&l, arch_find("riscv:rv64")) == 0);
+	CHECK(l.fp->off == 64 && l.sp->off == 16 && l.lr->off == 8 && l.pc->off == 256);
+	CHECK(l.arch->fp_prev == -16 && l.arch->fp_ret == -8);
+}
+
+static void test_errors(void)
+{
+	static struct layout l;
+	CHECK(arch_layout_xml(&l, "<architecture>mips</architecture>") == -1);
+	CHECK(strstr(l.errstr, "mips") != NULL);
+	CHECK(arch_layout_xml(&l, "<architecture>i386:x86-64</architecture><reg name=\"rax\" bitsize=\"64\"/>") == -1);
+	CHECK(arch_layout_xml(&l, "<target><reg bitsize=\"64\"/></target>") == -1);
+	/* Explicit regnum: numbering continues from it. */
+	CHECK(arch_layout_xml(&l, "<architecture>aarch64</architecture>"
+			      "<reg name=\"x29\" bitsize=\"64\" regnum=\"1\"/><reg name=\"x30\" bitsize=\"64\"/>"
+			      "<reg name=\"sp\" bitsize=\"64\"/><reg name=\"pc\" bitsize=\"64\"/>"
+			      "<reg name=\"x0\" bitsize=\"64\" regnum=\"0\"/>") == 0);
+	CHECK(l.regs[4].off == 0 && l.fp->off == 8 && l.pc->off == 32);
+}
+
+void test_arch(void)
+{
+	test_x86();
+	test_defaults();
+	test_errors();
+}
