@@ -1,0 +1,279 @@
+/* capture.c: the binary capture format -- versioned header, CRC-checked chunks of samples. */
+#include "capture.h"
+#include "err.h"
+#include "pace.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+/*
+ * File layout (all integers little-endian; full description in docs/capture-format.md):
+ *   header, 128 bytes:
+ *     0 magic "GDBSAMP\0"   8 u16 version   10 u16 header size (128)   12 u16 arch
+ *    14 u16 ncpu   16 u32 rate_hz   20 u32 max_frames   24 u64 kernel lo   32 u64 kernel hi
+ *    40 u64 start (unix ns)   48 u8 id kind   49 u8 id len   50 u16 flags   52 id[32]
+ *    84..123 zero   124 u32 CRC-32 of bytes 0..123
+ *   then chunks:
+ *     0 u32 "CHNK"   4 u32 type (1 samples, 2 summary)   8 u32 payload bytes
+ *    12 u32 records   16 u32 CRC-32 of the payload   20 payload
+ *   a sample record: u64 t_ns, u16 cpu, u8 flags, u8 nframes, u64 frames[nframes]
+ *   the summary payload: UTF-8 "key value\n" lines, written once at the end.
+ */
+
+static uint32_t crc_table[256];
+
+uint32_t capture_crc32(const uint8_t *p, size_t n)
+{
+	if (!crc_table[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			crc_table[i] = c;
+		}
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
+static void le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t rd(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+	return v;
+}
+
+void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct capture_header *h)
+{
+	memset(out, 0, CAPTURE_HEADER_SIZE);
+	memcpy(out, CAPTURE_MAGIC, 8);
+	le(out + 8, CAPTURE_VERSION, 2);
+	le(out + 10, CAPTURE_HEADER_SIZE, 2);
+	le(out + 12, h->arch, 2);
+	le(out + 14, h->ncpu, 2);
+	le(out + 16, h->rate_hz, 4);
+	le(out + 20, h->max_frames, 4);
+	le(out + 24, h->klo, 8);
+	le(out + 32, h->khi, 8);
+	le(out + 40, h->start_unix_ns, 8);
+	out[48] = h->id_kind;
+	out[49] = h->id_len;
+	le(out + 50, h->flags, 2);
+	memcpy(out + 52, h->id, 32);
+	le(out + 124, capture_crc32(out, 124), 4);
+}
+
+int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEADER_SIZE])
+{
+	if (memcmp(in, CAPTURE_MAGIC, 8)) return -1;
+	if (rd(in + 124, 4) != capture_crc32(in, 124)) return -2;
+	memset(h, 0, sizeof *h);
+	h->version = (uint16_t)rd(in + 8, 2);
+	if (h->version != CAPTURE_VERSION || rd(in + 10, 2) != CAPTURE_HEADER_SIZE) return -3;
+	h->arch = (uint16_t)rd(in + 12, 2);
+	h->ncpu = (uint16_t)rd(in + 14, 2);
+	h->rate_hz = (uint32_t)rd(in + 16, 4);
+	h->max_frames = (uint32_t)rd(in + 20, 4);
+	h->klo = rd(in + 24, 8);
+	h->khi = rd(in + 32, 8);
+	h->start_unix_ns = rd(in + 40, 8);
+	h->id_kind = in[48];
+	h->id_len = in[49] > 32 ? 32 : in[49];
+	h->flags = (uint16_t)rd(in + 50, 2);
+	memcpy(h->id, in + 52, 32);
+	return 0;
+}
+
+/* ---- writer ---- */
+
+#define FLUSH_BYTES 65536
+#define FLUSH_NS 1000000000LL /* at most a second of samples is lost if we die */
+
+struct capw {
+	struct writer w;                          /* interface, first */
+	int fd;                                   /* output */
+	uint8_t buf[CAPTURE_CHUNK_HEADER + FLUSH_BYTES + 8 + 8 * SAMPLE_MAX_FRAMES + 16]; /* one chunk */
+	uint32_t len;                             /* payload bytes buffered */
+	uint32_t count;                           /* records buffered */
+	int64_t last_flush;                       /* pace_now() at the last flush */
+};
+
+static int write_all(struct capw *c, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(c->fd, p, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k < 0) {
+			ERR_SET(&c->w, ERR_SYS, "capture write: %s", strerror(errno));
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int flush_chunk(struct capw *c, uint32_t type)
+{
+	c->last_flush = pace_now();
+	if (!c->len && type == CHUNK_SAMPLES) return 0;
+	uint8_t *h = c->buf;
+	le(h, CAPTURE_CHUNK_MAGIC, 4);
+	le(h + 4, type, 4);
+	le(h + 8, c->len, 4);
+	le(h + 12, c->count, 4);
+	le(h + 16, capture_crc32(h + CAPTURE_CHUNK_HEADER, c->len), 4);
+	int rc = write_all(c, h, CAPTURE_CHUNK_HEADER + c->len);
+	c->len = c->count = 0;
+	return rc;
+}
+
+static int capw_add(struct writer *w, const struct sample *s)
+{
+	struct capw *c = (struct capw *)w;
+	uint8_t *p = c->buf + CAPTURE_CHUNK_HEADER + c->len;
+	le(p, (uint64_t)s->t_ns, 8);
+	le(p + 8, s->cpu, 2);
+	p[10] = s->flags;
+	p[11] = s->n;
+	for (int i = 0; i < s->n; i++) le(p + 12 + 8 * i, s->frames[i], 8);
+	c->len += 12 + 8u * s->n;
+	c->count++;
+	if (c->len >= FLUSH_BYTES || pace_now() - c->last_flush >= FLUSH_NS)
+		return flush_chunk(c, CHUNK_SAMPLES);
+	return 0;
+}
+
+static int capw_finish(struct writer *w, const struct run_info *ri)
+{
+	struct capw *c = (struct capw *)w;
+	if (flush_chunk(c, CHUNK_SAMPLES) < 0) return -1;
+	if (ri && ri->summary) {
+		size_t n = strlen(ri->summary);
+		if (n > FLUSH_BYTES) n = FLUSH_BYTES;
+		memcpy(c->buf + CAPTURE_CHUNK_HEADER, ri->summary, n);
+		c->len = (uint32_t)n;
+		c->count = 1;
+		if (flush_chunk(c, CHUNK_SUMMARY) < 0) return -1;
+	}
+	return 0;
+}
+
+static void capw_free(struct writer *w)
+{
+	free(w);
+}
+
+struct writer *capture_writer_new(int fd, const struct capture_header *h)
+{
+	struct capw *c = calloc(1, sizeof *c);
+	uint8_t hdr[CAPTURE_HEADER_SIZE];
+	if (!c) return NULL;
+	c->w.add = capw_add;
+	c->w.finish = capw_finish;
+	c->w.free = capw_free;
+	c->fd = fd;
+	c->last_flush = pace_now();
+	capture_header_encode(hdr, h);
+	write_all(c, hdr, sizeof hdr); /* an error stays in c->w.err for the caller */
+	return &c->w;
+}
+
+/* ---- reader ---- */
+
+int capture_open(struct capture_reader *r, const char *path)
+{
+	uint8_t hdr[CAPTURE_HEADER_SIZE];
+	memset(r, 0, sizeof *r);
+	r->f = fopen(path, "rb");
+	if (!r->f) {
+		ERR_SET(r, ERR_SYS, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fread(hdr, 1, sizeof hdr, r->f) != sizeof hdr) {
+		ERR_SET(r, ERR_FORMAT, "%s: truncated header", path);
+		return -1;
+	}
+	int rc = capture_header_decode(&r->h, hdr);
+	if (rc) {
+		ERR_SET(r, ERR_FORMAT, "%s: %s", path, rc == -1 ? "not a gdbsample capture" :
+			rc == -2 ? "header checksum mismatch" : "unsupported capture version");
+		return -1;
+	}
+	r->offset = CAPTURE_HEADER_SIZE;
+	return 0;
+}
+
+/* Load the next chunk; 1 loaded, 0 clean EOF, -1 damaged. */
+static int next_chunk(struct capture_reader *r)
+{
+	uint8_t h[CAPTURE_CHUNK_HEADER];
+	size_t got = fread(h, 1, sizeof h, r->f);
+	if (got == 0 && feof(r->f)) return 0;
+	if (got != sizeof h) {
+		ERR_SET(r, ERR_FORMAT, "truncated chunk header at byte %llu", (unsigned long long)r->offset);
+		return -1;
+	}
+	uint32_t len = (uint32_t)rd(h + 8, 4);
+	if (rd(h, 4) != CAPTURE_CHUNK_MAGIC || len > CAPTURE_CHUNK_MAX) {
+		ERR_SET(r, ERR_FORMAT, "bad chunk header at byte %llu", (unsigned long long)r->offset);
+		return -1;
+	}
+	uint8_t *b = realloc(r->buf, len ? len : 1);
+	if (!b) {
+		ERR_SET(r, ERR_SYS, "out of memory");
+		return -1;
+	}
+	r->buf = b;
+	if (fread(r->buf, 1, len, r->f) != len) {
+		ERR_SET(r, ERR_FORMAT, "truncated chunk at byte %llu", (unsigned long long)r->offset);
+		return -1;
+	}
+	if (capture_crc32(r->buf, len) != rd(h + 16, 4)) {
+		ERR_SET(r, ERR_FORMAT, "chunk checksum mismatch at byte %llu", (unsigned long long)r->offset);
+		return -1;
+	}
+	r->offset += sizeof h + len;
+	r->chunks++;
+	r->type = (uint32_t)rd(h + 4, 4);
+	r->len = len;
+	r->pos = 0;
+	if (r->type == CHUNK_SUMMARY) {
+		size_t n = len < sizeof r->summary - 1 ? len : sizeof r->summary - 1;
+		memcpy(r->summary, r->buf, n);
+		r->summary[n] = 0;
+	}
+	return 1;
+}
+
+int capture_next(struct capture_reader *r, struct sample *s)
+{
+	if (r->err) return -1;
+	while (r->type != CHUNK_SAMPLES || r->pos >= r->len) {
+		int rc = next_chunk(r);
+		if (rc <= 0) return rc;
+	}
+	const uint8_t *p = r->buf + r->pos;
+	if (r->len - r->pos < 12 || r->len - r->pos < 12 + 8u * p[11]) {
+		ERR_SET(r, ERR_FORMAT, "sample overruns its chunk near byte %llu", (unsigned long long)r->offset);
+		return -1;
+	}
+	s->t_ns = rd(p, 8);
+	s->cpu = (uint16_t)rd(p + 8, 2);
+	s->flags = p[10];
+	s->n = p[11];
+	for (int i = 0; i < s->n; i++) s->frames[i] = rd(p + 12 + 8 * i, 8);
+	r->pos += 12 + 8u * s->n;
+	return 1;
+}
+
+void capture_close(struct capture_reader *r)
+{
+	if (r->f) fclose(r->f);
+	free(r->buf);
+	r->f = NULL;
+	r->buf = NULL;
+}

@@ -1,0 +1,60 @@
+/* capture.h: the binary capture format -- versioned header, CRC-checked chunks of samples. */
+#ifndef CAPTURE_H
+#define CAPTURE_H
+#include <stdint.h>
+#include <stdio.h>
+#include "sample.h"
+#include "writer.h"
+
+#define CAPTURE_MAGIC "GDBSAMP"    /* 8 bytes with the NUL */
+#define CAPTURE_VERSION 1
+#define CAPTURE_HEADER_SIZE 128
+#define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
+#define CAPTURE_CHUNK_HEADER 20
+#define CAPTURE_CHUNK_MAX (1u << 20)    /* largest payload a reader accepts */
+enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2 };
+enum { CAPF_IDLE_KEPT = 1 };            /* header flag bits */
+
+/* The decoded header. */
+struct capture_header {
+	uint16_t version;       /* CAPTURE_VERSION */
+	uint16_t arch;          /* ARCH_* */
+	uint16_t ncpu;          /* vCPUs sampled */
+	uint16_t flags;         /* CAPF_* */
+	uint32_t rate_hz;       /* requested rate */
+	uint32_t max_frames;    /* frame cap */
+	uint64_t klo, khi;      /* kernel range */
+	uint64_t start_unix_ns; /* wall-clock start (CLOCK_REALTIME) */
+	uint8_t id_kind;        /* SYMID_*: what id holds */
+	uint8_t id_len;         /* bytes of id used */
+	uint8_t id[32];         /* ELF build-id or FNV-1a 64 hash */
+};
+
+/* Writer: streams chunks to fd, flushing at least every second. */
+struct writer *capture_writer_new(int fd, const struct capture_header *h);
+
+/* Reader state. */
+struct capture_reader {
+	FILE *f;                     /* the file */
+	struct capture_header h;     /* its header */
+	uint8_t *buf;                /* current chunk payload */
+	uint32_t len, pos;           /* payload size and read position */
+	uint32_t type;               /* current chunk type */
+	uint64_t chunks;             /* good chunks read */
+	uint64_t offset;             /* file offset of the next chunk */
+	char summary[4096];          /* the summary chunk's text, if seen */
+	int err;                     /* sticky error code */
+	char errstr[128];            /* what went wrong (truncation, CRC, ...) */
+};
+
+int capture_open(struct capture_reader *r, const char *path);
+/* Next sample: 1 got one, 0 clean end of file, -1 truncated or corrupt (err set; samples read
+ * so far are intact). */
+int capture_next(struct capture_reader *r, struct sample *s);
+void capture_close(struct capture_reader *r);
+/* Serialize / parse the header (pure, for tests). */
+void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct capture_header *h);
+int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEADER_SIZE]);
+uint32_t capture_crc32(const uint8_t *p, size_t n);
+
+#endif

@@ -1,0 +1,58 @@
+/* symbols.h: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
+#ifndef SYMBOLS_H
+#define SYMBOLS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "unwind.h"
+
+/* One function symbol. */
+struct sym {
+	uint64_t addr;    /* start address */
+	uint64_t size;    /* bytes (0 = unknown: extends to the next symbol) */
+	const char *name; /* NUL-terminated, owned by the table */
+};
+
+/* An executable section's bytes from the ELF. */
+struct textsec {
+	uint64_t addr;    /* load address */
+	size_t len;       /* bytes */
+	uint8_t *data;    /* copy of the contents */
+};
+
+enum { SYMID_NONE = 0, SYMID_BUILD_ID = 1, SYMID_FNV64 = 2 }; /* kinds of symtab.id */
+
+struct symtab {
+	struct sym *syms;        /* sorted by addr, one per address */
+	size_t n;                /* entries in syms */
+	int is_elf;              /* 1 if loaded from an ELF (text bytes available) */
+	int machine;             /* ELF e_machine (EM_X86_64 ...), 0 for maps */
+	struct textsec *secs;    /* executable sections (ELF only) */
+	int nsecs;               /* entries in secs */
+	int idkind;              /* SYMID_* */
+	int idlen;               /* bytes in id */
+	uint8_t id[32];          /* GNU build-id, or FNV-1a 64 of the file */
+	int err;                 /* sticky error code */
+	char errstr[128];        /* what went wrong */
+};
+
+/* Load an ELF, or an nm/System.map style text map (detected by content). */
+int syms_load(struct symtab *t, const char *path);
+/* Parse an nm-style map ("ADDR [SIZE] TYPE NAME" lines, text symbols kept) from memory. */
+int syms_parse_map(struct symtab *t, const char *text, size_t len);
+/* Add one symbol (used by the loaders and tests); call syms_finish after the last. */
+int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name);
+/* Sort and de-duplicate after adding. */
+void syms_finish(struct symtab *t);
+/* The symbol containing addr, or NULL. */
+const struct sym *syms_lookup(const struct symtab *t, uint64_t addr);
+/* The byte of kernel text at addr, or -1 if not in the ELF. */
+int syms_byte(const struct symtab *t, uint64_t addr);
+/* Where pc sits in its function's frame setup (entry, after push rbp, at ret, or body). */
+enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc);
+/* 1 if pc follows a `hlt` (the vCPU is idle in hlt), 0 if not, -1 if unknown. */
+int syms_after_hlt(const struct symtab *t, uint64_t pc);
+/* Format addr as "sym+0xoff" (or hex if unknown) into out. */
+void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap);
+void syms_free(struct symtab *t);
+
+#endif

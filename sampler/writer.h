@@ -1,0 +1,36 @@
+/* writer.h: the one interface every output shares -- add a sample, then write the result. */
+#ifndef WRITER_H
+#define WRITER_H
+#include <stdint.h>
+#include <stdio.h>
+#include "sample.h"
+#include "symbols.h"
+
+/* Facts about the whole run, given to writers at the end. */
+struct run_info {
+	int ncpu;                  /* vCPUs sampled */
+	int rate_hz;               /* requested rate */
+	int64_t duration_ns;       /* wall time sampled */
+	uint64_t samples;          /* vCPU samples given to the writer */
+	uint64_t dropped;          /* vCPU samples lost (unreadable registers, failed trips) */
+	uint64_t idle;             /* idle vCPU samples (not given to text writers without --idle) */
+	const char *summary;       /* the summary text (key value lines) for the capture trailer */
+};
+
+struct writer {
+	/* Take one sample; 0 or -1 (err set). */
+	int (*add)(struct writer *w, const struct sample *s);
+	/* Write the result (text writers) or the trailer and final flush (capture). */
+	int (*finish)(struct writer *w, const struct run_info *ri);
+	/* Release everything. */
+	void (*free)(struct writer *w);
+	int err;                   /* sticky error code */
+	char errstr[128];          /* what went wrong */
+};
+
+/* The text report shared with the in-guest `profile` (docs/report-format.md). */
+struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains);
+/* Folded stacks "cpuN;root;...;leaf count", sorted. */
+struct writer *fold_writer_new(FILE *out, const struct symtab *syms);
+
+#endif

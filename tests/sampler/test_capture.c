@@ -1,0 +1,117 @@
+/* test_capture.c: capture writer/reader round trip, a truncated file and a flipped bit. */
+#include "check.h"
+#include "../../sampler/capture.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct sample mk(uint64_t t, int cpu, int flags, int n)
+{
+	struct sample s = { .t_ns = t, .cpu = (uint16_t)cpu, .flags = (uint8_t)flags, .n = (uint8_t)n };
+	for (int i = 0; i < n; i++) s.frames[i] = 0xffffffff80000000ull + t * 16 + (uint64_t)i;
+	return s;
+}
+
+static long fsize(const char *p)
+{
+	FILE *f = fopen(p, "rb");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fclose(f);
+	return n;
+}
+
+static void test_roundtrip(void)
+{
+	char path[] = "/tmp/gdbsample-test-XXXXXX";
+	int fd = mkstemp(path);
+	struct capture_header h = { .arch = 1, .ncpu = 4, .flags = CAPF_IDLE_KEPT, .rate_hz = 1000,
+				    .max_frames = 64, .klo = 0xffff800000000000ull, .khi = ~0ull,
+				    .start_unix_ns = 1234567890123ull, .id_kind = 1, .id_len = 20 };
+	for (int i = 0; i < 20; i++) h.id[i] = (uint8_t)i;
+	struct writer *w = capture_writer_new(fd, &h);
+	CHECK(w && !w->err);
+	/* 5000 samples of 1..255 frames spill over many 64 KiB chunks. */
+	for (int i = 0; i < 5000; i++) {
+		struct sample s = mk((uint64_t)i, i % 4, i % 8, 1 + i % 255);
+		CHECK(w->add(w, &s) == 0);
+	}
+	struct run_info ri = { .summary = "samples 5000\npause_p50_us 180\n" };
+	CHECK(w->finish(w, &ri) == 0);
+	w->free(w);
+	close(fd);
+
+	struct capture_reader r;
+	struct sample s;
+	CHECK(capture_open(&r, path) == 0);
+	CHECK(r.h.arch == 1 && r.h.ncpu == 4 && r.h.rate_hz == 1000 && r.h.max_frames == 64);
+	CHECK(r.h.klo == 0xffff800000000000ull && r.h.khi == ~0ull && r.h.start_unix_ns == 1234567890123ull);
+	CHECK(r.h.id_kind == 1 && r.h.id_len == 20 && r.h.id[19] == 19);
+	int n = 0, bad = 0, rc;
+	while ((rc = capture_next(&r, &s)) == 1) {
+		struct sample e = mk((uint64_t)n, n % 4, n % 8, 1 + n % 255);
+		if (s.t_ns != e.t_ns || s.cpu != e.cpu || s.flags != e.flags || s.n != e.n ||
+		    memcmp(s.frames, e.frames, 8u * e.n))
+			bad++;
+		n++;
+	}
+	CHECK(rc == 0);
+	CHECK(n == 5000);
+	CHECK(bad == 0);
+	CHECK(r.chunks > 3);
+	CHECK(strstr(r.summary, "pause_p50_us 180") != NULL);
+	capture_close(&r);
+
+	/* Truncated mid-chunk: every sample before the damaged chunk is read, then an error. */
+	long size = fsize(path);
+	CHECK(truncate(path, size - 1000) == 0);
+	CHECK(capture_open(&r, path) == 0);
+	n = 0;
+	while ((rc = capture_next(&r, &s)) == 1) n++;
+	CHECK(rc == -1);
+	CHECK(n > 0 && n < 5000);
+	CHECK(strstr(r.errstr, "truncated") != NULL);
+	capture_close(&r);
+
+	/* A flipped bit in the first chunk's payload: its CRC fails before any sample is trusted. */
+	FILE *f = fopen(path, "r+b");
+	fseek(f, CAPTURE_HEADER_SIZE + CAPTURE_CHUNK_HEADER + 100, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, CAPTURE_HEADER_SIZE + CAPTURE_CHUNK_HEADER + 100, SEEK_SET);
+	fputc(c ^ 4, f);
+	fclose(f);
+	CHECK(capture_open(&r, path) == 0);
+	CHECK(capture_next(&r, &s) == -1);
+	CHECK(strstr(r.errstr, "checksum") != NULL);
+	capture_close(&r);
+
+	/* A damaged header is refused. */
+	f = fopen(path, "r+b");
+	fseek(f, 16, SEEK_SET);
+	fputc(0x55, f);
+	fclose(f);
+	CHECK(capture_open(&r, path) == -1);
+	capture_close(&r);
+	unlink(path);
+}
+
+static void test_header_literal(void)
+{
+	uint8_t b[CAPTURE_HEADER_SIZE];
+	struct capture_header h = { .arch = 1, .ncpu = 2, .rate_hz = 100 }, g;
+	capture_header_encode(b, &h);
+	CHECK(memcmp(b, "GDBSAMP\0", 8) == 0);
+	CHECK(b[8] == 1 && b[9] == 0);      /* version 1, little-endian */
+	CHECK(b[10] == 128);                /* header size */
+	CHECK(b[16] == 100);                /* rate */
+	CHECK(capture_header_decode(&g, b) == 0 && g.ncpu == 2);
+	CHECK(capture_crc32((const uint8_t *)"123456789", 9) == 0xcbf43926u); /* the CRC-32 check value */
+	b[0] = 'X';
+	CHECK(capture_header_decode(&g, b) == -1);
+}
+
+void test_capture(void)
+{
+	test_header_literal();
+	test_roundtrip();
+}

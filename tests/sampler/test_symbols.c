@@ -1,0 +1,79 @@
+/* test_symbols.c: nm-style map parsing, sorted lookup, and the x86_64 prologue/hlt checks. */
+#include "check.h"
+#include "../../sampler/symbols.h"
+
+static const char map[] =
+	"ffffffff80001000 T kmain\n"
+	"ffffffff80000000 T _start\n"
+	"ffffffff80001000 t kmain_alias\n"
+	"ffffffff80200000 D some_data\n"
+	"ffffffff80002000 0000000000000040 T sized_fn\n"
+	"ffffffff80003000 W weak_fn\n"
+	"\n";
+
+static void test_map(void)
+{
+	struct symtab t = { 0 };
+	CHECK(syms_parse_map(&t, map, sizeof map - 1) == 0);
+	CHECK(t.n == 4); /* data dropped, the alias folded into kmain */
+	const struct sym *s = syms_lookup(&t, 0xffffffff80001234ull);
+	CHECK(s && !strcmp(s->name, "kmain"));
+	s = syms_lookup(&t, 0xffffffff80000000ull);
+	CHECK(s && !strcmp(s->name, "_start"));
+	CHECK(syms_lookup(&t, 0xffffffff7fffffffull) == NULL);
+	s = syms_lookup(&t, 0xffffffff8000203full);
+	CHECK(s && !strcmp(s->name, "sized_fn"));
+	CHECK(syms_lookup(&t, 0xffffffff80002040ull) == NULL); /* past a sized symbol's end */
+	char buf[64];
+	syms_format(&t, 0xffffffff80001044ull, buf, sizeof buf);
+	CHECK_STR(buf, "kmain+0x44");
+	syms_format(&t, 0x1234, buf, sizeof buf);
+	CHECK_STR(buf, "0x1234");
+	CHECK(syms_byte(&t, 0xffffffff80001000ull) == -1); /* no text bytes in a map */
+	CHECK(syms_pc_kind(&t, 0xffffffff80001000ull) == PC_AT_ENTRY);
+	CHECK(syms_pc_kind(&t, 0xffffffff80001001ull) == PC_BODY);
+	syms_free(&t);
+
+	struct symtab bad = { 0 };
+	CHECK(syms_parse_map(&bad, "\x7f" "ELF garbage\n", 12) == -1);
+	CHECK(bad.err != 0);
+}
+
+/* A synthetic "ELF" text section: f1 = endbr64; push rbp; mov rsp,rbp; ...; hlt; ret.
+ * f2 = push rbp; ... */
+static uint8_t text[] = {
+	0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x90, 0xfb, 0xf4, 0x90, 0x5d, 0xc3, 0x90, 0x90,
+	0x55, 0x48, 0x89, 0xe5, 0x90, 0x5d, 0xc3, 0x90,
+};
+
+static void test_text(void)
+{
+	struct symtab t = { 0 };
+	struct textsec sec = { 0xffffffff80000000ull, sizeof text, text };
+	syms_add(&t, 0xffffffff80000000ull, 16, "f1");
+	syms_add(&t, 0xffffffff80000010ull, 8, "f2");
+	syms_finish(&t);
+	t.is_elf = 1;
+	t.secs = &sec;
+	t.nsecs = 1;
+	uint64_t f1 = 0xffffffff80000000ull, f2 = f1 + 16;
+	CHECK(syms_pc_kind(&t, f1) == PC_AT_ENTRY);
+	CHECK(syms_pc_kind(&t, f1 + 4) == PC_AT_ENTRY);   /* at push rbp after endbr64 */
+	CHECK(syms_pc_kind(&t, f1 + 5) == PC_AFTER_PUSH); /* after push, before mov */
+	CHECK(syms_pc_kind(&t, f1 + 8) == PC_BODY);
+	CHECK(syms_pc_kind(&t, f1 + 13) == PC_AT_ENTRY);  /* at ret: frame already popped */
+	CHECK(syms_pc_kind(&t, f2 + 1) == PC_AFTER_PUSH);
+	CHECK(syms_pc_kind(&t, f2 + 4) == PC_BODY);
+	CHECK(syms_after_hlt(&t, f1 + 11) == 1);          /* sti; hlt: halted vCPU's rip */
+	CHECK(syms_after_hlt(&t, f1 + 10) == 0);
+	CHECK(syms_after_hlt(&t, f1 + 0x1000) == -1);     /* outside the ELF: unknown */
+	t.secs = NULL;
+	t.nsecs = 0;
+	syms_free(&t);
+}
+
+void test_symbols(void)
+{
+	test_map();
+	test_text();
+}
