@@ -1,0 +1,205 @@
+/* cli.c: command-line parsing into an options struct (no I/O; errors in errstr). */
+#include "cli.h"
+#include "conn.h"
+#include "err.h"
+#include <getopt.h>
+#include <stdlib.h>
+
+const char cli_usage[] =
+	"usage: gdbsample [record|dump|top] (-p PORT | -H HOST:PORT | -u SOCKET) [options]\n"
+	"  record (default)   sample until Ctrl-C or -d, then write the result\n"
+	"  dump               stop once and print every vCPU's stack\n"
+	"  top                live view of the hottest functions and chains\n"
+	"  -p PORT            gdbstub on 127.0.0.1:PORT\n"
+	"  -H HOST:PORT       gdbstub on HOST:PORT\n"
+	"  -u PATH            gdbstub on a unix socket (QEMU -gdb unix:PATH,server=on)\n"
+	"  -r HZ              samples per second, 1-10000 (default 100)\n"
+	"  -d SECONDS         stop after SECONDS (default: until SIGINT/SIGTERM)\n"
+	"  -e ELF             kernel ELF or nm-style symbol map (System.map)\n"
+	"  -o FILE            write the result to FILE (default stdout)\n"
+	"  -f FORMAT          report (default), folded or capture\n"
+	"  --chains N         chains in the report (default 8)\n"
+	"  --max-frames N     frames per sample, 1-255 (default 64)\n"
+	"  --kernel-range LO:HI  kernel addresses, hex (default the upper half)\n"
+	"  --cpus LIST        vCPUs to sample, e.g. 0,2-3 (default all)\n"
+	"  --idle             report idle samples (default: count and drop them)\n"
+	"  --no-verify        skip checking the ELF against the guest's text\n"
+	"  -q                 no warnings or progress on stderr (the summary stays)\n";
+
+static int bad(struct opts *o, const char *fmt, const char *a, const char *b)
+{
+	ERR_SET(o, ERR_USAGE, fmt, a, b);
+	return -1;
+}
+
+/* Strict integer in [lo, hi]. */
+static int num(struct opts *o, const char *flag, const char *s, long lo, long hi, int *out)
+{
+	char *e;
+	errno = 0;
+	long v = strtol(s, &e, 10);
+	if (!*s || *e || errno || v < lo || v > hi) {
+		char range[64];
+		snprintf(range, sizeof range, "%ld-%ld", lo, hi);
+		ERR_SET(o, ERR_USAGE, "%s: bad value '%.40s' (expected %s)", flag, s, range);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int range(struct opts *o, const char *s)
+{
+	char *e, *e2;
+	const char *colon = strchr(s, ':');
+	if (!colon) return bad(o, "--kernel-range: expected LO:HI in hex, got '%.40s'%s", s, "");
+	errno = 0;
+	unsigned long long lo = strtoull(s, &e, 16), hi = strtoull(colon + 1, &e2, 16);
+	if (e != colon || *e2 || colon[1] == 0 || e == s || errno || lo >= hi)
+		return bad(o, "--kernel-range: expected LO:HI in hex with LO < HI, got '%.40s'%s", s, "");
+	o->klo = lo;
+	o->khi = hi;
+	o->have_range = 1;
+	return 0;
+}
+
+enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY };
+
+int cli_parse(struct opts *o, int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "max-frames", required_argument, 0, OPT_MAXF },
+		{ "kernel-range", required_argument, 0, OPT_RANGE },
+		{ "cpus", required_argument, 0, OPT_CPUS },
+		{ "idle", no_argument, 0, OPT_IDLE },
+		{ "chains", required_argument, 0, OPT_CHAINS },
+		{ "no-verify", no_argument, 0, OPT_NOVERIFY },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	memset(o, 0, sizeof *o);
+	o->rate = 100;
+	o->max_frames = 64;
+	o->chains = 8;
+	o->verify = 1;
+	o->klo = 0xffff800000000000ull;
+	o->khi = 0xffffffffffffffffull;
+	strcpy(o->host, "127.0.0.1");
+	int first = 1, conns = 0, c;
+	if (argc > 1 && argv[1][0] != '-') {
+		if (!strcmp(argv[1], "record")) o->cmd = CMD_RECORD;
+		else if (!strcmp(argv[1], "dump")) o->cmd = CMD_DUMP;
+		else if (!strcmp(argv[1], "top")) o->cmd = CMD_TOP;
+		else return bad(o, "unknown command '%.40s' (record, dump or top)%s", argv[1], "");
+		first = 2;
+	}
+	optind = first;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:H:u:r:d:e:o:f:qh", lopts, NULL)) != -1) {
+		char *e;
+		switch (c) {
+		case 'p':
+			if (num(o, "-p", optarg, 1, 65535, &o->port)) return -1;
+			conns++;
+			break;
+		case 'H':
+			if (conn_parse_hostport(optarg, o->host, sizeof o->host, &o->port))
+				return bad(o, "-H: expected HOST:PORT, got '%.40s'%s", optarg, "");
+			conns++;
+			break;
+		case 'u':
+			o->sock = optarg;
+			conns++;
+			break;
+		case 'r':
+			if (num(o, "-r", optarg, 1, 10000, &o->rate)) return -1;
+			break;
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &e);
+			if (!*optarg || *e || errno || !(o->duration > 0) || o->duration > 1e7)
+				return bad(o, "-d: bad duration '%.40s' (seconds > 0)%s", optarg, "");
+			break;
+		case 'e': o->elf = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'f':
+			if (!strcmp(optarg, "report")) o->format = FMT_REPORT;
+			else if (!strcmp(optarg, "folded")) o->format = FMT_FOLDED;
+			else if (!strcmp(optarg, "capture")) o->format = FMT_CAPTURE;
+			else return bad(o, "-f: unknown format '%.40s' (report, folded or capture)%s", optarg, "");
+			break;
+		case 'q': o->quiet = 1; break;
+		case 'h': o->help = 1; return 0;
+		case OPT_MAXF:
+			if (num(o, "--max-frames", optarg, 1, 255, &o->max_frames)) return -1;
+			break;
+		case OPT_RANGE:
+			if (range(o, optarg)) return -1;
+			break;
+		case OPT_CPUS:
+			o->cpus = optarg;
+			if (cli_cpus(o, 1 << 16, NULL) < 0) return -1;
+			break;
+		case OPT_IDLE: o->idle = 1; break;
+		case OPT_CHAINS:
+			if (num(o, "--chains", optarg, 1, 1000000, &o->chains)) return -1;
+			break;
+		case OPT_NOVERIFY: o->verify = 0; break;
+		case ':': {
+			char f[32];
+			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
+			else snprintf(f, sizeof f, "%.30s", argv[optind - 1]);
+			return bad(o, "%s: missing value%s", f, "");
+		}
+		default: {
+			char f[48];
+			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
+			else snprintf(f, sizeof f, "%.40s", argv[optind - 1]);
+			return bad(o, "unknown option '%s' (see gdbsample -h)%s", f, "");
+		}
+		}
+	}
+	if (optind < argc) return bad(o, "unexpected argument '%.40s'%s", argv[optind], "");
+	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT or -u SOCKET%s%s", "", "");
+	if (conns > 1) return bad(o, "give only one of -p, -H and -u%s%s", "", "");
+	return 0;
+}
+
+int cli_cpus(struct opts *o, int ncpu, int *out)
+{
+	int n = 0;
+	if (!o->cpus) {
+		for (int i = 0; i < ncpu; i++)
+			if (out) out[n++] = i;
+		return out ? n : ncpu;
+	}
+	const char *p = o->cpus;
+	while (*p) {
+		char *e;
+		long a = strtol(p, &e, 10), b = a;
+		if (e == p || a < 0) goto bad;
+		if (*e == '-') {
+			const char *q = e + 1;
+			b = strtol(q, &e, 10);
+			if (e == q || b < a) goto bad;
+		}
+		if (*e && *e != ',') goto bad;
+		if (b >= ncpu) {
+			char lim[32];
+			snprintf(lim, sizeof lim, "%d", ncpu);
+			return bad(o, "--cpus: vCPU out of range (the guest has %s)%s", lim, "");
+		}
+		for (long i = a; i <= b; i++) {
+			int dup = 0;
+			for (int k = 0; out && k < n; k++) dup |= out[k] == i;
+			if (!dup && out) out[n++] = (int)i;
+			else if (!out) n++;
+		}
+		p = *e ? e + 1 : e;
+		if (*e == ',' && !*p) goto bad;
+	}
+	if (!n) goto bad;
+	return n;
+bad:
+	return bad(o, "--cpus: expected a list like 0,2-3, got '%.40s'%s", o->cpus, "");
+}

@@ -1,0 +1,39 @@
+/* cli.h: command-line parsing into an options struct (no I/O; errors in errstr). */
+#ifndef CLI_H
+#define CLI_H
+#include <stdint.h>
+
+enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
+enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE };
+
+struct opts {
+	int cmd;                 /* CMD_* */
+	char host[256];          /* -H host, or "127.0.0.1" */
+	int port;                /* -p / -H port, 0 if -u */
+	const char *sock;        /* -u path */
+	int rate;                /* -r HZ */
+	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
+	const char *elf;         /* -e ELF or symbol map */
+	const char *out;         /* -o FILE, NULL = stdout */
+	int format;              /* -f FMT_* */
+	int max_frames;          /* --max-frames */
+	uint64_t klo, khi;       /* --kernel-range */
+	int have_range;          /* --kernel-range given */
+	const char *cpus;        /* --cpus LIST (validated against the vCPU count later) */
+	int idle;                /* --idle: report idle samples */
+	int quiet;               /* -q */
+	int chains;              /* --chains N */
+	int verify;              /* ELF check on (--no-verify clears) */
+	int help;                /* -h: print usage */
+	int err;                 /* sticky error code */
+	char errstr[128];        /* the one-line message for a bad flag */
+};
+
+/* Parse argv; -1 with errstr on any bad flag or value. */
+int cli_parse(struct opts *o, int argc, char **argv);
+/* Expand a --cpus list ("0,2-3") into indexes < ncpu; returns count or -1 (errstr set). */
+int cli_cpus(struct opts *o, int ncpu, int *out);
+/* The usage text. */
+extern const char cli_usage[];
+
+#endif

@@ -1,0 +1,46 @@
+/* dump.c: `gdbsample dump` -- stop once and print every vCPU's symbolized stack (like py-spy dump). */
+#include "cli.h"
+#include "err.h"
+#include "session.h"
+
+int cmd_dump(const struct opts *o, struct session *ss);
+
+static void print_stack(const struct session *ss, const struct sample *s)
+{
+	const struct symtab *t = ss->syms.n ? &ss->syms : NULL;
+	char buf[256];
+	printf("cpu%d%s%s%s%s\n", s->cpu, s->flags & SF_IDLE ? " idle" : "",
+	       s->flags & SF_IRQOFF ? " irqs-off" : "", s->flags & SF_USER ? " user" : "",
+	       s->flags & SF_PARTIAL ? " (stack truncated)" : "");
+	for (int i = 0; i < s->n; i++) {
+		uint64_t a = s->frames[i];
+		const struct sym *sym = t ? syms_lookup(t, i ? a - 1 : a) : NULL;
+		if (sym) snprintf(buf, sizeof buf, "%s+0x%llx", sym->name, (unsigned long long)(a - sym->addr));
+		else snprintf(buf, sizeof buf, "??");
+		printf("  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);
+	}
+}
+
+int cmd_dump(const struct opts *o, struct session *ss)
+{
+	static struct sample out[GDB_MAX_CPUS];
+	int n = 0;
+	if (session_open(ss, o) < 0) {                    /* connecting stops the VM */
+		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
+		session_close(ss);
+		return ss->err == ERR_USAGE ? 2 : 1;
+	}
+	int rc = sampler_take(&ss->s, out, &n);           /* registers and stacks of every vCPU */
+	if (rc == 0)
+		for (int i = 0; i < n; i++) print_stack(ss, &out[i]);
+	else
+		fprintf(stderr, "gdbsample: %s\n", ss->s.errstr);
+	fflush(stdout);
+	if (session_close(ss) < 0) {                      /* D;1 resumes the guest */
+		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
+		rc = -1;
+	}
+	if (n < ss->ncpu && rc == 0)
+		fprintf(stderr, "gdbsample: %d of %d vCPUs unreadable\n", ss->ncpu - n, ss->ncpu);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,88 @@
+/* guard.c: a forked guard that resumes the guest if gdbsample dies while the VM is stopped. */
+#include "guard.h"
+#include "err.h"
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * The guard blocks reading a pipe whose only write end the parent holds. When the parent dies,
+ * however it dies (SIGKILL included), the kernel closes that end and the read returns 0. If the
+ * parent was mid-sample (in_flight) the guard writes "0x03 $D;1#b0" on the shared socket:
+ *   - VM stopped (the usual case): QEMU discards the 0x03, and D;1 detaches and resumes;
+ *   - VM already resumed (parent died just after `c`): 0x03 stops it, D;1 resumes it.
+ * A parent write is one send() of a few hundred bytes, which the kernel queues whole, so a
+ * packet is never left half-sent by a kill.
+ */
+static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh)
+{
+	char b;
+	signal(SIGINT, SIG_IGN);  /* Ctrl-C reaches the whole process group; the parent handles it */
+	signal(SIGTERM, SIG_IGN); /* we leave when the parent is gone, not before */
+	signal(SIGPIPE, SIG_IGN);
+	int null = open("/dev/null", O_RDWR); /* hold no pipe of the parent's caller open */
+	if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); if (null > 2) close(null); }
+	while (read(rfd, &b, 1) != 0)
+		if (errno != EINTR) break;
+	if (sh->done || !sh->in_flight) _exit(0);
+	char out[32];
+	size_t n = strlen(pkt);
+	out[0] = 0x03;
+	memcpy(out + 1, pkt, n);
+	if (send(sockfd, out, n + 1, MSG_NOSIGNAL) < 0) _exit(1);
+	/* Drain replies briefly so QEMU is never blocked writing to a full socket, then leave. */
+	struct pollfd p = { .fd = sockfd, .events = POLLIN };
+	char sink[4096];
+	while (poll(&p, 1, 500) > 0 && recv(sockfd, sink, sizeof sink, 0) > 0) {}
+	_exit(0);
+}
+
+int guard_start(struct guard *g, int sockfd, const char *detach_pkt)
+{
+	int fds[2];
+	memset(g, 0, sizeof *g);
+	g->sh = mmap(NULL, sizeof *g->sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g->sh == MAP_FAILED || pipe(fds) < 0) {
+		ERR_SET(g, ERR_SYS, "guard: %s", strerror(errno));
+		return -1;
+	}
+	g->sh->in_flight = 1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		ERR_SET(g, ERR_SYS, "guard: fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[1]);
+		for (int fd = 3; fd < 1024; fd++) /* keep only the socket and the pipe */
+			if (fd != fds[0] && fd != sockfd) close(fd);
+		guard_main(fds[0], sockfd, detach_pkt, g->sh);
+	}
+	close(fds[0]);
+	g->pid = pid;
+	g->pipe_w = fds[1];
+	return 0;
+}
+
+void guard_enter(struct guard *g)
+{
+	if (g->sh) __atomic_store_n(&g->sh->in_flight, 1, __ATOMIC_SEQ_CST);
+}
+
+void guard_leave(struct guard *g)
+{
+	if (g->sh) __atomic_store_n(&g->sh->in_flight, 0, __ATOMIC_SEQ_CST);
+}
+
+void guard_finish(struct guard *g, int clean)
+{
+	if (!g->pid) return;
+	if (clean) __atomic_store_n(&g->sh->done, 1, __ATOMIC_SEQ_CST);
+	close(g->pipe_w);
+	waitpid(g->pid, NULL, 0);
+	g->pid = 0;
+}

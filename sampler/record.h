@@ -1,0 +1,27 @@
+/* record.h: the sampling loop shared by `record` and `top`. */
+#ifndef RECORD_H
+#define RECORD_H
+#include <signal.h>
+#include "pace.h"
+#include "session.h"
+#include "stats.h"
+#include "writer.h"
+
+extern volatile sig_atomic_t record_stop; /* set by SIGINT/SIGTERM: finish the sample, then leave */
+
+/* Where each sample goes. */
+struct sinks {
+	struct writer *all;      /* gets every sample, idle included (capture), or NULL */
+	struct writer *text;     /* gets non-idle samples (all with --idle), or NULL */
+	/* Called about once a second (for `top`), or NULL. */
+	void (*tick)(void *arg, const struct stats *st, const struct pace *p);
+	void *tick_arg;          /* its argument */
+};
+
+/* Install the SIGINT/SIGTERM handlers that set record_stop. */
+void record_signals(void);
+/* Sample at o->rate until -d elapses or record_stop; -1 on a lost connection or writer error
+ * (ss->err set; everything sampled so far has been given to the sinks). */
+int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pace *p);
+
+#endif

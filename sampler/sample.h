@@ -1,0 +1,88 @@
+/* sample.h: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
+#ifndef SAMPLE_H
+#define SAMPLE_H
+#include <stdint.h>
+#include "gdb.h"
+#include "symbols.h"
+#include "unwind.h"
+
+#define SAMPLE_MAX_FRAMES 255   /* frames per sample (the capture stores a u8 count) */
+#define SAMPLE_WINDOW 2048      /* bytes of stack read per window (QEMU's `m` limit) */
+#define SAMPLE_SLACK 512        /* window starts this far below the predicted stack pointer */
+#define SAMPLE_SPAN 32768       /* frames must lie within this many bytes above sp */
+#define SAMPLE_MAX_TRIPS 3      /* round trips per sample: 1 normally, more on a missed prediction */
+#define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */
+
+/* Sample flags (also the capture's flag bits). */
+enum { SF_IDLE = 1, SF_IRQOFF = 2, SF_USER = 4, SF_PARTIAL = 8 };
+
+/* One vCPU's sample. */
+struct sample {
+	uint64_t t_ns;                         /* time since the run started */
+	uint16_t cpu;                          /* vCPU index */
+	uint8_t flags;                         /* SF_* */
+	uint8_t n;                             /* frames used: frames[0] = pc, then return addresses */
+	uint64_t frames[SAMPLE_MAX_FRAMES];    /* the chain, leaf first */
+};
+
+/* A stack window read from a vCPU. */
+struct window {
+	uint64_t addr;                 /* guest address */
+	int len;                       /* bytes requested (never crossing a page) */
+	int ok;                        /* 1 once read */
+	uint8_t data[SAMPLE_WINDOW];   /* the bytes */
+};
+
+/* Per-vCPU state kept between samples. */
+struct vcpu {
+	int cpu;                       /* vCPU index in gdb->tids */
+	int have_pred;                 /* pred_sp is valid */
+	uint64_t pred_sp;              /* stack pointer at the previous sample: predicts this one's */
+	int hg_ok;                     /* this trip's Hg was accepted */
+	int nregs;                     /* bytes in regs (0 = not read yet this sample) */
+	uint8_t regs[1024];            /* decoded `g` reply */
+	int nwin;                      /* windows in use this sample */
+	struct window win[UNWIND_MAX_CHUNKS]; /* stack read this sample */
+	int nwin_trip;                 /* windows requested in the current trip start at this index */
+	uint64_t need;                 /* address the walk needs next (0 = done) */
+	int done;                      /* sample finished (or given up) */
+	int failed;                    /* no usable registers: sample dropped */
+	int trips;                     /* round trips this sample needed */
+};
+
+/* Counters, all in the summary. */
+struct sampler_stats {
+	uint64_t vcpu_samples;          /* vCPU samples produced */
+	uint64_t hits;                  /* vCPU samples done in the first round trip */
+	uint64_t misses;                /* vCPU samples that needed another trip */
+	uint64_t trips;                 /* round trips in total */
+	uint64_t no_stop_reply;         /* VM was already stopped (0x03 had no stop reply) */
+	uint64_t reg_errors;            /* vCPU samples dropped: registers unreadable */
+	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) */
+	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
+	uint64_t stops[UW_NSTOPS];      /* why walks ended */
+};
+
+struct sampler {
+	struct gdb *g;                  /* the connection */
+	const struct symtab *syms;      /* kernel symbols and text, or NULL */
+	uint64_t klo, khi;              /* kernel range */
+	int max_frames;                 /* frame cap */
+	int nv;                         /* vCPUs sampled */
+	struct vcpu *v;                 /* their state */
+	struct sampler_stats st;        /* counters */
+	int err;                        /* sticky error code */
+	char errstr[128];               /* what went wrong */
+};
+
+/* Prepare to sample the listed vCPU indexes. */
+int sampler_init(struct sampler *s, struct gdb *g, const struct symtab *syms, const int *cpus,
+		 int ncpus, uint64_t klo, uint64_t khi, int max_frames);
+/* Stop the VM and sample every vCPU (VM left stopped); out gets s->nv entries, *nout the
+ * number produced (failed vCPUs are counted and skipped). -1 on a connection error. */
+int sampler_take(struct sampler *s, struct sample *out, int *nout);
+/* Resume the VM. */
+int sampler_resume(struct sampler *s);
+void sampler_free(struct sampler *s);
+
+#endif

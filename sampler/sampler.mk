@@ -1,0 +1,36 @@
+# sampler/sampler.mk: builds gdbsample, its C unit tests and its benchmark; included by the top Makefile.
+BUILD ?= build
+SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation
+SAMPLER_LIBS := -lelf
+SAMPLER_SRCS := $(sort $(wildcard sampler/*.c))
+SAMPLER_OBJS := $(patsubst sampler/%.c,$(BUILD)/sampler/%.o,$(SAMPLER_SRCS))
+SAMPLER_LIB_OBJS := $(filter-out $(BUILD)/sampler/main.o,$(SAMPLER_OBJS))
+SAMPLER_TEST_SRCS := $(sort $(wildcard tests/sampler/*.c))
+SAMPLER_TEST_OBJS := $(patsubst tests/sampler/%.c,$(BUILD)/tests/sampler/%.o,$(SAMPLER_TEST_SRCS))
+
+$(BUILD)/sampler/%.o: sampler/%.c $(wildcard sampler/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAMPLER_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/sampler/%.o: tests/sampler/%.c $(wildcard sampler/*.h tests/sampler/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAMPLER_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gdbsample: $(SAMPLER_OBJS)
+	$(CC) -o $@ $^ $(SAMPLER_LIBS)
+
+$(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS)
+	$(CC) -o $@ $^ $(SAMPLER_LIBS)
+
+.PHONY: sampler-unit sampler-system sampler-bench
+# C unit tests: codec, unwinder, pacer, capture, symbols, report (prints "N passed, N failed").
+sampler-unit: $(BUILD)/sampler-tests
+	$(BUILD)/sampler-tests
+
+# System tests: boot the test kernel under QEMU TCG and sample it (needs $(BUILD)/kernel.elf).
+sampler-system: $(BUILD)/gdbsample
+	/usr/bin/python3 -m pytest -q tests/sampler
+
+# Benchmarks against one QEMU; writes docs/benchmarks.md.
+sampler-bench: $(BUILD)/gdbsample
+	/usr/bin/python3 bench/sampler_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md

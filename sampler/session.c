@@ -1,0 +1,106 @@
+/* session.c: one attachment to a guest -- symbols, connection, ELF check, guard, sampler. */
+#include "session.h"
+#include "err.h"
+#include <stdarg.h>
+#include <stdlib.h>
+
+void session_warn(const struct session *ss, const char *fmt, ...)
+{
+	va_list ap;
+	if (ss->o->quiet) return;
+	fprintf(stderr, "gdbsample: warning: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int fail(struct session *ss, int code, const char *what)
+{
+	ERR_SET(ss, code, "%s", what);
+	return -1;
+}
+
+int session_open(struct session *ss, const struct opts *o)
+{
+	memset(ss, 0, sizeof *ss);
+	ss->o = o;
+	if (o->elf && syms_load(&ss->syms, o->elf) < 0)
+		return fail(ss, ss->syms.err, ss->syms.errstr);
+	if (gdb_attach(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0) {
+		if (ss->g.conn.fd >= 0 && ss->g.err != ERR_SYS) ss->attached = 1; /* VM stopped: resume it */
+		return fail(ss, ss->g.err, ss->g.errstr);
+	}
+	ss->attached = 1;
+	/* Connecting stopped the VM; if an earlier client had left it paused, it is resumed by our
+	 * first `c` like any other. The guard covers every exit from here on. */
+	char det[16];
+	rsp_encode(det, sizeof det, ss->g.multiprocess ? "D;1" : "D", ss->g.multiprocess ? 3 : 1);
+	det[ss->g.multiprocess ? 8 : 6] = 0;
+	if (guard_start(&ss->guard, ss->g.conn.fd, det) < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
+	if (!ss->g.conn.loopback)
+		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "
+			     "to anyone who can reach it", ss->g.conn.where);
+	if (ss->syms.n && ss->syms.machine && ss->g.layout.arch->id == ARCH_X86_64 &&
+	    ss->syms.machine != 62 /* EM_X86_64 */)
+		return fail(ss, ERR_MISMATCH, "the ELF is not x86_64 but the guest is");
+	struct opts *mo = (struct opts *)o;
+	ss->ncpu = cli_cpus(mo, ss->g.ncpu, ss->cpus);
+	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
+	if (o->elf && o->verify && ss->syms.is_elf && verify_text(ss) < 0) return -1;
+	if (sampler_init(&ss->s, &ss->g, ss->syms.n ? &ss->syms : NULL, ss->cpus, ss->ncpu, o->klo, o->khi,
+			 o->max_frames) < 0)
+		return fail(ss, ERR_SYS, ss->s.errstr);
+	return 0;
+}
+
+/* Three 64-byte ranges of the largest executable section: start, middle, end. */
+int verify_text(struct session *ss)
+{
+	const struct symtab *t = &ss->syms;
+	const struct textsec *big = NULL;
+	for (int i = 0; i < t->nsecs; i++)
+		if (!big || t->secs[i].len > big->len) big = &t->secs[i];
+	if (!big || big->len < 64) return 0;
+	uint64_t at[3] = { 0, (big->len / 2) & ~63ull, (big->len - 64) & ~63ull };
+	int compared = 0;
+	for (int k = 0; k < 3; k++) {
+		uint8_t buf[64];
+		uint64_t a = big->addr + at[k];
+		int rc = gdb_mem(&ss->g, ss->cpus[0], a, buf, 64);
+		if (rc == -1) return fail(ss, ss->g.err, ss->g.errstr);
+		if (rc == -2) continue; /* unmapped in this vCPU's page tables (early boot?) */
+		compared++;
+		if (memcmp(buf, big->data + at[k], 64)) {
+			const char *base = strrchr(ss->o->elf, '/');
+			char msg[128];
+			snprintf(msg, sizeof msg, "%s does not match the running guest (text at 0x%llx differs)",
+				 base ? base + 1 : ss->o->elf, (unsigned long long)a);
+			return fail(ss, ERR_MISMATCH, msg);
+		}
+	}
+	if (!compared)
+		session_warn(ss, "could not read the guest's kernel text to check %s against it", ss->o->elf);
+	return 0;
+}
+
+int session_close(struct session *ss)
+{
+	int rc = 0;
+	if (ss->attached) {
+		/* D;1 must reach a stopped VM: a byte sent to a running QEMU 7.2 stops it and is eaten. */
+		guard_enter(&ss->guard);
+		if ((ss->g.running && gdb_stop(&ss->g) < 0) || gdb_detach(&ss->g) < 0) {
+			ERR_SET(ss, ss->g.err, "detach: %s", ss->g.errstr);
+			rc = -1;
+		} else {
+			guard_finish(&ss->guard, 1); /* detached cleanly: the guard has nothing to do */
+		}
+		ss->attached = 0;
+	}
+	guard_finish(&ss->guard, 0); /* after a failure the guard (still armed) tries D;1 itself */
+	gdb_close(&ss->g);
+	sampler_free(&ss->s);
+	syms_free(&ss->syms);
+	return rc;
+}

@@ -1,0 +1,36 @@
+/* stats.h: run statistics -- pause histogram, counters, and the end-of-run summary text. */
+#ifndef STATS_H
+#define STATS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "gdb.h"
+#include "pace.h"
+#include "sample.h"
+
+#define STATS_HIST_US 100000 /* pauses are binned per microsecond up to 100 ms */
+
+struct stats {
+	uint32_t hist[STATS_HIST_US + 1]; /* pause counts by microsecond; last bin = longer */
+	uint64_t stops;                    /* stop/resume cycles (samples of the whole VM) */
+	int64_t paused_ns;                 /* total time the VM was stopped by us */
+	int64_t max_pause_ns;              /* longest pause */
+	int64_t start_ns, end_ns;          /* run start and end (CLOCK_MONOTONIC) */
+	uint64_t kept;                     /* vCPU samples given to the output */
+	uint64_t idle;                     /* idle vCPU samples */
+	uint64_t dropped;                  /* vCPU samples lost (registers unreadable) */
+	uint64_t failed_stops;             /* sample rounds that failed outright */
+};
+
+void stats_init(struct stats *st, int64_t now_ns);
+/* One stop/resume cycle that kept the VM stopped for pause_ns. */
+void stats_pause(struct stats *st, int64_t pause_ns);
+/* Pause percentile (0..100) in microseconds. */
+double stats_pause_pct(const struct stats *st, double pct);
+/* The summary as "key value" lines (for the capture trailer). */
+void stats_kv(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
+	      const struct pace *p, int ncpu, int rate_hz, char *out, size_t cap);
+/* The human summary (a few lines, each starting "gdbsample: "). */
+void stats_human(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
+		 const struct pace *p, int ncpu, int rate_hz, int keep_idle, char *out, size_t cap);
+
+#endif

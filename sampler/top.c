@@ -1,0 +1,122 @@
+/* top.c: `gdbsample top` -- a live view, redrawn every second, of the hottest functions and chains. */
+#include <stdlib.h>
+#include <unistd.h>
+#include "cli.h"
+#include "err.h"
+#include "record.h"
+#include "session.h"
+#include "writer.h"
+
+int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct pace *p);
+
+#define TOP_FUNCS 15   /* leaf functions shown */
+#define TOP_CHAINS 4   /* chains shown */
+#define TOP_MAXLEAF 8192
+
+/* Samples per leaf function since the start. */
+struct leaves {
+	struct writer w;            /* interface, first */
+	const struct symtab *syms;  /* may be NULL */
+	uint64_t key[TOP_MAXLEAF];  /* symbol address (or pc if unknown) */
+	uint64_t count[TOP_MAXLEAF];/* samples */
+	int n;                      /* distinct leaves */
+	uint64_t other;             /* leaves beyond the table */
+	uint64_t total;             /* samples */
+};
+
+struct top {
+	struct session *ss;         /* the session */
+	struct leaves lv;           /* leaf counts */
+	struct writer *chains;      /* a report writer fed the same samples */
+	struct writer fan;          /* forwards each sample to both */
+};
+
+static int leaves_add(struct leaves *l, const struct sample *s)
+{
+	const struct sym *sym = l->syms ? syms_lookup(l->syms, s->frames[0]) : NULL;
+	uint64_t k = sym ? sym->addr : s->frames[0];
+	l->total++;
+	for (int i = 0; i < l->n; i++)
+		if (l->key[i] == k) {
+			l->count[i]++;
+			return 0;
+		}
+	if (l->n == TOP_MAXLEAF) {
+		l->other++;
+		return 0;
+	}
+	l->key[l->n] = k;
+	l->count[l->n++] = 1;
+	return 0;
+}
+
+static int fan_add(struct writer *w, const struct sample *s)
+{
+	struct top *t = (struct top *)((char *)w - offsetof(struct top, fan));
+	leaves_add(&t->lv, s);
+	return t->chains->add(t->chains, s);
+}
+
+static void draw(void *arg, const struct stats *st, const struct pace *p)
+{
+	struct top *t = arg;
+	struct leaves *l = &t->lv;
+	double secs = (double)(st->end_ns - st->start_ns) / 1e9;
+	(void)p;
+	printf("\033[H\033[2J");
+	printf("gdbsample top: %d vCPUs, %.0f Hz achieved of %d requested, pause p50 %.0f us p99 %.0f us, "
+	       "guest stopped %.2f%%\n", t->ss->ncpu, secs > 0 ? (double)st->stops / secs : 0.0,
+	       t->ss->o->rate, stats_pause_pct(st, 50), stats_pause_pct(st, 99),
+	       secs > 0 ? 100.0 * (double)st->paused_ns / 1e9 / secs : 0.0);
+	printf("%llu samples, %llu idle%s, %.0f s\n\n  %%self  samples  function\n",
+	       (unsigned long long)l->total, (unsigned long long)st->idle, t->ss->o->idle ? "" : " (hidden)", secs);
+	for (int shown = 0; shown < TOP_FUNCS; shown++) { /* selection of the largest, ties by key */
+		int best = -1;
+		for (int i = 0; i < l->n; i++)
+			if (l->count[i] && (best < 0 || l->count[i] > l->count[best] ||
+					    (l->count[i] == l->count[best] && l->key[i] < l->key[best])))
+				best = i;
+		if (best < 0) break;
+		char name[256];
+		syms_format(l->syms ? l->syms : &(struct symtab){ 0 }, l->key[best], name, sizeof name);
+		char *plus = strstr(name, "+0x0");
+		if (plus && !plus[4]) *plus = 0;
+		printf("  %5.1f  %7llu  %s\n", 100.0 * (double)l->count[best] / (double)l->total,
+		       (unsigned long long)l->count[best], name);
+		l->count[best] = ~l->count[best]; /* mark as shown; restored below */
+	}
+	for (int i = 0; i < l->n; i++)
+		if (l->count[i] >> 63) l->count[i] = ~l->count[i];
+	printf("\nhottest chains:\n");
+	struct run_info ri = { t->ss->ncpu, t->ss->o->rate, st->end_ns - st->start_ns, st->kept, st->dropped,
+			       st->idle, NULL };
+	t->chains->finish(t->chains, &ri);
+	fflush(stdout);
+}
+
+int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct pace *p)
+{
+	static struct top t;
+	struct sinks k = { 0 };
+	record_signals();                                      /* Ctrl-C ends the view */
+	if (session_open(ss, o) < 0) {                         /* attach, check, guard */
+		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
+		session_close(ss);
+		return ss->err == ERR_USAGE ? 2 : 1;
+	}
+	t.ss = ss;
+	t.lv.syms = ss->syms.n ? &ss->syms : NULL;
+	t.chains = report_writer_new(stdout, t.lv.syms, TOP_CHAINS);
+	t.fan.add = fan_add;
+	k.text = &t.fan;
+	k.tick = draw;
+	k.tick_arg = &t;
+	int rc = record_loop(ss, &k, st, p);                   /* redraws once a second */
+	if (rc < 0) fprintf(stderr, "gdbsample: %s\n", ss->errstr);
+	if (session_close(ss) < 0) {                           /* D;1 resumes the guest */
+		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
+		rc = -1;
+	}
+	t.chains->free(t.chains);
+	return rc < 0 ? 1 : 0;
+}
