@@ -49,7 +49,7 @@ test: deps all
 	$(MAKE) --no-print-directory unit-test
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-unit-test: sampler-unit
+unit-test: kernel-unit sampler-unit
 
 bench: deps all
 	$(MAKE) --no-print-directory sampler-bench

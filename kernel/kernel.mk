@@ -67,3 +67,15 @@ $(BUILD)/kernel.elf: $(KBUILD)/kernel1.elf
 	cp $< $@
 
 -include $(KDEPS)
+
+# Host unit tests of kernel logic that needs no hardware (stack walks, symbols, printf).
+KHOST_SRCS := tests/kernel/test_kernel_host.c kernel/stacktrace.c kernel/symtab.c kernel/printf.c \
+	      kernel/string.c
+$(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KHOST_SRCS)
+
+.PHONY: kernel-unit
+kernel-unit: $(BUILD)/kernel-host-tests
+	$(BUILD)/kernel-host-tests
