@@ -6,6 +6,7 @@
 #include "cpu.h"
 #include "cpuinfo.h"
 #include "mem.h"
+#include "profiler.h"
 #include "sched.h"
 #include "work.h"
 #include "x86.h"
@@ -70,6 +71,7 @@ static void cmd_lscpu(int argc, char **argv, struct out *o)
 	out_printf(o, "cpus:        %d online\n", cpu_online_count());
 	out_printf(o, "clocks:      tsc %lu kHz, lapic timer %lu kHz (/16), calibrated on the PIT\n",
 		   tsc_hz() / 1000, lapic_timer_hz() / 1000);
+	prof_lscpu(o);
 }
 
 static void cmd_uptime(int argc, char **argv, struct out *o)
@@ -101,6 +103,11 @@ static void cmd_stacks(int argc, char **argv, struct out *o)
 static void cmd_work(int argc, char **argv, struct out *o)
 {
 	work_command(argc, argv, o);
+}
+
+static void cmd_profile(int argc, char **argv, struct out *o)
+{
+	profile_command(argc, argv, o);
 }
 
 static void cmd_kill(int argc, char **argv, struct out *o)
@@ -153,6 +160,7 @@ static const struct command commands[] = {
 	{ "uptime", "time since boot", cmd_uptime },
 	{ "stacks", "each task's stack size and high-water mark", cmd_stacks },
 	{ "work", "split A B C | chain D | irqoff MS | copy | stop PID|all", cmd_work },
+	{ "profile", "[MS [PID|all [CHAINS]]]: sample for MS ms (1000), hottest chains (8); profile stats", cmd_profile },
 	{ "kill", "kill PID: ask a task to exit", cmd_kill },
 	{ "panic", "crash on purpose (test the panic report)", cmd_panic },
 	{ "poweroff", "end the VM (QEMU exit status 33 with isa-debug-exit)", cmd_poweroff },

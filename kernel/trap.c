@@ -4,6 +4,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "panic.h"
+#include "profiler.h"
 #include "sched.h"
 #include "x86.h"
 
@@ -30,10 +31,26 @@ const char *trap_name(uint64_t vector)
 	return "interrupt";
 }
 
+struct extable_entry { uint64_t insn, fixup; };
+extern const struct extable_entry __extable_start[], __extable_end[];
+
+/* A #GP at an instruction listed in .extable resumes at its fixup (msr_safe.S). */
+static int extable_fixup(struct trapframe *tf)
+{
+	for (const struct extable_entry *e = __extable_start; e < __extable_end; e++)
+		if (e->insn == tf->rip) {
+			tf->rip = e->fixup;
+			return 1;
+		}
+	return 0;
+}
+
 static void nmi(struct trapframe *tf)
 {
 	if (panicking)		/* another CPU panicked and stopped us */
 		halt_forever();
+	if (prof_nmi(tf))	/* our performance counter's overflow: one sample */
+		return;
 	panic_trap(tf, "NMI that no source claims");
 }
 
@@ -45,6 +62,7 @@ void trap(struct trapframe *tf)
 		return;
 	case T_TIMER:
 		sched_tick();
+		prof_tick(tf);
 		lapic_eoi();	/* before a possible switch: the next tick must be deliverable */
 		break;
 	case T_COM1:
@@ -53,6 +71,10 @@ void trap(struct trapframe *tf)
 		break;
 	case T_SPURIOUS:
 		return;		/* no EOI for the spurious vector (SDM vol. 3A 11.9) */
+	case T_GP:
+		if (extable_fixup(tf))
+			return;
+		panic_trap(tf, trap_name(tf->vector));
 	default:
 		if (tf->vector < 32)
 			panic_trap(tf, trap_name(tf->vector));

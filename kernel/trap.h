@@ -5,6 +5,7 @@
 
 #define T_NMI 2
 #define T_DF 8
+#define T_GP 13
 #define T_MC 18
 #define T_IRQ0 32			/* first external interrupt vector */
 #define T_TIMER 32			/* LAPIC timer */
