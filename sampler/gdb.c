@@ -307,6 +307,20 @@ int gdb_cont(struct gdb *g)
 	return 0;
 }
 
+int gdb_sync(struct gdb *g)
+{
+	if (send_packet(g, "qC") < 0) return -1;
+	for (;;) {
+		enum gdb_ev ev = gdb_next(g, REQ_TIMEOUT_MS);
+		if (ev == GDB_EV_PACKET && g->dec.pkt[0] == 'Q' && g->dec.pkt[1] == 'C') return 0;
+		if (ev == GDB_EV_ERROR) return -1;
+		if (ev == GDB_EV_TIMEOUT) {
+			ERR_SET(g, ERR_TIMEOUT, "no reply to qC from %s", g->conn.where);
+			return -1;
+		}
+	}
+}
+
 int gdb_detach(struct gdb *g)
 {
 	if (gdb_request(g, g->multiprocess ? "D;1" : "D", REQ_TIMEOUT_MS) < 0) return -1;

@@ -60,6 +60,8 @@ enum gdb_ev gdb_next(struct gdb *g, int timeout_ms);
 int gdb_stop(struct gdb *g);
 /* Resume with `c` (no reply expected). */
 int gdb_cont(struct gdb *g);
+/* Skip every reply still in flight (after a failed batch): send qC, drop all up to its answer. */
+int gdb_sync(struct gdb *g);
 /* Detach with D;1 (D without multiprocess): the VM resumes. */
 int gdb_detach(struct gdb *g);
 /* Format the Hg packet payload for vCPU i into out. */

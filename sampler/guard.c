@@ -12,9 +12,14 @@
 /*
  * The guard blocks reading a pipe whose only write end the parent holds. When the parent dies,
  * however it dies (SIGKILL included), the kernel closes that end and the read returns 0. If the
- * parent was mid-sample (in_flight) the guard writes "0x03 $D;1#b0" on the shared socket:
- *   - VM stopped (the usual case): QEMU discards the 0x03, and D;1 detaches and resumes;
- *   - VM already resumed (parent died just after `c`): 0x03 stops it, D;1 resumes it.
+ * parent was mid-sample (in_flight) the guard writes "+ 0x03 $D;1#b0" on the shared socket.
+ * QEMU 7.2 treats a byte as follows: while its last reply is unacknowledged, '+' clears it and
+ * any byte but '$' is dropped; otherwise any byte to a running VM stops it (and is eaten), and
+ * 0x03 to a stopped VM is ignored. So, whatever state the parent left:
+ *   stopped, reply pending:  '+' clears it, 0x03 is ignored, D;1 detaches and resumes;
+ *   running, nothing pending (just after `c`): '+' stops the VM, 0x03 is dropped, D;1 resumes;
+ *   running, reply pending (after a D;1 we never saw answered): '+' clears, 0x03 stops, D;1 resumes.
+ * QEMU >= 8.1 stops only on 0x03 and stops silently on other bytes: D;1 still resumes.
  * A parent write is one send() of a few hundred bytes, which the kernel queues whole, so a
  * packet is never left half-sent by a kill.
  */
@@ -31,9 +36,10 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	if (sh->done || !sh->in_flight) _exit(0);
 	char out[32];
 	size_t n = strlen(pkt);
-	out[0] = 0x03;
-	memcpy(out + 1, pkt, n);
-	if (send(sockfd, out, n + 1, MSG_NOSIGNAL) < 0) _exit(1);
+	out[0] = '+';
+	out[1] = 0x03;
+	memcpy(out + 2, pkt, n);
+	if (send(sockfd, out, n + 2, MSG_NOSIGNAL) < 0) _exit(1);
 	/* Drain replies briefly so QEMU is never blocked writing to a full socket, then leave. */
 	struct pollfd p = { .fd = sockfd, .events = POLLIN };
 	char sink[4096];

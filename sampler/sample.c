@@ -39,6 +39,7 @@ int sampler_init(struct sampler *s, struct gdb *g, const struct symtab *syms, co
 		return -1;
 	}
 	s->nv = ncpus;
+	s->stop_tid = -1;
 	for (int i = 0; i < ncpus; i++) s->v[i].cpu = cpus[i];
 	return 0;
 }
@@ -49,10 +50,9 @@ void sampler_free(struct sampler *s)
 	s->v = NULL;
 }
 
-/* Queue windows covering [addr, addr + SAMPLE_WINDOW), split so no `m` crosses a page. */
-static void add_windows(struct vcpu *v, uint64_t addr)
+/* Queue windows covering [addr, end), split so no `m` crosses a page. */
+static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end)
 {
-	uint64_t end = addr + SAMPLE_WINDOW;
 	while (addr < end && v->nwin < UNWIND_MAX_CHUNKS) {
 		uint64_t pend = (addr | (PAGE - 1)) + 1;
 		uint64_t stop = pend < end ? pend : end;
@@ -72,9 +72,13 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 	char req[64];
 	size_t start = *off;
 	int nstart = *ns;
-	gdb_hg(s->g, v->cpu, req, sizeof req);
-	if (rsp_append(buf, cap, off, req) < 0) goto full;
-	slots[(*ns)++] = (struct slot){ SL_HG, vi, 0 };
+	if (v->elided) {
+		v->hg_ok = 1; /* first in the batch: QEMU selected the stop vCPU for us */
+	} else {
+		gdb_hg(s->g, v->cpu, req, sizeof req);
+		if (rsp_append(buf, cap, off, req) < 0) goto full;
+		slots[(*ns)++] = (struct slot){ SL_HG, vi, 0 };
+	}
 	if (!v->nregs) {
 		if (rsp_append(buf, cap, off, "g") < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_G, vi, 0 };
@@ -124,8 +128,15 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 }
 
 /* Send one batch (optionally behind 0x03) and read every reply. */
+/* The thread id in a stop reply "T02thread:p01.02;" (-1 if none). */
+static int stop_thread(const char *pkt)
+{
+	const char *t = strstr(pkt, "thread:");
+	return t ? gdb_parse_tid(t + 7, NULL) : -1;
+}
+
 static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slots, int ns,
-		int with_stop)
+		int with_stop, int *stop_tid)
 {
 	if (gdb_write(s->g, buf, len) < 0) goto conn;
 	if (with_stop) s->g->running = 0;
@@ -138,8 +149,12 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 			return -1;
 		}
 		if (ev == GDB_EV_PACKET && rsp_is_stop(s->g->dec.pkt, s->g->dec.len)) {
-			if (expect_stop) expect_stop = 0;
-			else s->g->st.stray_stops++;
+			if (expect_stop) {
+				expect_stop = 0;
+				*stop_tid = stop_thread(s->g->dec.pkt);
+			} else {
+				s->g->st.stray_stops++;
+			}
 			continue;
 		}
 		if (expect_stop) { /* a reply before any stop reply: the VM was already stopped */
@@ -200,12 +215,13 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 		if (!already) {
 			v->need = uo.need & ~15ull;
 			v->nwin_trip = v->nwin;
-			add_windows(v, v->need);
+			add_windows(v, v->need, v->need + SAMPLE_WINDOW);
 			return;
 		}
 	}
 	v->done = 1;
 	v->pred_sp = in.sp;
+	v->pred_top = uo.top;
 	v->have_pred = 1;
 	out->cpu = (uint16_t)v->cpu;
 	out->n = (uint8_t)uo.n;
@@ -219,34 +235,75 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 	else s->st.misses++;
 }
 
+/* The first trip's stack window: from a little below the predicted stack pointer to a little
+ * above what the previous walk needed, at most SAMPLE_WINDOW bytes. */
+static void predict(struct vcpu *v)
+{
+	uint64_t lo = (v->pred_sp - SAMPLE_SLACK) & ~15ull;
+	uint64_t hi = v->pred_top > v->pred_sp ? v->pred_top + SAMPLE_MARGIN : lo + SAMPLE_WINDOW;
+	if (hi - lo > SAMPLE_WINDOW) hi = lo + SAMPLE_WINDOW;
+	add_windows(v, lo, hi);
+}
+
+/* A stop vCPU whose Hg was left out was not the one QEMU selected: drop what we read for it. */
+static void undo_elided(struct sampler *s, struct vcpu *v)
+{
+	s->st.hg_wrong++;
+	v->nregs = 0;
+	for (int w = 0; w < v->nwin; w++) v->win[w].ok = 0;
+	v->nwin_trip = 0;
+}
+
 int sampler_take(struct sampler *s, struct sample *out, int *nout)
 {
 	static char buf[GDB_REQ_MAX * 2];
+	static int order[GDB_MAX_CPUS];
 	struct slot slots[SAMPLE_GROUP * (2 + UNWIND_MAX_CHUNKS) + 8];
+	int elide = -1, stopped_by_us = s->g->running;
 	*nout = 0;
-	for (int i = 0; i < s->nv; i++) {
+	for (int i = 0, k = 1; i < s->nv; i++) {
 		struct vcpu *v = &s->v[i];
 		v->nregs = v->nwin = v->nwin_trip = 0;
-		v->done = v->failed = v->trips = 0;
-		if (v->have_pred) add_windows(v, (v->pred_sp - SAMPLE_SLACK) & ~15ull);
+		v->done = v->failed = v->trips = v->elided = 0;
+		if (v->have_pred) predict(v);
+		/* The stop vCPU goes first in the batch, with no Hg in front of its g. */
+		if (stopped_by_us && elide < 0 && s->g->tids[v->cpu] == s->stop_tid) {
+			elide = i;
+			v->elided = 1;
+			order[0] = i;
+		} else {
+			order[k++] = i;
+		}
 	}
+	if (elide < 0)
+		for (int i = 0; i < s->nv; i++) order[i] = i;
 	for (int t = 0; t < SAMPLE_MAX_TRIPS; t++) {
 		int last = t == SAMPLE_MAX_TRIPS - 1;
 		/* Pipelined writes of up to SAMPLE_GROUP vCPUs each; the first carries the 0x03. */
 		for (int first = 0; first < s->nv;) {
 			size_t off = 0;
-			int ns = 0, with_stop = t == 0 && first == 0, vi = first, inbatch = 0;
+			int ns = 0, with_stop = t == 0 && first == 0 && s->g->running, k = first, inbatch = 0;
+			int stop_tid = -1;
 			if (with_stop) buf[off++] = 0x03;
-			for (; vi < s->nv && inbatch < SAMPLE_GROUP; vi++) {
-				if (s->v[vi].done) continue;
-				if (queue_vcpu(s, vi, buf, sizeof buf, &off, slots, &ns) < 0) break;
-				s->v[vi].trips++;
+			for (; k < s->nv && inbatch < SAMPLE_GROUP; k++) {
+				struct vcpu *v = &s->v[order[k]];
+				if (v->done) continue;
+				if (queue_vcpu(s, order[k], buf, sizeof buf, &off, slots, &ns) < 0) break;
+				v->trips++;
 				inbatch++;
 			}
-			first = vi;
+			first = k;
 			if (!ns && !with_stop) continue;
 			s->st.trips++;
-			if (trip(s, buf, off, slots, ns, with_stop) < 0) return -1;
+			if (trip(s, buf, off, slots, ns, with_stop, &stop_tid) < 0) return -1;
+			if (with_stop) {
+				if (elide >= 0 && stop_tid != s->stop_tid) undo_elided(s, &s->v[elide]);
+				s->stop_tid = stop_tid;
+			}
+		}
+		if (t == 0 && elide >= 0) {
+			s->st.hg_elided++;
+			s->v[elide].elided = 0; /* later trips select it explicitly */
 		}
 		int pending = 0;
 		for (int i = 0; i < s->nv; i++) {

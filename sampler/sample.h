@@ -9,6 +9,7 @@
 #define SAMPLE_MAX_FRAMES 255   /* frames per sample (the capture stores a u8 count) */
 #define SAMPLE_WINDOW 2048      /* bytes of stack read per window (QEMU's `m` limit) */
 #define SAMPLE_SLACK 512        /* window starts this far below the predicted stack pointer */
+#define SAMPLE_MARGIN 128       /* window ends this far above the previous walk's highest read */
 #define SAMPLE_SPAN 32768       /* frames must lie within this many bytes above sp */
 #define SAMPLE_MAX_TRIPS 3      /* round trips per sample: 1 normally, more on a missed prediction */
 #define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */
@@ -38,6 +39,8 @@ struct vcpu {
 	int cpu;                       /* vCPU index in gdb->tids */
 	int have_pred;                 /* pred_sp is valid */
 	uint64_t pred_sp;              /* stack pointer at the previous sample: predicts this one's */
+	uint64_t pred_top;             /* one past the highest stack byte the previous walk read */
+	int elided;                    /* this trip's Hg was left out (vCPU is the stop vCPU) */
 	int hg_ok;                     /* this trip's Hg was accepted */
 	int nregs;                     /* bytes in regs (0 = not read yet this sample) */
 	uint8_t regs[1024];            /* decoded `g` reply */
@@ -59,6 +62,8 @@ struct sampler_stats {
 	uint64_t no_stop_reply;         /* VM was already stopped (0x03 had no stop reply) */
 	uint64_t reg_errors;            /* vCPU samples dropped: registers unreadable */
 	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) */
+	uint64_t hg_elided;             /* Hg packets saved because the stop vCPU was the one wanted */
+	uint64_t hg_wrong;              /* ...of which the stop vCPU turned out different (redone) */
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
 	uint64_t stops[UW_NSTOPS];      /* why walks ended */
 };
@@ -68,6 +73,8 @@ struct sampler {
 	const struct symtab *syms;      /* kernel symbols and text, or NULL */
 	uint64_t klo, khi;              /* kernel range */
 	int max_frames;                 /* frame cap */
+	int stop_tid;                   /* thread named by the last stop reply (-1 unknown): QEMU
+					 * selects it for g/m after every stop, so its Hg can be left out */
 	int nv;                         /* vCPUs sampled */
 	struct vcpu *v;                 /* their state */
 	struct sampler_stats st;        /* counters */

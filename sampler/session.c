@@ -90,7 +90,7 @@ int session_close(struct session *ss)
 	if (ss->attached) {
 		/* D;1 must reach a stopped VM: a byte sent to a running QEMU 7.2 stops it and is eaten. */
 		guard_enter(&ss->guard);
-		if ((ss->g.running && gdb_stop(&ss->g) < 0) || gdb_detach(&ss->g) < 0) {
+		if ((ss->g.running && gdb_stop(&ss->g) < 0) || gdb_sync(&ss->g) < 0 || gdb_detach(&ss->g) < 0) {
 			ERR_SET(ss, ss->g.err, "detach: %s", ss->g.errstr);
 			rc = -1;
 		} else {

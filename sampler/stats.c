@@ -56,6 +56,8 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	KV("stopped_fraction %.5f\n", s > 0 ? (double)st->paused_ns / 1e9 / s : 0.0);
 	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
 	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
+	KV("hg_elided %llu\nhg_elided_wrong %llu\n", (unsigned long long)ss->hg_elided,
+	   (unsigned long long)ss->hg_wrong);
 	for (int i = 0; i < UW_NSTOPS; i++)
 		KV("unwind_stop_%s %llu\n", unwind_stop_names[i], (unsigned long long)ss->stops[i]);
 	KV("errors_register %llu\nerrors_memory %llu\nerrors_rejected %llu\nno_stop_reply %llu\n",

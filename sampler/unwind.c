@@ -29,6 +29,15 @@ int unwind_read64(const struct unwind_in *in, uint64_t addr, uint64_t *val)
 	return 0;
 }
 
+/* A read during the walk also records the highest stack address touched (to size the next
+ * sample's window). */
+static int walk_read(const struct unwind_in *in, uint64_t addr, uint64_t *val, struct unwind_out *out)
+{
+	if (unwind_read64(in, addr, val)) return -1;
+	if (addr + 8 > out->top) out->top = addr + 8;
+	return 0;
+}
+
 static int in_kernel(const struct unwind_in *in, uint64_t a)
 {
 	return a >= in->klo && a <= in->khi;
@@ -45,6 +54,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 	uint64_t fp = in->fp, val, prev;
 	int n = 0;
 	out->need = 0;
+	out->top = 0;
 	frames[n++] = in->pc;
 	if (!in_kernel(in, in->pc)) {
 		out->stop = UW_RANGE;
@@ -57,7 +67,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 			val = in->lr;
 		} else {
 			uint64_t at = in->sp + (in->pc_kind == PC_AFTER_PUSH ? 8 : 0);
-			if (unwind_read64(in, at, &val)) {
+			if (walk_read(in, at, &val, out)) {
 				out->stop = UW_UNREAD;
 				out->need = at;
 				goto done;
@@ -75,8 +85,8 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 		if (fp & 7) { out->stop = UW_ALIGN; break; }
 		uint64_t lo = fp + (uint64_t)(in->fp_prev < in->fp_ret ? in->fp_prev : in->fp_ret);
 		if (lo < in->sp || lo - in->sp >= in->span) { out->stop = UW_SPAN; break; }
-		if (unwind_read64(in, fp + (uint64_t)in->fp_ret, &val) ||
-		    unwind_read64(in, fp + (uint64_t)in->fp_prev, &prev)) {
+		if (walk_read(in, fp + (uint64_t)in->fp_ret, &val, out) ||
+		    walk_read(in, fp + (uint64_t)in->fp_prev, &prev, out)) {
 			out->stop = UW_UNREAD;
 			out->need = lo;
 			break;

@@ -50,6 +50,7 @@ struct unwind_out {
 	int n;                  /* frames written: frames[0] = pc, then return addresses */
 	enum unwind_stop stop;  /* why it ended */
 	uint64_t need;          /* for UW_UNREAD: the address that must be read to continue */
+	uint64_t top;           /* one past the highest stack byte the walk read (0 if none) */
 };
 
 /* Walk; frames must hold in->max_frames entries. */
