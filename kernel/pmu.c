@@ -110,6 +110,18 @@ static int wr_all(const uint32_t *msr, const uint64_t *val, int n, struct pmu_de
 	return 1;
 }
 
+/*
+ * A PMI with FREEZE_PERFMON_ON_PMI set would stop the counters for good (v4+ latches the freeze
+ * in GLOBAL_STATUS, which pmu_nmi never acks): clear it, writing only if firmware set it.
+ * DEBUGCTL is per logical CPU, so the probe's CPU and every CPU that arms must each do this.
+ */
+static void intel_unfreeze(void)
+{
+	uint64_t dbg;
+	if (hal_rdmsr(MSR_IA32_DEBUGCTL, &dbg) == 0 && (dbg & DEBUGCTL_FREEZE_PERFMON_ON_PMI))
+		hal_wrmsr(MSR_IA32_DEBUGCTL, dbg & ~DEBUGCTL_FREEZE_PERFMON_ON_PMI);
+}
+
 static void probe_intel(struct pmu_decision *d)
 {
 	uint32_t r[4];
@@ -138,10 +150,7 @@ static void probe_intel(struct pmu_decision *d)
 		return;
 	}
 	d->width = width ? width : 48;
-	/* A PMI with FREEZE_PERFMON_ON_PMI set would stop the counters for good: clear it. */
-	uint64_t dbg;
-	if (hal_rdmsr(MSR_IA32_DEBUGCTL, &dbg) == 0 && (dbg & DEBUGCTL_FREEZE_PERFMON_ON_PMI))
-		hal_wrmsr(MSR_IA32_DEBUGCTL, dbg & ~DEBUGCTL_FREEZE_PERFMON_ON_PMI);
+	intel_unfreeze();
 	uint64_t ctrl = 0;
 	if (hal_rdmsr(MSR_IA32_FIXED_CTR_CTRL, &ctrl) != 0)
 		ctrl = 0;
@@ -251,6 +260,7 @@ void pmu_arm(int cpu, uint64_t p)
 	switch (d->kind) {
 	case PMU_INTEL_FIXED1:
 		hal_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+		intel_unfreeze();	/* this CPU's DEBUGCTL: the probe cleared only its own */
 		hal_wrmsr(MSR_IA32_FIXED_CTR1, start);
 		hal_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, GLOBAL_FIXED_CTR1);
 		if (hal_rdmsr(MSR_IA32_FIXED_CTR_CTRL, &v) != 0)

@@ -41,7 +41,7 @@ static void prof_sample(struct trapframe *tf)
 	r->pid = t ? t->pid : -1;
 	r->idle = !t || t->kind == KIND_IDLE;
 	r->frames[0] = tf->rip;
-	r->n = (uint8_t)(1 + stacktrace_from(tf->rbp, tf->rsp, r->frames + 1, PROF_FRAMES - 1));
+	r->n = (uint8_t)(1 + stacktrace_interrupted(tf->rip, tf->rbp, tf->rsp, r->frames + 1, PROF_FRAMES - 1));
 	p->count++;
 }
 

@@ -58,6 +58,32 @@ int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max)
 	return n;
 }
 
+#define OP_PUSH_RBP 0x55			/* push %rbp */
+static const uint8_t mov_rsp_rbp[3] = { 0x48, 0x89, 0xe5 };	/* mov %rsp,%rbp */
+
+int stacktrace_interrupted(uint64_t rip, uint64_t rbp, uint64_t rsp, uint64_t *out, int max)
+{
+	uint64_t lo, hi;
+	int slot = -1;		/* which stack word holds the return address, if in a prologue */
+	if (max <= 0)
+		return 0;
+	if (kernel_text_contains(rip) && kernel_text_contains(rip + 2)) {
+		const uint8_t *p = (const uint8_t *)rip;
+		if (p[0] == OP_PUSH_RBP)
+			slot = 0;			/* at entry: [rsp] is the return address */
+		else if (kernel_text_contains(rip - 1) && p[-1] == OP_PUSH_RBP && memcmp(p, mov_rsp_rbp, 3) == 0)
+			slot = 1;			/* after push %rbp: [rsp + 8] */
+	}
+	if (slot >= 0 && !(rsp & 7) && stack_bounds(rsp, &lo, &hi) && rsp + 8 * (uint64_t)slot + 8 <= hi) {
+		uint64_t ret = ((const uint64_t *)rsp)[slot];
+		if (kernel_text_contains(ret)) {
+			out[0] = ret;
+			return 1 + stacktrace_from(rbp, rsp, out + 1, max - 1);
+		}
+	}
+	return stacktrace_from(rbp, rsp, out, max);
+}
+
 static void print_frame(struct out *o, int i, uint64_t addr)
 {
 	uint64_t off;
@@ -72,7 +98,7 @@ void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp)
 {
 	uint64_t frames[32];
 	print_frame(o, 0, rip);
-	int n = stacktrace_from(fp, sp, frames, (int)ARRAY_SIZE(frames));
+	int n = stacktrace_interrupted(rip, fp, sp, frames, (int)ARRAY_SIZE(frames));
 	for (int i = 0; i < n; i++)
 		print_frame(o, i + 1, frames[i]);
 }

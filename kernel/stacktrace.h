@@ -10,6 +10,12 @@
  * return address outside kernel text, a loop, or max. Returns the frames stored.
  */
 int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max);
+/*
+ * Callers of code interrupted at rip with registers rbp/rsp: like stacktrace_from, but if rip
+ * is at a function's `push %rbp` or just after it (the frame is not set up yet), the first
+ * caller is read from [rsp] or [rsp + 8], so it is not lost. Reads kernel text at rip.
+ */
+int stacktrace_interrupted(uint64_t rip, uint64_t rbp, uint64_t rsp, uint64_t *out, int max);
 /* Bounds [lo, hi) of the known stack (task, boot or IST) holding addr; 0 if none. */
 int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi);
 /* Prints "  #i 0x... sym+0xoff" lines for rip then the walk from fp. */

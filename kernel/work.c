@@ -12,7 +12,7 @@
 #define COPY_BYTES 65536
 #define STOP_WAIT_MS 2000
 
-enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY };
+enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT };
 
 /* The same busy loop everywhere, so only iteration counts differ between functions. */
 #define SPIN_LOOP(n) do {						\
@@ -104,6 +104,40 @@ static void run_copy(struct task *t)
 		copy_round(buf[0], buf[1]);
 }
 
+/*
+ * work fanout: 32 "mid" functions each call one of 16 leaves, chosen pseudo-randomly, so
+ * the task runs through 512 distinct chains of equal weight (for the report's 128-chain limit).
+ */
+#define FAN_LEAVES 16
+#define FAN_MIDS 32
+#define FAN_LEAF(n) NOINLINE void fan_leaf##n(void) { SPIN_LOOP(256); }
+#define FAN_MID(n) NOINLINE void fan_mid##n(uint64_t pick) { fan_leaves[pick % FAN_LEAVES](); }
+FAN_LEAF(0) FAN_LEAF(1) FAN_LEAF(2) FAN_LEAF(3) FAN_LEAF(4) FAN_LEAF(5) FAN_LEAF(6) FAN_LEAF(7)
+FAN_LEAF(8) FAN_LEAF(9) FAN_LEAF(10) FAN_LEAF(11) FAN_LEAF(12) FAN_LEAF(13) FAN_LEAF(14) FAN_LEAF(15)
+static void (*const fan_leaves[FAN_LEAVES])(void) = {
+	fan_leaf0, fan_leaf1, fan_leaf2, fan_leaf3, fan_leaf4, fan_leaf5, fan_leaf6, fan_leaf7,
+	fan_leaf8, fan_leaf9, fan_leaf10, fan_leaf11, fan_leaf12, fan_leaf13, fan_leaf14, fan_leaf15,
+};
+FAN_MID(0) FAN_MID(1) FAN_MID(2) FAN_MID(3) FAN_MID(4) FAN_MID(5) FAN_MID(6) FAN_MID(7)
+FAN_MID(8) FAN_MID(9) FAN_MID(10) FAN_MID(11) FAN_MID(12) FAN_MID(13) FAN_MID(14) FAN_MID(15)
+FAN_MID(16) FAN_MID(17) FAN_MID(18) FAN_MID(19) FAN_MID(20) FAN_MID(21) FAN_MID(22) FAN_MID(23)
+FAN_MID(24) FAN_MID(25) FAN_MID(26) FAN_MID(27) FAN_MID(28) FAN_MID(29) FAN_MID(30) FAN_MID(31)
+static void (*const fan_mids[FAN_MIDS])(uint64_t) = {
+	fan_mid0, fan_mid1, fan_mid2, fan_mid3, fan_mid4, fan_mid5, fan_mid6, fan_mid7,
+	fan_mid8, fan_mid9, fan_mid10, fan_mid11, fan_mid12, fan_mid13, fan_mid14, fan_mid15,
+	fan_mid16, fan_mid17, fan_mid18, fan_mid19, fan_mid20, fan_mid21, fan_mid22, fan_mid23,
+	fan_mid24, fan_mid25, fan_mid26, fan_mid27, fan_mid28, fan_mid29, fan_mid30, fan_mid31,
+};
+
+static void run_fanout(struct task *t)
+{
+	uint64_t x = (uint64_t)t->pid * 0x9e3779b97f4a7c15ull;
+	while (!t->killed) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;	/* Knuth's MMIX LCG */
+		fan_mids[(x >> 33) % FAN_MIDS](x >> 45);
+	}
+}
+
 static void work_main(void *arg)
 {
 	(void)arg;
@@ -113,6 +147,7 @@ static void work_main(void *arg)
 	case W_CHAIN: chain1(t, (int)t->args[1]); break;
 	case W_IRQOFF: run_irqoff(t); break;
 	case W_COPY: run_copy(t); break;
+	case W_FANOUT: run_fanout(t); break;
 	}
 }
 
@@ -129,6 +164,7 @@ static void start(struct out *o, const char *name, uint64_t kind, uint64_t a, ui
 	case W_SPLIT: snprintf(t->desc, sizeof(t->desc), "split %lu %lu %lu", a, b, c); break;
 	case W_CHAIN: snprintf(t->desc, sizeof(t->desc), "chain %lu", a); break;
 	case W_IRQOFF: snprintf(t->desc, sizeof(t->desc), "irqoff %lu", a); break;
+	case W_FANOUT: snprintf(t->desc, sizeof(t->desc), "fanout"); break;
 	default: snprintf(t->desc, sizeof(t->desc), "copy"); break;
 	}
 	out_printf(o, "work: pid %d %s on cpu%d\n", t->pid, t->desc, cpu);
@@ -211,9 +247,14 @@ void work_command(int argc, char **argv, struct out *o)
 			out_puts(o, "work: copy takes no arguments\n");
 		else
 			start(o, "copy", W_COPY, 0, 0, 0);
+	} else if (strcmp(sub, "fanout") == 0) {
+		if (argc != 2)
+			out_puts(o, "work: fanout takes no arguments\n");
+		else
+			start(o, "fanout", W_FANOUT, 0, 0, 0);
 	} else if (strcmp(sub, "stop") == 0) {
 		work_stop(argc, argv, o);
 	} else {
-		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | stop PID|all\n");
+		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | stop PID|all\n");
 	}
 }

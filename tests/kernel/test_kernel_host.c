@@ -109,6 +109,33 @@ static void test_walk_from_ist_into_task_stack(void)
 	CHECK(n == 3 && out[0] == TEXT + 0x130 && out[1] == ret[0] && out[2] == ret[1]);
 }
 
+static void test_walk_from_a_prologue(void)
+{
+	uint64_t out[8];
+	uint8_t *text = (uint8_t *)__text_start;
+	setup();
+	int at[] = { 100, 120 };
+	uint64_t ret[] = { TEXT + 0x20, TEXT + 0x220 };
+	uint64_t caller_fp = chain(at, ret, 2);
+	memcpy(text + 0x100, "\x55\x48\x89\xe5", 4);	/* f1: push %rbp; mov %rsp,%rbp */
+	stack[50] = TEXT + 0x44;			/* return address pushed by the call */
+	stack[49] = caller_fp;				/* ... and rbp, once push %rbp ran */
+	/* At entry: [rsp] is the return address, rbp is still the caller's frame. */
+	int n = stacktrace_interrupted(TEXT + 0x100, caller_fp, (uint64_t)&stack[50], out, 8);
+	CHECK(n == 3 && out[0] == TEXT + 0x44 && out[1] == ret[0] && out[2] == ret[1]);
+	/* After push %rbp: [rsp + 8]. */
+	n = stacktrace_interrupted(TEXT + 0x101, caller_fp, (uint64_t)&stack[49], out, 8);
+	CHECK(n == 3 && out[0] == TEXT + 0x44 && out[1] == ret[0]);
+	/* In the body: the ordinary walk (here rbp is the frame pair at stack[49]). */
+	n = stacktrace_interrupted(TEXT + 0x104, (uint64_t)&stack[49], (uint64_t)&stack[40], out, 8);
+	CHECK(n == 3 && out[0] == TEXT + 0x44);
+	/* A "return address" outside text at [rsp] is not trusted: plain walk. */
+	stack[50] = 0x1234;
+	n = stacktrace_interrupted(TEXT + 0x100, caller_fp, (uint64_t)&stack[50], out, 8);
+	CHECK(n == 2 && out[0] == ret[0]);
+	memset(text + 0x100, 0, 4);
+}
+
 static void test_symtab(void)
 {
 	uint64_t off = 99;
@@ -141,6 +168,7 @@ int main(void)
 	test_walk_normal();
 	test_walk_stops_on_bad_frames();
 	test_walk_from_ist_into_task_stack();
+	test_walk_from_a_prologue();
 	test_symtab();
 	test_printf_and_parse();
 	printf("%d passed, %d failed\n", passed, failed);

@@ -67,7 +67,7 @@ def test_stacks_reports_high_water_and_guard(g):
 
 BAD_INPUT = [
     ("frobnicate", "shell: unknown command 'frobnicate' (try help)"),
-    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | stop PID|all"),
+    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | stop PID|all"),
     ("work split", "work: split needs three positive counts (1-1000)"),
     ("work split 5 3", "work: split needs three positive counts (1-1000)"),
     ("work split 5 3 0", "work: split needs three positive counts (1-1000)"),
