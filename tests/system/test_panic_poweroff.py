@@ -26,3 +26,16 @@ def test_poweroff_ends_qemu_with_documented_status(boot):
     g = boot(smp=2)
     g.send("poweroff\n")
     assert g.proc.wait(10) == POWEROFF_STATUS
+
+
+def test_an_nmi_no_source_claims_panics_with_a_backtrace(boot):
+    """QEMU's monitor `nmi` (sent through the gdbstub) raises an NMI on every CPU; no counter
+    is armed, so the kernel must refuse to swallow it."""
+    import subprocess
+    g = boot(smp=2)
+    r = subprocess.run(["gdb", "-batch", "-nx", "-ex", f"target remote 127.0.0.1:{g.gdbport}",
+                        "-ex", "monitor nmi", "-ex", "detach"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    out = g.read_until("system halted", timeout=10)
+    assert "PANIC: NMI that no source claims (vector 2, error code 0x0)" in out, out
+    assert re.search(r"^  #0 0x[0-9a-f]+ \S+", out, re.M), out
