@@ -27,3 +27,15 @@ def boot():
     yield start
     for g in guests:
         g.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_guest():
+    """One -smp 2 guest for a module's tests that change nothing (bad-input tables)."""
+    if not os.path.exists(KERNEL):
+        pytest.fail(f"{KERNEL} is missing: run `make kernel` (make test builds it)")
+    g = Guest(KERNEL, smp=2)
+    try:
+        yield g.start()
+    finally:
+        g.stop()

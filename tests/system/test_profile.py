@@ -80,15 +80,6 @@ def test_bad_arguments_give_one_line_and_no_profile(shared_guest, line, error):
     assert time.monotonic() - t0 < 1.0  # no profile window ran
 
 
-@pytest.fixture(scope="module")
-def shared_guest():
-    from guest import Guest
-    g = Guest(conftest.KERNEL, smp=2)
-    try:
-        yield g.start()
-    finally:
-        g.stop()
-
 
 def test_percentages_sum_to_100_and_chains_fold(boot, elf_syms):
     syms, text_addr, text = elf_syms

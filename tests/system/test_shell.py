@@ -93,22 +93,10 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize("line,error", BAD_INPUT)
-def test_bad_input_gives_one_line_and_shell_still_answers(boot, line, error, request):
-    g = request.getfixturevalue("shared_guest")
-    assert g.cmd(line) == error + "\n"
-    assert g.cmd("uptime").startswith("up ")
+def test_bad_input_gives_one_line_and_shell_still_answers(shared_guest, line, error):
+    assert shared_guest.cmd(line) == error + "\n"
+    assert shared_guest.cmd("uptime").startswith("up ")
 
-
-@pytest.fixture(scope="module")
-def shared_guest():
-    """One guest for the table of bad inputs (they change nothing), stopped by pid at the end."""
-    import conftest
-    from guest import Guest
-    guest = Guest(conftest.KERNEL, smp=2)
-    try:
-        yield guest.start()
-    finally:
-        guest.stop()
 
 
 def test_overlong_line_is_cut_safely(g):
