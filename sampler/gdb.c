@@ -255,7 +255,7 @@ static int learn_layout(struct gdb *g, int has_xfer)
 	return rc;
 }
 
-int gdb_attach(struct gdb *g, const char *host, int port, const char *path)
+int gdb_connect(struct gdb *g, const char *host, int port, const char *path)
 {
 	memset(g, 0, sizeof *g);
 	rsp_dec_init(&g->dec);
@@ -263,7 +263,12 @@ int gdb_attach(struct gdb *g, const char *host, int port, const char *path)
 		take_conn_err(g);
 		return -1;
 	}
-	/* Connecting stops the VM (QEMU sends an unsolicited stop reply; gdb_request skips it). */
+	return 0;
+}
+
+int gdb_handshake(struct gdb *g)
+{
+	/* Connecting stopped the VM (QEMU sent an unsolicited stop reply; gdb_request skips it). */
 	if (gdb_request(g, "qSupported:multiprocess+;xmlRegisters=i386;qXfer:features:read+",
 			REQ_TIMEOUT_MS) < 0)
 		return -1;

@@ -48,8 +48,10 @@ struct gdb {
 	char errstr[128];               /* what went wrong */
 };
 
-/* Connect and handshake: qSupported, stop state, target.xml layout, vCPU list. VM left stopped. */
-int gdb_attach(struct gdb *g, const char *host, int port, const char *path);
+/* Connect (QEMU stops the VM when a client connects). */
+int gdb_connect(struct gdb *g, const char *host, int port, const char *path);
+/* Handshake: qSupported, stop state, target.xml layout, vCPU list. VM left stopped. */
+int gdb_handshake(struct gdb *g);
 /* Send one packet and wait for its reply (acks, console output, stray stops skipped). */
 int gdb_request(struct gdb *g, const char *payload, int timeout_ms);
 /* Raw write of already framed bytes (a pipelined batch). */

@@ -27,17 +27,13 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->o = o;
 	if (o->elf && syms_load(&ss->syms, o->elf) < 0)
 		return fail(ss, ss->syms.err, ss->syms.errstr);
-	if (gdb_attach(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0) {
-		if (ss->g.conn.fd >= 0 && ss->g.err != ERR_SYS) ss->attached = 1; /* VM stopped: resume it */
+	if (gdb_connect(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0)
 		return fail(ss, ss->g.err, ss->g.errstr);
-	}
 	ss->attached = 1;
-	/* Connecting stopped the VM; if an earlier client had left it paused, it is resumed by our
-	 * first `c` like any other. The guard covers every exit from here on. */
-	char det[16];
-	rsp_encode(det, sizeof det, ss->g.multiprocess ? "D;1" : "D", ss->g.multiprocess ? 3 : 1);
-	det[ss->g.multiprocess ? 8 : 6] = 0;
-	if (guard_start(&ss->guard, ss->g.conn.fd, det) < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
+	/* Connecting stopped the VM: from here on the guard covers every way we could exit. D;1 is
+	 * accepted with or without multiprocess, so it is chosen before the handshake. */
+	if (guard_start(&ss->guard, ss->g.conn.fd, "$D;1#b0") < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
+	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
 	if (!ss->g.conn.loopback)
 		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "
 			     "to anyone who can reach it", ss->g.conn.where);

@@ -1,0 +1,395 @@
+"""gdbsample against the test kernel under QEMU TCG: accuracy, unwinding, idle, signals, errors.
+
+Every guest is started by the `boot` fixture (tests/conftest.py), which stops QEMU by its pid at
+teardown; every gdbsample started here is waited for or killed by its own pid.
+"""
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import time
+import zlib
+
+import conftest
+import pytest
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+CHAIN6 = ["chain1", "chain2", "chain3", "chain4", "chain5", "chain6"]
+
+
+@pytest.fixture(autouse=True)
+def need_binary():
+    if not os.path.exists(GDBSAMPLE):
+        pytest.fail(f"{GDBSAMPLE} is missing: run `make {os.path.relpath(GDBSAMPLE, conftest.ROOT)}`")
+
+
+def run(g, *args, timeout=60, elf=True):
+    """Runs gdbsample against guest g to completion; returns the CompletedProcess."""
+    cmd = [GDBSAMPLE, "-p", str(g.gdbport)] + (["-e", conftest.KERNEL] if elf else []) + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def start(g, *args):
+    """Starts gdbsample in the background (own process group untouched: we signal its pid)."""
+    cmd = [GDBSAMPLE, "-p", str(g.gdbport), "-e", conftest.KERNEL] + list(args)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def folded(text):
+    """Parses folded output into [(frames root first, count)]."""
+    rows = []
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        rows.append((stack.split(";"), int(count)))
+    return rows
+
+
+def qmp_status(path):
+    """QMP query-status of the guest: 'running', 'paused', ..."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        f = s.makefile("rw")
+        json.loads(f.readline())  # greeting
+        for cmd in ("qmp_capabilities", "query-status"):
+            f.write(json.dumps({"execute": cmd}) + "\n")
+            f.flush()
+            while True:
+                msg = json.loads(f.readline())
+                if "return" in msg or "error" in msg:
+                    break
+        return msg["return"]["status"]
+
+
+def wait_running(path, timeout=3.0):
+    """The guest's status once it is 'running', or the last status seen after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = qmp_status(path)
+        if st == "running" or time.monotonic() > deadline:
+            return st
+        time.sleep(0.05)
+
+
+# --- accuracy --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("smp", [1, 2, 4])
+def test_split_shares_within_4pp(boot, smp):
+    """work split 5 3 2: each function's share of the split samples is within 4 percentage
+    points of 50/30/20. Tolerance: with n >= 2000 samples the binomial standard deviation of
+    a share is at most 1.1 pp, so 4 pp is > 3.5 sigma; sampling is paced by the host clock
+    with jitter, so it cannot lock onto the workload's period."""
+    g = boot(smp=smp)
+    g.work("split 5 3 2")
+    r = run(g, "-r", "500", "-d", "6", "-f", "folded", timeout=120)
+    assert r.returncode == 0, r.stderr
+    counts = {"split_a": 0, "split_b": 0, "split_c": 0}
+    for frames, n in folded(r.stdout):
+        if frames[-1] in counts:
+            counts[frames[-1]] += n
+    total = sum(counts.values())
+    assert total >= 2000, (counts, r.stderr)
+    shares = {k: 100.0 * v / total for k, v in counts.items()}
+    for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
+        assert abs(shares[name] - want) <= 4, shares
+
+
+def test_chain6_carries_all_six_functions(boot):
+    """work chain 6: >= 95 % of the chain task's samples hold chain1..chain6 in order."""
+    g = boot(smp=2)
+    g.work("chain 6")
+    r = run(g, "-r", "300", "-d", "3", "-f", "folded")
+    assert r.returncode == 0, r.stderr
+    mine = full = 0
+    for frames, n in folded(r.stdout):
+        if not any(f in CHAIN6 for f in frames):
+            continue
+        mine += n
+        chain = [f for f in frames if f in CHAIN6]
+        if chain == CHAIN6 and frames[frames.index("chain1") - 1] == "work_main":
+            full += n
+    assert mine >= 500, r.stdout
+    assert full >= 0.95 * mine, (full, mine, r.stdout)
+
+
+def test_report_folds_chain_like_profile(boot):
+    """The report: header lines, percentages summing to ~100, leaf with offset span, callers."""
+    g = boot(smp=1)
+    g.work("chain 6")
+    r = run(g, "-r", "200", "-d", "2")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert re.fullmatch(r"profiled \d+ ms", lines[0]), lines[0]
+    m = re.fullmatch(r"(\d+) samples on 1 cpus, (\d+) dropped, source gdbstub 200 Hz", lines[1])
+    assert m, lines[1]
+    leafs = [l for l in lines[2:] if re.match(r"\d+\.\d% \d+ ", l)]
+    pct = sum(float(l.split("%")[0]) for l in leafs)
+    assert leafs and pct <= 100.05
+    top = lines[2]
+    assert re.fullmatch(r"\d+\.\d% \d+ chain6\+0x[0-9a-f]+(\.\.0x[0-9a-f]+)?", top), top
+    callers = [l.strip() for l in lines[3:9]]
+    assert [c.split("+")[0] for c in callers] == ["<- chain5", "<- chain4", "<- chain3", "<- chain2",
+                                                  "<- chain1", "<- work_main"], lines
+
+
+def test_timer_interrupt_samples_reach_interrupted_code(boot):
+    """Samples taken inside the timer interrupt continue through the entry stub's frame into
+    the function it interrupted. Two chain tasks share one vCPU so every tick also switches
+    tasks, which lengthens the handler: about 20 of 8000 samples land in it (measured), so
+    asking for >= 5 fails by chance with probability ~1e-5 (Poisson)."""
+    g = boot(smp=1)
+    g.work("chain 6")
+    g.work("chain 6")
+    r = run(g, "-r", "2000", "-d", "5", "-f", "folded", "-q", timeout=120)
+    assert r.returncode == 0, r.stderr
+    irq_frames = {"trap_common", "trap", "sched_tick", "sched_preempt"}
+    in_irq = reached = 0
+    for frames, n in folded(r.stdout):
+        first = next((i for i, f in enumerate(frames) if f in irq_frames or f.startswith("vector")), None)
+        if first is None:
+            continue
+        in_irq += n
+        below = frames[:first]  # root first: what ran before the interrupt
+        if below and below[-1] == "chain6" and [f for f in below if f in CHAIN6] == CHAIN6:
+            reached += n
+    assert in_irq >= 5, "too few samples landed in the timer interrupt:\n" + r.stdout
+    assert reached >= 0.9 * in_irq, r.stdout
+
+
+# --- idle, duration, outputs -------------------------------------------------------------------
+
+def test_idle_vcpus_are_tagged_and_dropped(boot):
+    g = boot(smp=2)
+    r = run(g, "-r", "100", "-d", "1")
+    assert r.returncode == 0, r.stderr
+    assert "0 samples on 2 cpus" in r.stdout
+    m = re.search(r"no samples: all (\d+) were idle", r.stdout)
+    assert m and int(m.group(1)) >= 150, r.stdout
+    assert re.search(r"idle samples \d+ \(not reported\)", r.stderr), r.stderr
+    r = run(g, "-r", "100", "-d", "1", "--idle", "-f", "folded")
+    rows = folded(r.stdout)
+    assert rows and all(frames[-1] == "idle_loop" for frames, _ in rows), r.stdout
+
+
+def test_duration_ends_run_with_header_and_summary(boot):
+    g = boot(smp=2)
+    g.work("split 1 1 1")
+    t0 = time.monotonic()
+    r = run(g, "-r", "100", "-d", "2")
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert 2.0 <= took < 6, took
+    assert re.match(r"profiled (19\d\d|20\d\d) ms\n\d+ samples on 2 cpus, 0 dropped, source gdbstub 100 Hz\n",
+                    r.stdout), r.stdout
+    for key in ("samples of 2 vCPUs", "Hz achieved, 100 Hz requested", "pause per sample p50",
+                "guest stopped", "idle samples", "unwind stops:", "errors:"):
+        assert key in r.stderr, (key, r.stderr)
+    assert g.cmd("uptime").startswith("up ")
+
+
+def capture_samples(path):
+    """Minimal reader of docs/capture-format.md: (header fields, [(t, cpu, flags, frames)], summary)."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"GDBSAMP\0"
+    assert struct.unpack_from("<I", data, 124)[0] == zlib.crc32(data[:124])
+    version, hsize, arch, ncpu, rate = struct.unpack_from("<HHHHI", data, 8)
+    off, samples, summary = hsize, [], ""
+    while off < len(data):
+        magic, ctype, length, count, crc = struct.unpack_from("<IIIII", data, off)
+        assert magic == 0x4B4E4843
+        payload = data[off + 20: off + 20 + length]
+        assert zlib.crc32(payload) == crc
+        if ctype == 1:
+            p = 0
+            for _ in range(count):
+                t, cpu, flags, n = struct.unpack_from("<QHBB", payload, p)
+                frames = struct.unpack_from("<%dQ" % n, payload, p + 12)
+                samples.append((t, cpu, flags, frames))
+                p += 12 + 8 * n
+            assert p == length
+        elif ctype == 2:
+            summary = payload.decode()
+        off += 20 + length
+    return {"version": version, "arch": arch, "ncpu": ncpu, "rate": rate}, samples, summary
+
+
+def test_capture_file_is_readable(boot, tmp_path):
+    g = boot(smp=2)
+    g.work("chain 6")
+    out = tmp_path / "run.cap"
+    r = run(g, "-r", "200", "-d", "1.5", "-f", "capture", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    hdr, samples, summary = capture_samples(out)
+    assert hdr == {"version": 1, "arch": 1, "ncpu": 2, "rate": 200}
+    assert len(samples) >= 400
+    assert {cpu for _, cpu, _, _ in samples} == {0, 1}
+    # one vCPU runs the chain, the other idles: the idle ones carry flag 1, the others not
+    idle = [s for s in samples if s[2] & 1]
+    assert 0.3 * len(samples) <= len(idle) <= 0.7 * len(samples)
+    assert all(a[0] <= b[0] for a, b in zip(samples, samples[1:]))
+    assert "pause_p50_us" in summary and "samples" in summary
+
+
+# --- never leave the guest frozen ------------------------------------------------------------
+
+def test_sigint_exits_zero_and_guest_runs(boot):
+    g = boot(smp=2, qmp=True)
+    g.work("chain 6")
+    p = start(g, "-r", "500")
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    assert out.startswith("profiled ") and "samples of 2 vCPUs" in err
+    assert qmp_status(g.qmp_path) == "running"
+    assert g.cmd("uptime").startswith("up ")
+
+
+def test_sigkill_never_leaves_guest_frozen(boot):
+    """SIGKILL at a random moment, 20 times: the guard resumes the guest every time."""
+    g = boot(smp=2, qmp=True)
+    g.work("chain 6")
+    rng = random.Random(1234)
+    for i in range(20):
+        p = start(g, "-r", "1000", "-q")
+        time.sleep(rng.uniform(0.0, 0.4))
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=20)
+        status = wait_running(g.qmp_path, timeout=3)
+        assert status == "running", f"iteration {i}: guest {status} after SIGKILL"
+    # the guards have all left: the stub takes a new client, which samples normally
+    r = run(g, "-r", "100", "-d", "0.5", timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert g.cmd("uptime").startswith("up ")
+
+
+def test_qemu_killed_exits_one_with_output(boot):
+    g = boot(smp=2)
+    g.work("chain 6")
+    p = start(g, "-r", "200")
+    time.sleep(1.5)
+    os.kill(g.pid, signal.SIGKILL)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 1, err
+    assert "QEMU exited?" in err and "written" in err, err
+    assert out.startswith("profiled ") and "chain6" in out, out
+    assert "samples of 2 vCPUs" in err
+
+
+# --- refusals and errors ----------------------------------------------------------------------
+
+def test_wrong_elf_refused(boot, tmp_path):
+    g = boot(smp=1)
+    data = bytearray(open(conftest.KERNEL, "rb").read())
+    # flip bytes in the middle of .text: find it through the section headers
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    stroff = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)[0]
+    for i in range(shnum):
+        base = shoff + i * shentsize
+        name_off, = struct.unpack_from("<I", data, base)
+        name = data[stroff + name_off:].split(b"\0")[0]
+        if name == b".text":
+            off, size = struct.unpack_from("<QQ", data, base + 0x18)
+            for k in range(off + size // 2 - 256, off + size // 2 + 256):
+                data[k] ^= 0xFF
+    bad = tmp_path / "kernel.elf"
+    bad.write_bytes(bytes(data))
+    r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-e", str(bad), "-d", "1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert "kernel.elf does not match the running guest" in r.stderr
+    assert g.cmd("uptime").startswith("up ")  # refused, and the guest was let go
+    r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-e", str(bad), "--no-verify", "-d", "0.5"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def test_symbol_map_accepted(boot, tmp_path):
+    g = boot(smp=1)
+    g.work("chain 6")
+    nm = subprocess.run(["nm", conftest.KERNEL], capture_output=True, text=True, check=True).stdout
+    m = tmp_path / "System.map"
+    m.write_text(nm)
+    r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-e", str(m), "-d", "1", "-f", "folded"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "chain1;chain2;chain3;chain4;chain5;chain6" in r.stdout
+    junk = tmp_path / "junk"
+    junk.write_text("this is not a symbol map\n")
+    r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-e", str(junk), "-d", "1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "not an ELF or nm-style symbol map" in r.stderr
+
+
+BAD_FLAGS = [
+    [], ["-p", "1", "-u", "/x"], ["-p", "0"], ["-p", "70000"], ["-p"], ["-H", "nohost"],
+    ["-p", "1", "-r", "0"], ["-p", "1", "-r", "10001"], ["-p", "1", "-r", "abc"],
+    ["-p", "1", "-d", "-1"], ["-p", "1", "-d", "x"], ["-p", "1", "-f", "xml"],
+    ["-p", "1", "--max-frames", "0"], ["-p", "1", "--max-frames", "256"],
+    ["-p", "1", "--kernel-range", "zz"], ["-p", "1", "--kernel-range", "ff:1"],
+    ["-p", "1", "--cpus", "a"], ["-p", "1", "--cpus", "3-1"], ["-p", "1", "--chains", "0"],
+    ["-p", "1", "--bogus"], ["-p", "1", "-x"], ["-p", "1", "extra"], ["frobnicate", "-p", "1"],
+]
+
+
+@pytest.mark.parametrize("args", BAD_FLAGS, ids=lambda a: " ".join(a) or "none")
+def test_bad_flags_one_line_exit_2(args):
+    r = subprocess.run([GDBSAMPLE] + args, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gdbsample: "), r.stderr
+
+
+def test_cpus_beyond_guest_refused_and_guest_runs(boot):
+    g = boot(smp=2)
+    r = run(g, "--cpus", "2", "-d", "1")
+    assert r.returncode == 2 and "--cpus" in r.stderr, r.stderr
+    assert g.cmd("uptime").startswith("up ")
+    r = run(g, "--cpus", "1", "-d", "1", "--idle", "-f", "folded")
+    assert r.returncode == 0 and r.stdout and all(l.startswith("cpu1;") for l in r.stdout.splitlines())
+
+
+# --- dump, top, unix socket -------------------------------------------------------------------
+
+def test_dump_prints_every_vcpu_stack(boot):
+    g = boot(smp=2)
+    g.work("chain 6")
+    time.sleep(0.2)
+    r = subprocess.run([GDBSAMPLE, "dump", "-p", str(g.gdbport), "-e", conftest.KERNEL],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^cpu0", r.stdout, re.M) and re.search(r"^cpu1", r.stdout, re.M), r.stdout
+    assert "chain6+0x" in r.stdout and "work_main+0x" in r.stdout, r.stdout
+    assert " idle" in r.stdout  # the other vCPU is halted in idle_loop
+    assert g.cmd("uptime").startswith("up ")
+
+
+def test_top_draws_and_exits_on_sigint(boot):
+    g = boot(smp=1)
+    g.work("chain 6")
+    p = subprocess.Popen([GDBSAMPLE, "top", "-p", str(g.gdbport), "-e", conftest.KERNEL, "-r", "200"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.6)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    assert out.count("gdbsample top:") >= 2, out
+    assert "chain6" in out and "Hz achieved" in out and "pause p50" in out
+    assert g.cmd("uptime").startswith("up ")
+
+
+def test_unix_socket_transport(boot, tmp_path):
+    path = str(tmp_path / "gdb.sock")
+    g = boot(smp=1, gdb=False, extra=["-gdb", f"unix:{path},server=on,wait=off"])
+    g.work("chain 6")
+    r = subprocess.run([GDBSAMPLE, "-u", path, "-e", conftest.KERNEL, "-d", "1", "-f", "folded"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "chain6" in r.stdout and "warning" not in r.stderr
+    assert g.cmd("uptime").startswith("up ")
