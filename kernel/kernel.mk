@@ -76,6 +76,16 @@ $(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KHOST_SRCS)
 
+# Host unit tests of the PMU decision and overflow logic against a simulated CPU: sim_cpu.c
+# implements hal/pmu.h in place of arch/x86_64/pmu_hal.c.
+KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu.c kernel/printf.c \
+	     kernel/string.c
+$(BUILD)/kernel-pmu-tests: $(KPMU_SRCS) tests/kernel/sim_cpu.h $(wildcard kernel/*.h kernel/hal/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_SRCS)
+
 .PHONY: kernel-unit
-kernel-unit: $(BUILD)/kernel-host-tests
+kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests
 	$(BUILD)/kernel-host-tests
+	$(BUILD)/kernel-pmu-tests
