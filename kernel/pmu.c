@@ -267,7 +267,9 @@ void pmu_arm(int cpu, uint64_t p)
 			v = 0;
 		hal_wrmsr(MSR_IA32_FIXED_CTR_CTRL, (v & ~FIXED_CTR1_FIELD) | FIXED_CTR1_OS_USR_PMI);
 		hal_lvt_pmi(LVT_NMI);
-		cpu_state[cpu].armed = 1;	/* before enabling: the first overflow must be recognised */
+		/* Both before enabling: the first overflow must be recognised and fully re-armed. */
+		cpu_state[cpu].armed = 1;
+		cpu_state[cpu].running = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		hal_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, GLOBAL_FIXED_CTR1);
 		break;
@@ -283,13 +285,13 @@ void pmu_arm(int cpu, uint64_t p)
 		}
 		hal_lvt_pmi(LVT_NMI);
 		cpu_state[cpu].armed = 1;
+		cpu_state[cpu].running = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		hal_wrmsr(MSR_AMD_PERF_CTL0, AMD_EVENT_CYCLES | AMD_CTL_OS | AMD_CTL_USR | AMD_CTL_INT | AMD_CTL_EN);
 		break;
 	default:
 		return;
 	}
-	cpu_state[cpu].running = 1;
 }
 
 void pmu_disarm(int cpu)
