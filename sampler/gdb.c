@@ -328,7 +328,9 @@ int gdb_sync(struct gdb *g)
 
 int gdb_detach(struct gdb *g)
 {
-	if (gdb_request(g, g->multiprocess ? "D;1" : "D", REQ_TIMEOUT_MS) < 0) return -1;
+	/* QEMU takes D;1 with or without multiprocess; a bare D fails (E22) once any client has
+	 * enabled multiprocess, which lasts as long as the QEMU process. */
+	if (gdb_request(g, "D;1", REQ_TIMEOUT_MS) < 0) return -1;
 	if (strcmp(g->dec.pkt, "OK")) {
 		ERR_SET(g, ERR_PROTO, "detach refused: %.20s", g->dec.pkt);
 		return -1;

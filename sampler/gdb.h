@@ -64,7 +64,7 @@ int gdb_stop(struct gdb *g);
 int gdb_cont(struct gdb *g);
 /* Skip every reply still in flight (after a failed batch): send qC, drop all up to its answer. */
 int gdb_sync(struct gdb *g);
-/* Detach with D;1 (D without multiprocess): the VM resumes. */
+/* Detach with D;1: the VM resumes. */
 int gdb_detach(struct gdb *g);
 /* Format the Hg packet payload for vCPU i into out. */
 void gdb_hg(const struct gdb *g, int cpu, char *out, size_t cap);

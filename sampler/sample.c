@@ -85,6 +85,8 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 	}
 	for (int w = v->nwin_trip; w < v->nwin; w++) {
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
+		s->st.mem_reads++;
+		s->st.mem_bytes += (uint64_t)v->win[w].len;
 		if (rsp_append(buf, cap, off, req) < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_M, vi, w };
 	}
@@ -242,6 +244,10 @@ static void predict(struct vcpu *v)
 	uint64_t lo = (v->pred_sp - SAMPLE_SLACK) & ~15ull;
 	uint64_t hi = v->pred_top > v->pred_sp ? v->pred_top + SAMPLE_MARGIN : lo + SAMPLE_WINDOW;
 	if (hi - lo > SAMPLE_WINDOW) hi = lo + SAMPLE_WINDOW;
+	/* Every `m` costs QEMU a packet: if the slack below sp is all that crosses into the page
+	 * below, give up that slack rather than send a second `m`. */
+	uint64_t top_page = (hi - 1) & ~(PAGE - 1);
+	if ((lo & ~(PAGE - 1)) != top_page && (v->pred_sp & ~(PAGE - 1)) == top_page) lo = top_page;
 	add_windows(v, lo, hi);
 }
 

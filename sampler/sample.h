@@ -62,6 +62,8 @@ struct sampler_stats {
 	uint64_t no_stop_reply;         /* VM was already stopped (0x03 had no stop reply) */
 	uint64_t reg_errors;            /* vCPU samples dropped: registers unreadable */
 	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) */
+	uint64_t mem_reads;             /* `m` requests sent */
+	uint64_t mem_bytes;             /* bytes they asked for */
 	uint64_t hg_elided;             /* Hg packets saved because the stop vCPU was the one wanted */
 	uint64_t hg_wrong;              /* ...of which the stop vCPU turned out different (redone) */
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */

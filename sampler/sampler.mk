@@ -22,6 +22,10 @@ $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS)
 	$(CC) -o $@ $^ $(SAMPLER_LIBS)
 
+# The benchmark's minimal reference client (reuses the codec and transport).
+$(BUILD)/rtt: bench/rtt.c $(BUILD)/sampler/conn.o $(BUILD)/sampler/rsp.o
+	$(CC) $(SAMPLER_CFLAGS) -o $@ $^
+
 .PHONY: sampler-unit sampler-system sampler-bench
 # C unit tests: codec, unwinder, pacer, capture, symbols, report (prints "N passed, N failed").
 sampler-unit: $(BUILD)/sampler-tests
@@ -32,5 +36,5 @@ sampler-system: $(BUILD)/gdbsample
 	/usr/bin/python3 -m pytest -q tests/sampler
 
 # Benchmarks against one QEMU; writes docs/benchmarks.md.
-sampler-bench: $(BUILD)/gdbsample
-	/usr/bin/python3 bench/sampler_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
+sampler-bench: $(BUILD)/gdbsample $(BUILD)/rtt
+	/usr/bin/python3 bench/sampler_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md

@@ -56,6 +56,7 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	KV("stopped_fraction %.5f\n", s > 0 ? (double)st->paused_ns / 1e9 / s : 0.0);
 	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
 	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
+	KV("mem_reads %llu\nmem_bytes %llu\n", (unsigned long long)ss->mem_reads, (unsigned long long)ss->mem_bytes);
 	KV("hg_elided %llu\nhg_elided_wrong %llu\n", (unsigned long long)ss->hg_elided,
 	   (unsigned long long)ss->hg_wrong);
 	for (int i = 0; i < UW_NSTOPS; i++)
@@ -82,9 +83,11 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	P("gdbsample: pause per sample p50 %.0f us, p99 %.0f us, max %lld us; guest stopped %.2f%% of wall time\n",
 	  stats_pause_pct(st, 50), stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000),
 	  s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
-	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu, round trips %llu\n",
+	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu, round trips %llu, "
+	  "stack reads %llu (%.0f bytes each)\n",
 	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,
-	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
+	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips,
+	  (unsigned long long)ss->mem_reads, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0);
 	P("gdbsample: unwind stops:");
 	for (int i = 0; i < UW_NSTOPS; i++)
 		P(" %s %llu", unwind_stop_names[i], (unsigned long long)ss->stops[i]);
