@@ -15,7 +15,7 @@ ifeq ($(PY),)
 PY := /usr/bin/python3
 endif
 
-.PHONY: all kernel test unit-test system-test deps run demo bench clean
+.PHONY: all kernel test unit-test system-test deps run demo bench clean pmu-matrix libvirt-xml
 all: kernel $(BUILD)/gdbsample
 
 include kernel/kernel.mk
@@ -23,7 +23,7 @@ include kernel/kernel.mk
 
 # Debian packages the build, the tests and the demo need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
-	    libelf-dev gdb socat
+	    libelf-dev gdb socat libvirt-clients
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
@@ -35,11 +35,12 @@ deps:
 	fi
 
 # Boot the kernel under QEMU TCG with the serial console on this terminal and a
-# gdbstub on loopback only. Quit with `poweroff` (or Ctrl-A X).
+# gdbstub on loopback only; CONFIG picks a row of vm-configs/configs.toml. Quit with `poweroff`
+# (or Ctrl-A X).
+CONFIG ?= tcg-qemu64
 run: deps kernel
-	qemu-system-x86_64 -machine pc -accel tcg -smp $(SMP) -m 128M -kernel $(BUILD)/kernel.elf \
-	  -display none -nodefaults -no-reboot -serial mon:stdio \
-	  -device isa-debug-exit,iobase=0xf4,iosize=0x04 -gdb tcp:127.0.0.1:$(GDBPORT)
+	vm-configs/run $(CONFIG) --kernel $(BUILD)/kernel.elf --smp $(SMP) --serial mon:stdio \
+	  --gdb tcp:127.0.0.1:$(GDBPORT)
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
 demo: deps all
@@ -53,6 +54,16 @@ unit-test: kernel-unit sampler-unit
 
 bench: deps all
 	$(MAKE) --no-print-directory sampler-bench
+
+# Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
+# about its PMU, against what the table expects (KVM rows only where /dev/kvm works).
+pmu-matrix: deps kernel
+	$(PY) tools/pmu_matrix.py --kernel $(BUILD)/kernel.elf
+
+# Regenerate vm-configs/libvirt/*.xml from the table (a test checks they are current).
+libvirt-xml:
+	for n in $$(vm-configs/run --list | awk '$$2 != "persona" {print $$1}'); do \
+	  vm-configs/run --libvirt $$n > vm-configs/libvirt/$$n.xml || exit 1; done
 
 clean:
 	rm -rf $(BUILD)

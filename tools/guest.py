@@ -10,11 +10,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vm-configs"))
+import vmconfig  # noqa: E402
+
 PROMPT = "\n> "
-QEMU = "qemu-system-x86_64"
+DEFAULT_CONFIG = "tcg-qemu64"
 POWEROFF_STATUS = 33  # isa-debug-exit: (0x10 << 1) | 1, written by the shell's `poweroff`
 
 
@@ -32,10 +36,14 @@ def free_port():
 class Guest:
     """One QEMU process running build/kernel.elf, with its serial shell connected."""
 
-    def __init__(self, kernel, smp=2, memory="128M", gdb=True, qmp=False, extra=()):
+    def __init__(self, kernel, smp=None, config=DEFAULT_CONFIG, gdb=True, qmp=False, extra=(), table=None):
+        """config: a row of vm-configs/configs.toml (its name); smp overrides its vCPU count."""
         self.kernel = kernel
-        self.smp = smp
-        self.memory = memory
+        rows = vmconfig.load(table or vmconfig.TABLE)["config"]
+        if config not in rows:
+            raise GuestError(f"no configuration named {config!r} in vm-configs/configs.toml")
+        self.config = rows[config]
+        self.smp = smp or self.config["smp"]
         self.want_gdb = gdb
         self.want_qmp = qmp
         self.extra = list(extra)
@@ -50,17 +58,14 @@ class Guest:
     # -- lifecycle ---------------------------------------------------------------------------
     def command_line(self):
         serial = os.path.join(self.dir, "serial.sock")
-        cmd = [QEMU, "-machine", "pc", "-accel", "tcg", "-smp", str(self.smp), "-m", self.memory,
-               "-kernel", self.kernel, "-display", "none", "-nodefaults", "-no-reboot",
-               "-chardev", f"socket,id=s0,path={serial},server=on,wait=on", "-serial", "chardev:s0",
-               "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
+        gdb = None
         if self.want_gdb:
             self.gdbport = free_port()
-            cmd += ["-gdb", f"tcp:127.0.0.1:{self.gdbport}"]
+            gdb = f"tcp:127.0.0.1:{self.gdbport}"
         if self.want_qmp:
             self.qmp_path = os.path.join(self.dir, "qmp.sock")
-            cmd += ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
-        return cmd + self.extra
+        return vmconfig.qemu_command(self.config, self.kernel, serial="unix:" + serial, gdb=gdb,
+                                     qmp=self.qmp_path, smp=self.smp, extra=self.extra)
 
     def start(self, boot_timeout=60):
         self.dir = tempfile.mkdtemp(prefix="gdbsample-guest-")

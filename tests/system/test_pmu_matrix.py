@@ -1,0 +1,66 @@
+"""The PMU-detection matrix: every TCG configuration and CPUID persona decides as the table says."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import conftest
+import pytest
+
+MATRIX = os.path.join(conftest.ROOT, "tools", "pmu_matrix.py")
+TABLE = os.path.join(conftest.ROOT, "vm-configs", "configs.toml")
+sys.path.insert(0, os.path.join(conftest.ROOT, "vm-configs"))
+import vmconfig  # noqa: E402
+
+
+def matrix(*args):
+    return subprocess.run([sys.executable, MATRIX, "--kernel", conftest.KERNEL, *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def rows(out):
+    """{(config, persona): result} from the table printed by pmu_matrix.py."""
+    return {(m[1], m[2]): m[3] for m in re.finditer(r"^(\S+)\s+(\S+)\s+.*\s(PASS|FAIL|SKIP)$", out, re.M)}
+
+
+def test_matrix_passes_for_every_tcg_row_and_persona():
+    r = matrix("--tcg-only")
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = rows(r.stdout)
+    table = vmconfig.load()
+    for name, cfg in table["config"].items():
+        assert got[(name, "-")] == ("SKIP" if cfg["accel"] == "kvm" else "PASS"), r.stdout
+    for name, p in table["persona"].items():
+        assert got[(p["base"], name)] == "PASS", r.stdout
+    # KVM rows are listed with the reason they were skipped
+    assert re.search(r"^SKIP kvm-\S+ / -: .+", r.stdout, re.M)
+    # each persona that claims a counter was caught by the probe, within its bound
+    for probe in re.findall(r"counter did not count \(probe ([\d.]+) us\)", r.stdout):
+        assert 9.5 <= float(probe) <= 50.0, r.stdout
+
+
+def test_corrupting_one_expected_outcome_fails_exactly_that_row(tmp_path):
+    text = open(TABLE).read()
+    block = text.index('name = "intel-v4"')
+    i = text.index('decision = "tick only: counter did not count*"', block)
+    bad = text[:i] + 'decision = "pmu/nmi intel fixed-ctr1"' + text[i + len('decision = "tick only: counter did not count*"'):]
+    copy = tmp_path / "configs.toml"
+    copy.write_text(bad)
+    r = matrix("--tcg-only", "--table", str(copy))
+    assert r.returncode == 1, r.stdout
+    got = rows(r.stdout)
+    assert [k for k, v in got.items() if v == "FAIL"] == [("tcg-qemu64", "intel-v4")], r.stdout
+    assert "FAIL tcg-qemu64 / intel-v4: decision 'tick only: counter did not count" in r.stdout
+
+
+def test_kvm_rows_where_kvm_works():
+    ok, why = vmconfig.kvm_usable()
+    if not ok:
+        pytest.skip(f"KVM rows need a usable /dev/kvm: {why}")
+    kvm = [n for n, c in vmconfig.load()["config"].items() if c["accel"] == "kvm"]
+    r = matrix(*sum((["--only", n] for n in kvm), []))
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = rows(r.stdout)
+    assert all(got[(n, "-")] in ("PASS", "SKIP") for n in kvm), r.stdout
+    assert any(got[(n, "-")] == "PASS" for n in kvm), r.stdout  # at least pmu=off runs anywhere KVM does
