@@ -1,5 +1,5 @@
 /* rtt.c: minimal gdbstub client measuring stop/continue cycles -- the benchmark's reference floor.
- * usage: rtt PORT MODE COUNT [MLEN|K]   MODE: floor | one | three | hg | g | m
+ * usage: rtt PORT|/unix/path MODE COUNT [MLEN|K]   MODE: floor | one | three | hg | g | m
  *   floor: 0x03 -> stop reply -> c
  *   hg, g, m: 0x03 + K packets of one kind (Hg1 / g / m rsp,MLEN=2048) in one write, then c:
  *          the slope over K is QEMU's cost per packet of that kind
@@ -56,9 +56,10 @@ static int cmpd(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	if (argc < 4) { fprintf(stderr, "usage: rtt PORT floor|one|three COUNT [MLEN]\n"); return 2; }
+	const char *path = argv[1][0] == '/' ? argv[1] : NULL; /* a unix socket path instead of a port */
 	int port = atoi(argv[1]), count = atoi(argv[3]), mlen = argc > 4 ? atoi(argv[4]) : 512;
 	const char *mode = argv[2];
-	if (conn_open(&c, NULL, port, NULL) < 0) { fprintf(stderr, "rtt: %s\n", c.errstr); return 1; }
+	if (conn_open(&c, NULL, port, path) < 0) { fprintf(stderr, "rtt: %s\n", c.errstr); return 1; }
 	rsp_dec_init(&d);
 	char out[8192], req[64];
 	size_t o = 0;

@@ -279,6 +279,8 @@ int gdb_handshake(struct gdb *g)
 	int noack = strstr(s, "QStartNoAckMode+") != NULL;
 	if (noack && gdb_request(g, "QStartNoAckMode", REQ_TIMEOUT_MS) == 0 && !strcmp(g->dec.pkt, "OK"))
 		g->noack = 1;
+	/* QEMU greets a new client with a stop reply only if connecting stopped a running VM. */
+	g->was_paused = g->st.stray_stops == 0;
 	if (gdb_request(g, "?", REQ_TIMEOUT_MS) < 0) return -1;
 	if (learn_layout(g, has_xfer) < 0) return -1;
 	return list_threads(g);

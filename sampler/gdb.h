@@ -38,6 +38,8 @@ struct gdb {
 	int multiprocess;               /* stub agreed to multiprocess+: thread ids are p1.N */
 	int noack;                      /* QStartNoAckMode in force */
 	int running;                    /* we resumed the VM and have not stopped it since */
+	int was_paused;                 /* no stop reply greeted us: the VM was already stopped when we
+					 * connected (left so by an earlier client, the monitor or -S) */
 	int packet_size;                /* PacketSize from qSupported */
 	struct layout layout;           /* register layout from target.xml */
 	int ncpu;                       /* vCPUs (threads) */

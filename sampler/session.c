@@ -34,6 +34,9 @@ int session_open(struct session *ss, const struct opts *o)
 	 * accepted with or without multiprocess, so it is chosen before the handshake. */
 	if (guard_start(&ss->guard, ss->g.conn.fd, "$D;1#b0") < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
 	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
+	if (ss->g.was_paused)
+		session_warn(ss, "the guest was already paused when we attached (an earlier client left it "
+			     "stopped?); it runs while sampled and after we detach");
 	if (!ss->g.conn.loopback)
 		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "
 			     "to anyone who can reach it", ss->g.conn.where);

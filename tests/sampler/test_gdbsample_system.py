@@ -16,6 +16,7 @@ import zlib
 
 import conftest
 import pytest
+from guest import Guest
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 CHAIN6 = ["chain1", "chain2", "chain3", "chain4", "chain5", "chain6"]
@@ -384,12 +385,40 @@ def test_top_draws_and_exits_on_sigint(boot):
     assert g.cmd("uptime").startswith("up ")
 
 
-def test_unix_socket_transport(boot, tmp_path):
+class UnixGuest(Guest):
+    """A guest whose gdbstub listens on a unix socket instead of a TCP port."""
+
+    def __init__(self, path, **kw):
+        super().__init__(conftest.KERNEL, gdb=False, **kw)
+        self.gdb_path = path
+
+    def command_line(self):
+        return super().command_line() + ["-gdb", f"unix:{self.gdb_path},server=on,wait=off"]
+
+
+def test_unix_socket_transport(tmp_path):
     path = str(tmp_path / "gdb.sock")
-    g = boot(smp=1, gdb=False, extra=["-gdb", f"unix:{path},server=on,wait=off"])
-    g.work("chain 6")
-    r = subprocess.run([GDBSAMPLE, "-u", path, "-e", conftest.KERNEL, "-d", "1", "-f", "folded"],
-                       capture_output=True, text=True, timeout=30)
+    g = UnixGuest(path, smp=1)
+    try:
+        g.start()
+        g.work("chain 6")
+        r = subprocess.run([GDBSAMPLE, "-u", path, "-e", conftest.KERNEL, "-d", "1", "-f", "folded"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert "chain6" in r.stdout and "warning" not in r.stderr
+        assert g.cmd("uptime").startswith("up ")
+    finally:
+        g.stop()  # by its pid
+
+
+def test_guest_left_paused_by_earlier_client_is_resumed(boot):
+    g = boot(smp=1, qmp=True)
+    with socket.create_connection(("127.0.0.1", g.gdbport), timeout=5) as s:
+        assert s.recv(64).startswith(b"$T02")  # connecting stopped the guest...
+    time.sleep(0.3)
+    assert qmp_status(g.qmp_path) == "paused"  # ...and closing the connection did not resume it
+    r = run(g, "-d", "1")
     assert r.returncode == 0, r.stderr
-    assert "chain6" in r.stdout and "warning" not in r.stderr
+    assert "already paused when we attached" in r.stderr
+    assert qmp_status(g.qmp_path) == "running"
     assert g.cmd("uptime").startswith("up ")
