@@ -18,6 +18,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -70,6 +71,36 @@ def boot(smp, **kw):
         g.work("chain 8")
     time.sleep(0.3)
     return g
+
+
+class UnixGuest(Guest):
+    """A guest whose gdbstub listens on a unix socket."""
+
+    def __init__(self, path, **kw):
+        super().__init__(KERNEL, gdb=False, **kw)
+        self.gdb_path = path
+
+    def command_line(self):
+        return super().command_line() + ["-gdb", f"unix:{self.gdb_path},server=on,wait=off"]
+
+
+def bench_unix(a, res):
+    """The same 1-vCPU pause over a unix socket (QEMU -gdb unix:...) instead of loopback TCP."""
+    path = os.path.join(tempfile.mkdtemp(prefix="gdbsample-bench-"), "gdb.sock")
+    g = UnixGuest(path, smp=1).start()
+    try:
+        g.work("chain 8")
+        time.sleep(0.3)
+        floor, ours = [], []
+        for _ in range(a.rounds):
+            floor.append(rtt(a.rtt, path, "floor", a.cycles)[0])
+            r = subprocess.run([a.gdbsample, "-u", path, "-e", KERNEL, "-q", "-r", "100", "-d", str(a.secs)],
+                               capture_output=True, text=True, timeout=120)
+            ours.append(summary(r.stderr)["p50"])
+        res["unix"] = {"floor": statistics.median(floor), "gdbsample": statistics.median(ours)}
+        log("unix", res["unix"])
+    finally:
+        g.stop()
 
 
 def uptime_s(g):
@@ -231,7 +262,10 @@ def render(res, a):
                      f"{r['gdbsample'] / r['floor']:.2f}× | {r['gdbsample_p99']:.0f} | "
                      f"{100.0 * hits / max(1, hits + misses):.1f} % ({misses} misses) |")
     k = res["packet"]
+    u = res["unix"]
     lines += ["", "Targets: ≤ 1.2× floor at 1 vCPU, ≤ 2× at 2 vCPUs.", "",
+              f"Over a unix socket (`-gdb unix:…`, `gdbsample -u`), 1 vCPU: floor {u['floor']:.0f} µs, gdbsample "
+              f"{u['gdbsample']:.0f} µs ({u['gdbsample'] / u['floor']:.2f}×).", "",
               f"QEMU's cost per extra packet in a stopped VM (slope from 1 to 16 packets in one write, 1 vCPU): "
               f"`Hg` {k['hg']:.0f} µs, `g` (608 bytes) {k['g']:.0f} µs, `m` of 2048 bytes {k['m']:.0f} µs.", "",
               "### (c) Guest slowdown", "",
@@ -306,6 +340,7 @@ def main():
             sys.exit(f"sampler_bench: {f} is missing (make {os.path.relpath(f, ROOT)})")
     res = {}
     bench_pause(a, res)
+    bench_unix(a, res)
     bench_slowdown(a, res)
     bench_maxrate(a, res)
     bench_gdb(a, res)

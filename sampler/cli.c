@@ -93,9 +93,11 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		else return bad(o, "unknown command '%.40s' (record, dump or top)%s", argv[1], "");
 		first = 2;
 	}
-	optind = first;
+	char **av = argv + first - 1; /* av[0] stands for the program name, options follow */
+	int ac = argc - first + 1;
+	optind = 0; /* 0, not 1: makes glibc reset its internal state for a fresh parse */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:H:u:r:d:e:o:f:qh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(ac, av, ":p:H:u:r:d:e:o:f:qh", lopts, NULL)) != -1) {
 		char *e;
 		switch (c) {
 		case 'p':
@@ -148,18 +150,18 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		case ':': {
 			char f[32];
 			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
-			else snprintf(f, sizeof f, "%.30s", argv[optind - 1]);
+			else snprintf(f, sizeof f, "%.30s", av[optind - 1]);
 			return bad(o, "%s: missing value%s", f, "");
 		}
 		default: {
 			char f[48];
 			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
-			else snprintf(f, sizeof f, "%.40s", argv[optind - 1]);
+			else snprintf(f, sizeof f, "%.40s", av[optind - 1]);
 			return bad(o, "unknown option '%s' (see gdbsample -h)%s", f, "");
 		}
 		}
 	}
-	if (optind < argc) return bad(o, "unexpected argument '%.40s'%s", argv[optind], "");
+	if (optind < ac) return bad(o, "unexpected argument '%.40s'%s", av[optind], "");
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT or -u SOCKET%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H and -u%s%s", "", "");
 	return 0;

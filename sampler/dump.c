@@ -1,9 +1,9 @@
 /* dump.c: `gdbsample dump` -- stop once and print every vCPU's symbolized stack (like py-spy dump). */
 #include "cli.h"
+#include "cmds.h"
 #include "err.h"
 #include "session.h"
 
-int cmd_dump(const struct opts *o, struct session *ss);
 
 static void print_stack(const struct session *ss, const struct sample *s)
 {

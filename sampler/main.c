@@ -6,14 +6,13 @@
 #include <unistd.h>
 #include "capture.h"
 #include "cli.h"
+#include "cmds.h"
 #include "err.h"
 #include "record.h"
 #include "session.h"
 #include "stats.h"
 #include "writer.h"
 
-int cmd_dump(const struct opts *o, struct session *ss);
-int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct pace *p);
 
 static struct stats st; /* large (pause histogram): not on the stack */
 

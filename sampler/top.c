@@ -2,12 +2,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "cli.h"
+#include "cmds.h"
 #include "err.h"
 #include "record.h"
 #include "session.h"
 #include "writer.h"
 
-int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct pace *p);
 
 #define TOP_FUNCS 15   /* leaf functions shown */
 #define TOP_CHAINS 4   /* chains shown */

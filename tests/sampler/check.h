@@ -26,5 +26,6 @@ void test_capture(void);
 void test_arch(void);
 void test_symbols(void);
 void test_report(void);
+void test_cli(void);
 
 #endif

@@ -12,6 +12,7 @@ int main(void)
 	test_capture();
 	test_symbols();
 	test_report();
+	test_cli();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

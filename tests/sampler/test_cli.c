@@ -1,0 +1,83 @@
+/* test_cli.c: command-line parsing -- defaults, every flag, and the one-line errors. */
+#include "check.h"
+#include "../../sampler/cli.h"
+#include "../../sampler/err.h"
+
+static int parse(struct opts *o, const char *line)
+{
+	static char buf[512];
+	char *argv[32];
+	int argc = 0;
+	snprintf(buf, sizeof buf, "gdbsample %s", line);
+	for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " ")) argv[argc++] = t;
+	argv[argc] = NULL;
+	return cli_parse(o, argc, argv);
+}
+
+static void test_defaults(void)
+{
+	struct opts o;
+	CHECK(parse(&o, "-p 1234") == 0);
+	CHECK(o.cmd == CMD_RECORD && o.port == 1234 && !strcmp(o.host, "127.0.0.1"));
+	CHECK(o.rate == 100 && o.duration == 0 && o.format == FMT_REPORT && o.max_frames == 64);
+	CHECK(o.chains == 8 && o.verify && !o.idle && !o.quiet);
+	CHECK(o.klo == 0xffff800000000000ull && o.khi == ~0ull);
+}
+
+static void test_flags(void)
+{
+	struct opts o;
+	CHECK(parse(&o, "record -H 10.0.0.2:4321 -r 1000 -d 2.5 -e k.elf -o out -f folded --max-frames 8 "
+		       "--kernel-range ffffffff80000000:ffffffffbfffffff --cpus 0,2-3 --idle -q --chains 3 "
+		       "--no-verify") == 0);
+	CHECK(!strcmp(o.host, "10.0.0.2") && o.port == 4321 && o.rate == 1000 && o.duration == 2.5);
+	CHECK(!strcmp(o.elf, "k.elf") && !strcmp(o.out, "out") && o.format == FMT_FOLDED);
+	CHECK(o.max_frames == 8 && o.klo == 0xffffffff80000000ull && o.khi == 0xffffffffbfffffffull);
+	CHECK(o.idle && o.quiet && o.chains == 3 && !o.verify);
+	int cpus[8];
+	CHECK(cli_cpus(&o, 4, cpus) == 3 && cpus[0] == 0 && cpus[1] == 2 && cpus[2] == 3);
+	CHECK(cli_cpus(&o, 3, cpus) == -1 && strstr(o.errstr, "out of range"));
+	CHECK(parse(&o, "dump -u /tmp/s") == 0 && o.cmd == CMD_DUMP && !strcmp(o.sock, "/tmp/s"));
+	CHECK(parse(&o, "top -H [::1]:9 -f capture") == 0 && o.cmd == CMD_TOP && !strcmp(o.host, "::1"));
+	CHECK(parse(&o, "-h") == 0 && o.help);
+}
+
+static void test_errors(void)
+{
+	static const char *const bad[][2] = {
+		{ "", "no target" },
+		{ "-p 1 -u /x", "only one of" },
+		{ "-p 0", "-p: bad value '0'" },
+		{ "-p 1 -r 10001", "-r: bad value '10001' (expected 1-10000)" },
+		{ "-p 1 -r 5x", "-r: bad value" },
+		{ "-p 1 -d 0", "-d: bad duration" },
+		{ "-p 1 -f svg", "unknown format 'svg'" },
+		{ "-p 1 --max-frames 300", "--max-frames: bad value" },
+		{ "-p 1 --kernel-range 10:5", "LO < HI" },
+		{ "-p 1 --cpus 1,", "--cpus: expected a list" },
+		{ "-p 1 --cpus 2-1", "--cpus: expected a list" },
+		{ "-p 1 --frob", "unknown option '--frob'" },
+		{ "-p 1 -Z", "unknown option '-Z'" },
+		{ "-p", "-p: missing value" },
+		{ "-p 1 stray", "unexpected argument 'stray'" },
+		{ "sample -p 1", "unknown command 'sample'" },
+		{ "-H host", "-H: expected HOST:PORT" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct opts o;
+		int rc = parse(&o, bad[i][0]);
+		CHECK(rc == -1 && o.err == ERR_USAGE);
+		if (!strstr(o.errstr, bad[i][1])) {
+			check_failed++;
+			fprintf(stderr, "FAIL: '%s' gave '%s', wanted '%s'\n", bad[i][0], o.errstr, bad[i][1]);
+		}
+		CHECK(!strchr(o.errstr, '\n'));
+	}
+}
+
+void test_cli(void)
+{
+	test_defaults();
+	test_flags();
+	test_errors();
+}
