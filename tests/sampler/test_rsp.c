@@ -92,6 +92,10 @@ static void test_decode(void)
 	RUN("$OK#9A", out);
 	CHECK_STR(out, "OK");
 
+	/* qRcmd output: console packets ("O" + hex) before the final OK; an E reply. */
+	RUN("+$O48690a#bb+$OK#9a+$E14#aa", out);
+	CHECK_STR(out, "+|O48690a|+|OK|+|E14");
+
 	/* An empty packet (unsupported command reply). */
 	RUN("$#00", out);
 	CHECK_STR(out, "");
