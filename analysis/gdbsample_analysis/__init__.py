@@ -1,0 +1,1 @@
+"""gdbsample_analysis: read gdbsample captures, name their frames, fold, report and diff them."""

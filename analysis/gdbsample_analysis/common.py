@@ -1,0 +1,101 @@
+"""common.py: what every subcommand shares -- exit codes, opening inputs and outputs, loss notes."""
+import os
+import sys
+
+from .capture import Capture, CaptureError
+from .folded import FoldedError, read_folded
+from .symbols import Symbolizer, SymbolError
+
+PROG = "gdbsample-analyze"
+EXIT_OK = 0        # done, every input intact
+EXIT_FAIL = 1      # an input or output could not be read or written; nothing useful written
+EXIT_USAGE = 2     # bad arguments
+EXIT_DAMAGED = 3   # a capture was truncated, corrupt or cut short: output covers its good part
+
+
+class Failure(Exception):
+    """Ends the command with a one-line message and an exit code (only main prints it)."""
+
+    def __init__(self, message, code=EXIT_FAIL):
+        super().__init__(message)
+        self.code = code
+
+
+def warn(message):
+    """A diagnostic line on stderr (data goes to stdout)."""
+    sys.stderr.write("%s: %s\n" % (PROG, message))
+
+
+def open_capture(path):
+    """Capture(path), or Failure with its one-line reason."""
+    try:
+        return Capture(path)
+    except CaptureError as e:
+        raise Failure(str(e)) from None
+
+
+def load_symbols(path):
+    """Symbolizer for an ELF or map, or Failure."""
+    try:
+        return Symbolizer.load(path)
+    except SymbolError as e:
+        raise Failure(str(e)) from None
+
+
+def load_folded(path):
+    try:
+        return read_folded(path)
+    except FoldedError as e:
+        raise Failure(str(e)) from None
+
+
+def is_capture(path):
+    """True if path starts with the capture magic (Failure if it cannot be opened)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"GDBSAMP\0"
+    except OSError as e:
+        raise Failure("%s: %s" % (path, e.strerror or e)) from None
+
+
+def loss_status(cap):
+    """After reading cap: warn about what was lost; EXIT_DAMAGED or EXIT_OK."""
+    if cap.intact:
+        return EXIT_OK
+    warn("%s: %s; the output covers the %d samples before that"
+         % (cap.path, cap.problem, cap.samples_read))
+    return EXIT_DAMAGED
+
+
+class Output:
+    """-o FILE or stdout, opened up front so a bad path fails before any work."""
+
+    def __init__(self, path):
+        self.path = path
+        if path in (None, "-"):
+            self.f = sys.stdout
+        else:
+            try:
+                self.f = open(path, "w", encoding="utf-8")
+            except OSError as e:
+                raise Failure("%s: %s" % (path, e.strerror or e)) from None
+
+    def write(self, text):
+        try:
+            self.f.write(text)
+        except OSError as e:
+            raise Failure("%s: %s" % (self.path or "stdout", e.strerror or e)) from None
+
+    def close(self):
+        try:
+            self.f.flush()
+            if self.f is not sys.stdout:
+                self.f.close()
+        except OSError as e:
+            raise Failure("%s: %s" % (self.path or "stdout", e.strerror or e)) from None
+
+
+def split_path(path, cpu):
+    """-o OUT with --split-by-cpu: OUT's name with .cpuN before the extension (out.cpu0.folded)."""
+    base, ext = os.path.splitext(path)
+    return "%s.cpu%d%s" % (base, cpu, ext)
