@@ -27,5 +27,6 @@ void test_arch(void);
 void test_symbols(void);
 void test_report(void);
 void test_cli(void);
+void test_sample(void);
 
 #endif

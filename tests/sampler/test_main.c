@@ -13,6 +13,7 @@ int main(void)
 	test_symbols();
 	test_report();
 	test_cli();
+	test_sample();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -1,0 +1,222 @@
+/* test_sample.c: the one-round-trip sample against a scripted fake gdbstub on a socketpair. */
+#include "check.h"
+#include "../../sampler/sample.h"
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define K 0xffffffff80000000ull
+#define STACK0 0xffff800000010000ull /* vCPU 0's stack pages */
+#define STACK1 0xffff800000020000ull /* vCPU 1's */
+#define STACKLEN 0x2000
+
+static uint8_t mem[2][STACKLEN];
+
+static void put64(int cpu, uint64_t addr, uint64_t v)
+{
+	uint64_t base = cpu ? STACK1 : STACK0;
+	for (int i = 0; i < 8; i++) mem[cpu][addr - base + (uint64_t)i] = (uint8_t)(v >> (8 * i));
+}
+
+/* vCPU c: sp near the top of its first page, so the chain crosses into the second page. */
+static void build(void)
+{
+	for (int c = 0; c < 2; c++) {
+		uint64_t b = c ? STACK1 : STACK0;
+		put64(c, b + 0xf80, b + 0xfa0); put64(c, b + 0xf88, K + 0x1044 + (uint64_t)c);
+		put64(c, b + 0xfa0, b + 0x1010); put64(c, b + 0xfa8, K + 0x2088);
+		put64(c, b + 0x1010, 0);         put64(c, b + 0x1018, K + 0x30cc);
+	}
+}
+
+/* The fake stub: answers like QEMU 7.2 (ack before each reply, Hg reset to the stop vCPU after
+ * a stop) and logs every request payload, one per line, to logfd. */
+static void stub(int fd, int logfd, int stop_thread, int running)
+{
+	struct rsp_dec d;
+	uint8_t in[8192];
+	char out[16384], hex[8192];
+	int sel = 0;
+	rsp_dec_init(&d);
+	for (;;) {
+		ssize_t n = read(fd, in, sizeof in);
+		if (n <= 0) _exit(0);
+		size_t off = 0, used;
+		while (off < (size_t)n) {
+			if (in[off] == 0x03 && d.state == 0) {
+				if (write(logfd, "^C\n", 3) < 0) _exit(1);
+				if (running) {
+					running = 0;
+					sel = stop_thread - 1;
+					char p[64];
+					snprintf(p, sizeof p, "T02thread:p01.%02x;", stop_thread);
+					int k = rsp_encode(out, sizeof out, p, strlen(p));
+					if (write(fd, out, (size_t)k) < 0) _exit(1);
+				}
+				off++;
+				continue;
+			}
+			enum rsp_event ev = rsp_feed(&d, in + off, (size_t)n - off, &used);
+			off += used;
+			if (ev != RSP_PACKET) continue;
+			if (write(logfd, d.pkt, d.len) < 0 || write(logfd, "\n", 1) < 0) _exit(1);
+			const char *r = "";
+			unsigned long long a;
+			unsigned len;
+			if (!strncmp(d.pkt, "Hgp1.", 5)) {
+				sel = (int)strtol(d.pkt + 5, NULL, 16) - 1;
+				r = "OK";
+			} else if (!strcmp(d.pkt, "g")) {
+				uint8_t g[148] = { 0 };
+				uint64_t b = sel ? STACK1 : STACK0;
+				uint64_t rip = K + 0x1a, rsp = b + 0xf70, rbp = b + 0xf80;
+				for (int i = 0; i < 8; i++) {
+					g[48 + i] = (uint8_t)(rbp >> (8 * i));
+					g[56 + i] = (uint8_t)(rsp >> (8 * i));
+					g[128 + i] = (uint8_t)(rip >> (8 * i));
+				}
+				g[137] = 0x02; /* IF */
+				g[140] = 0x08; /* cs: ring 0 */
+				rsp_hex(hex, g, sizeof g);
+				r = hex;
+			} else if (sscanf(d.pkt, "m%llx,%x", &a, &len) == 2) {
+				uint64_t b = sel ? STACK1 : STACK0;
+				if (a >= b && a + len <= b + STACKLEN && len <= 2048 &&
+				    (a & ~4095ull) == ((a + len - 1) & ~4095ull)) {
+					rsp_hex(hex, mem[sel] + (a - b), len);
+					r = hex;
+				} else {
+					r = "E14";
+				}
+			} else if (!strcmp(d.pkt, "c")) {
+				running = 1;
+				continue; /* no reply */
+			}
+			out[0] = '+';
+			int k = rsp_encode(out + 1, sizeof out - 1, r, strlen(r));
+			if (write(fd, out, (size_t)k + 1) < 0) _exit(1);
+		}
+	}
+}
+
+struct fake {
+	pid_t pid;        /* the stub process */
+	int logr;         /* read end of its request log */
+	struct gdb *g;    /* client connected to it */
+};
+
+static void fake_start(struct fake *f, int stop_thread, int running)
+{
+	int sv[2], lp[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && pipe(lp) == 0);
+	f->pid = fork();
+	if (f->pid == 0) {
+		close(sv[0]);
+		close(lp[0]);
+		stub(sv[1], lp[1], stop_thread, running);
+	}
+	close(sv[1]);
+	close(lp[1]);
+	f->logr = lp[0];
+	f->g = calloc(1, sizeof *f->g);
+	rsp_dec_init(&f->g->dec);
+	f->g->conn.fd = sv[0];
+	strcpy(f->g->conn.where, "fake");
+	arch_layout_default(&f->g->layout, arch_find("x86_64"));
+	f->g->ncpu = 2;
+	f->g->tids[0] = 1;
+	f->g->tids[1] = 2;
+	f->g->pids[0] = f->g->pids[1] = 1;
+	f->g->multiprocess = 1;
+}
+
+/* Stop the stub and return its request log ("^C" for each interrupt byte). */
+static char *fake_stop(struct fake *f)
+{
+	static char log[16384];
+	close(f->g->conn.fd);
+	waitpid(f->pid, NULL, 0);
+	ssize_t n = read(f->logr, log, sizeof log - 1);
+	log[n > 0 ? n : 0] = 0;
+	close(f->logr);
+	free(f->g);
+	return log;
+}
+
+static void check_chain(const struct sample *s, int cpu)
+{
+	CHECK(s->cpu == cpu && s->n == 4 && s->flags == 0);
+	CHECK(s->frames[0] == K + 0x1a && s->frames[1] == K + 0x1044 + (uint64_t)cpu);
+	CHECK(s->frames[2] == K + 0x2088 && s->frames[3] == K + 0x30cc);
+}
+
+static void test_round_trips(void)
+{
+	struct fake f;
+	struct sampler s;
+	struct sample out[2];
+	int n, cpus[2] = { 0, 1 };
+	build();
+	fake_start(&f, 1, 0);
+	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+
+	/* First sample: the VM is stopped (just attached), nothing predicted: registers first, then
+	 * the stacks in a second trip, each window within one page. */
+	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+	check_chain(&out[0], 0);
+	check_chain(&out[1], 1);
+	CHECK(s.st.trips == 2 && s.st.misses == 2 && s.st.hits == 0);
+	CHECK(sampler_resume(&s) == 0);
+
+	/* Next samples: one trip each -- 0x03, then vCPU 0 (the stop vCPU) without Hg. */
+	for (int i = 0; i < 3; i++) {
+		CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+		check_chain(&out[0], 0);
+		check_chain(&out[1], 1);
+		CHECK(sampler_resume(&s) == 0);
+	}
+	CHECK(s.st.trips == 5 && s.st.hits == 6 && s.st.misses == 2);
+	/* The first stop reply names the stop vCPU; from the sample after it on, its Hg is left out. */
+	CHECK(s.st.hg_elided == 2 && s.st.hg_wrong == 0 && s.st.mem_errors == 0);
+	if (s.st.hg_elided != 2 || s.st.hg_wrong || s.st.mem_errors)
+		fprintf(stderr, "elided %llu wrong %llu mem errors %llu\n", (unsigned long long)s.st.hg_elided,
+			(unsigned long long)s.st.hg_wrong, (unsigned long long)s.st.mem_errors);
+	sampler_free(&s);
+	char *log = fake_stop(&f);
+	/* The last sample's requests, exactly: one write, no Hg for vCPU 0, windows split at the
+	 * page boundary (0x...0f70 - 128 = 0x...0ef0 up to the page end, then the next page). */
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,110\nmffff800000011000,");
+	CHECK(last != NULL);
+	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020ef0,110\nmffff800000021000,") != NULL);
+	if (!last) fprintf(stderr, "request log:\n%s\n", log);
+}
+
+static void test_wrong_stop_vcpu(void)
+{
+	struct fake f;
+	struct sampler s;
+	struct sample out[2];
+	int n, cpus[2] = { 0, 1 };
+	build();
+	fake_start(&f, 2, 1); /* running; it will report vCPU 2 as the stop vCPU */
+	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+	s.stop_tid = 1; /* we predict vCPU 1 (as QEMU usually reports) */
+	f.g->running = 1;
+	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+	/* g and m were answered for vCPU 2 while we thought vCPU 1: detected and redone. */
+	CHECK(s.st.hg_wrong == 1);
+	check_chain(&out[0], 0);
+	check_chain(&out[1], 1);
+	CHECK(s.stop_tid == 2);
+	sampler_free(&s);
+	fake_stop(&f);
+}
+
+void test_sample(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	test_round_trips();
+	test_wrong_stop_vcpu();
+}
