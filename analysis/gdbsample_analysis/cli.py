@@ -1,0 +1,56 @@
+"""cli.py: gdbsample-analyze's command line -- one subcommand per module, errors on one line."""
+import argparse
+import importlib
+import sys
+
+from .common import EXIT_FAIL, EXIT_USAGE, PROG, Failure
+
+# Subcommands in help order: name -> module in this package. Each module defines HELP (one line),
+# add_arguments(parser) and run(args) -> exit code. Adding a subcommand is one line here.
+COMMANDS = {
+    "fold": "fold",
+    "report": "report",
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument raises UsageError instead of printing usage and exiting."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser():
+    p = Parser(prog=PROG, description="Decode, symbolize, fold, report and diff gdbsample captures.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module("." + module, __package__)
+        sp = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(sp)
+        sp.set_defaults(run=mod.run)
+    return p
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)                     # bad flag: one line, exit 2
+        if not getattr(args, "command", None):
+            raise UsageError("give a command: " + ", ".join(COMMANDS) + " (-h for help)")
+        return args.run(args)                                      # the subcommand's exit code
+    except UsageError as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return EXIT_USAGE
+    except Failure as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return e.code
+    except BrokenPipeError:
+        sys.stderr.close()                                         # reader went away: quiet
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted\n" % PROG)
+        return 130

@@ -1,0 +1,77 @@
+"""filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not."""
+import re
+
+from .capture import FLAG_IDLE
+from .common import EXIT_USAGE, Failure
+
+_UNITS = {"": 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
+
+
+def parse_time(text, flag):
+    """'1500000', '1500us', '1.5ms', '2s' -> ns (since the capture started)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|ms|s)?\s*", text)
+    if not m:
+        raise Failure("%s: bad time %.40r (ns, or a number with ns/us/ms/s)" % (flag, text), EXIT_USAGE)
+    return int(round(float(m.group(1)) * _UNITS[m.group(2) or ""]))
+
+
+def parse_cpus(text):
+    """'0,2-3' -> frozenset({0, 2, 3})."""
+    out = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
+        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise Failure("--cpu: bad list %.40r (e.g. 0,2-3)" % text, EXIT_USAGE)
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        if hi - lo > 65535:
+            raise Failure("--cpu: range %.40r too large" % part, EXIT_USAGE)
+        out.update(range(lo, hi + 1))
+    return frozenset(out)
+
+
+def add_arguments(p):
+    p.add_argument("--cpu", metavar="LIST", help="only these vCPUs, e.g. 0,2-3 (default all)")
+    p.add_argument("--from", dest="t_from", metavar="T",
+                   help="only samples at or after T since the capture started (ns, or with ns/us/ms/s)")
+    p.add_argument("--until", dest="t_until", metavar="T", help="only samples before T (same units)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--idle", dest="idle", action="store_true", default=False,
+                   help="keep idle samples (vCPU halted in hlt)")
+    g.add_argument("--no-idle", dest="idle", action="store_false", help="leave idle samples out (default)")
+
+
+class Filter:
+    """The selection from parsed arguments; counts what it leaves out."""
+
+    def __init__(self, args):
+        self.cpus = parse_cpus(args.cpu) if args.cpu else None  # None = every vCPU
+        self.t_from = parse_time(args.t_from, "--from") if args.t_from else None
+        self.t_until = parse_time(args.t_until, "--until") if args.t_until else None
+        if self.t_from is not None and self.t_until is not None and self.t_until <= self.t_from:
+            raise Failure("--until must be later than --from", EXIT_USAGE)
+        self.idle = args.idle         # keep idle samples
+        self.idle_seen = 0            # idle samples inside the cpu/time selection
+        self.kept = 0                 # samples delivered
+
+    def check(self, cap):
+        """Refuse vCPUs the capture does not have."""
+        if self.cpus is not None and cap.ncpus and max(self.cpus) >= cap.ncpus:
+            raise Failure("--cpu: the capture has vCPUs 0-%d only" % (cap.ncpus - 1), EXIT_USAGE)
+
+    def apply(self, samples):
+        """Yields the samples the selection keeps (samples are in time order)."""
+        cpus, lo, hi, idle = self.cpus, self.t_from, self.t_until, self.idle
+        for s in samples:
+            if cpus is not None and s.cpu not in cpus:
+                continue
+            if lo is not None and s.time_ns < lo:
+                continue
+            if hi is not None and s.time_ns >= hi:
+                continue  # read on: damage later in the file must still be noticed
+            if s.flags & FLAG_IDLE:
+                self.idle_seen += 1
+                if not idle:
+                    continue
+            self.kept += 1
+            yield s
