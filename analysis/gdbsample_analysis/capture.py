@@ -201,7 +201,7 @@ class Capture:
         self.intact = False
         self.bytes_lost = self.size - offset
         more = "" if promised is None else ", a chunk of %d samples" % promised
-        self.problem = ("%s at byte %d: read %d good chunks (%d samples), lost the last %d bytes%s"
+        self.problem = ("%s at byte %d, after %d good chunks (%d samples): lost the last %d bytes%s"
                         % (why, offset, self.chunks_ok, self.samples_read, self.bytes_lost, more))
 
     def arch_name(self):

@@ -10,6 +10,8 @@ from .common import EXIT_FAIL, EXIT_USAGE, PROG, Failure
 COMMANDS = {
     "fold": "fold",
     "report": "report",
+    "diff": "diff",
+    "info": "info",
 }
 
 

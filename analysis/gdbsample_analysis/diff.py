@@ -1,0 +1,105 @@
+"""diff.py: `diff BASE NEW` -- differential folded stacks (`stack base new`) and the biggest movers.
+
+Each input is a capture (folded here with -e ELF and the usual filters) or a folded file
+(detected by the capture magic). By default BASE's counts are scaled to NEW's total (rounded),
+as FlameGraph's difffolded.pl -n does, so the two columns compare shares; --no-normalize keeps
+raw counts. The movers table ranks functions by the change of their self share (samples where
+they are the leaf), in percentage points, with their inclusive share beside it.
+"""
+from . import common, filters
+from .common import EXIT_OK, EXIT_USAGE, Failure
+from .fold import fold_capture
+from .folded import sorted_items
+
+HELP = "differential folded stacks of two captures or folded files, and the biggest movers"
+
+
+def add_arguments(p):
+    p.add_argument("base", metavar="BASE", help="capture or folded file")
+    p.add_argument("new", metavar="NEW", help="capture or folded file")
+    p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or map for captures")
+    p.add_argument("--base-elf", metavar="ELF", help="a different ELF for BASE (default -e)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the differential folded stacks to OUT")
+    p.add_argument("--no-normalize", dest="normalize", action="store_false",
+                   help="keep raw counts (default: BASE scaled to NEW's total)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="movers in the table (default 10)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--table", action="store_true",
+                   help="print only the movers table, on stdout (default: table on stderr)")
+    g.add_argument("--no-table", action="store_true", help="no movers table")
+    p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame for captures")
+    filters.add_arguments(p)
+
+
+def load(path, elf, args, statuses):
+    """A capture or folded file -> {stack: count}."""
+    if not common.is_capture(path):
+        return common.load_folded(path)
+    cap = common.open_capture(path)
+    flt = filters.Filter(args)
+    flt.check(cap)
+    syms = common.load_symbols(elf) if elf else None
+    stacks = fold_capture(cap, syms, flt, args.group_by_cpu)
+    statuses.append(common.loss_status(cap))
+    return stacks
+
+
+def differential(base, new, normalize=True):
+    """-> [(stack, base count, new count)] sorted by stack; base scaled to new's total if asked."""
+    tb, tn = sum(base.values()), sum(new.values())
+    scale = tn / tb if normalize and tb and tn else 1.0
+    rows = {}
+    for s, c in base.items():
+        rows[s] = [int(round(c * scale)), 0]
+    for s, c in new.items():
+        rows.setdefault(s, [0, 0])[1] = c
+    return [(s, r[0], r[1]) for s, r in sorted_items(rows)]
+
+
+def shares(stacks):
+    """{stack: count} -> ({function: self %}, {function: inclusive %}, total)."""
+    total = sum(stacks.values())
+    own, incl = {}, {}
+    for s, c in stacks.items():
+        frames = s.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + c
+        for f in set(frames):
+            incl[f] = incl.get(f, 0) + c
+    pct = (lambda d: {k: 100.0 * v / total for k, v in d.items()}) if total else (lambda d: {k: 0.0 for k in d})
+    return pct(own), pct(incl), total
+
+
+def movers(base, new, top):
+    """The movers table text: functions by |change of self share|, most first, then by name."""
+    bs, bi, bt = shares(base)
+    ns, ni, nt = shares(new)
+    names = set(bs) | set(ns) | set(bi) | set(ni)
+    rows = []
+    for f in names:
+        d = ns.get(f, 0.0) - bs.get(f, 0.0)
+        di = ni.get(f, 0.0) - bi.get(f, 0.0)
+        rows.append((-abs(round(d, 1)), -abs(round(di, 1)), f, d, bs.get(f, 0.0), ns.get(f, 0.0), di))
+    rows.sort()
+    lines = ["biggest movers: self share of samples (base %d, new %d), change in percentage points" % (bt, nt),
+             "%9s %7s %7s %12s  %s" % ("self pp", "base", "new", "inclusive pp", "function")]
+    for _, _, f, d, b, n, di in rows[:top]:
+        lines.append("%+9.1f %6.1f%% %6.1f%% %+12.1f  %s" % (d, b, n, di, f))
+    return "\n".join(lines) + "\n"
+
+
+def run(args):
+    if args.top < 1:
+        raise Failure("--top: expected a count >= 1", EXIT_USAGE)
+    statuses = []
+    out = common.Output(None if args.table else args.output)
+    base = load(args.base, args.base_elf or args.elf, args, statuses)   # capture or folded
+    new = load(args.new, args.elf, args, statuses)
+    table = movers(base, new, args.top)
+    if args.table:
+        out.write(table)
+    else:
+        out.write("".join("%s %d %d\n" % r for r in differential(base, new, args.normalize)))
+        if not args.no_table:
+            common.sys.stderr.write(table)
+    out.close()
+    return max(statuses, default=EXIT_OK)
