@@ -191,8 +191,9 @@ PROFILER_FUNCS = {"prof_tick", "prof_sample", "stacktrace_interrupted", "stacktr
 
 
 def test_profiler_costs_under_1_percent_in_a_gdbsample_capture(boot):
-    """Measured here: ~0.2 % (about 10 of 6000 external samples). ~6000 samples make the 1 %
-    bound many standard deviations away from that, so the test fails only on a real regression."""
+    """Measured here: ~0.2-0.4 % (10-20 of ~5000 external samples; fewer samples when the host
+    is busy). At >= 2000 samples the 1 % bound is still > 4 standard deviations (Poisson) above
+    the measured share, so the test fails only on a real regression."""
     g = boot(smp=2)
     g.work("split 5 3 2")
     g.work("chain 4")
@@ -210,7 +211,7 @@ def test_profiler_costs_under_1_percent_in_a_gdbsample_capture(boot):
         total += int(n)
         if PROFILER_FUNCS & set(f.split("+")[0] for f in stack.split(";")):
             inside += int(n)
-    assert total >= 4000, total
+    assert total >= 2000, total
     share = 100.0 * inside / total
     print(f"profiler's own functions: {inside} of {total} gdbsample samples = {share:.2f} %")
     assert share < 1.0

@@ -35,8 +35,9 @@
 #define PIT_CH2 0x42
 #define PIT_CMD 0x43
 #define PIT_GATE 0x61		/* bit 0: channel 2 gate, bit 1: speaker, bit 5: OUT2 */
-#define CAL_ROUNDS 5
-#define CAL_MS 10
+#define CAL_ROUNDS 5		/* median of these */
+#define CAL_MS 20		/* PIT time per round */
+#define CAL_TRIES 8		/* reads per calibration point; the tightest is kept */
 
 /* IOAPIC (82093AA datasheet): index/data window, redirection entries from 0x10. */
 #define IOAPIC_REGSEL 0x00
@@ -95,25 +96,59 @@ void lapic_nmi_others(void)
 	icr_send(0, ICR_ALL_BUT_SELF | ICR_NMI | ICR_ASSERT);
 }
 
-/* One round: how many TSC cycles and LAPIC timer counts pass in CAL_MS of PIT time. */
-static void calibrate_round(uint64_t *tsc_per, uint64_t *lapic_per)
+/* PIT channel 2's current count (latched, so both bytes belong to the same moment). */
+static uint16_t pit_ch2_count(void)
 {
-	uint16_t count = PIT_HZ * CAL_MS / 1000;
+	outb(PIT_CMD, 0x80);		/* counter latch command for channel 2 */
+	uint8_t lo = inb(PIT_CH2);
+	return (uint16_t)(lo | inb(PIT_CH2) << 8);
+}
+
+struct cal_point {
+	uint64_t tsc;			/* TSC at the moment the PIT was read */
+	uint32_t lapic;			/* LAPIC timer current count then */
+	uint16_t pit;			/* PIT channel 2 count */
+};
+
+/*
+ * Reads PIT, LAPIC timer and TSC together. The read is bracketed by two TSC reads and the
+ * tightest of several tries is kept: under an emulator on a busy host the vCPU can be
+ * descheduled between two reads, which would skew one calibration round by milliseconds.
+ */
+static struct cal_point cal_point_read(void)
+{
+	struct cal_point best = { 0, 0, 0 };
+	uint64_t best_spread = ~0ull;
+	for (int i = 0; i < CAL_TRIES; i++) {
+		uint64_t t1 = rdtsc();
+		uint16_t pit = pit_ch2_count();
+		uint32_t lapic = lapic_read(LAPIC_TCCR);
+		uint64_t t2 = rdtsc();
+		if (t2 - t1 < best_spread) {
+			best_spread = t2 - t1;
+			best = (struct cal_point){ t1 + (t2 - t1) / 2, lapic, pit };
+		}
+	}
+	return best;
+}
+
+/* One round: TSC cycles and LAPIC timer counts per second, over CAL_MS of PIT time. */
+static void calibrate_round(uint64_t *tsc_per_s, uint64_t *lapic_per_s)
+{
 	outb(PIT_GATE, (inb(PIT_GATE) & ~0x02) | 0x01);	/* gate on, speaker off */
 	outb(PIT_CMD, 0xb0);		/* channel 2, lobyte/hibyte, mode 0, binary */
-	outb(PIT_CH2, count & 0xff);
-	outb(PIT_CH2, count >> 8);	/* mode 0 starts counting now; OUT2 rises at zero */
+	outb(PIT_CH2, 0xff);
+	outb(PIT_CH2, 0xff);		/* count down from 65535 (55 ms): no wrap in a round */
 	lapic_write(LAPIC_TDCR, TDCR_DIV16);
 	lapic_write(LAPIC_TICR, 0xffffffff);
-	uint64_t t0 = rdtsc();
-	uint32_t l0 = lapic_read(LAPIC_TCCR);
-	while (!(inb(PIT_GATE) & 0x20))
+	struct cal_point a = cal_point_read();
+	while ((uint16_t)(a.pit - pit_ch2_count()) < PIT_HZ * CAL_MS / 1000)
 		;
-	uint32_t l1 = lapic_read(LAPIC_TCCR);
-	uint64_t t1 = rdtsc();
+	struct cal_point b = cal_point_read();
 	lapic_write(LAPIC_TICR, 0);
-	*tsc_per = t1 - t0;
-	*lapic_per = l0 - l1;
+	uint64_t pit_ticks = (uint16_t)(a.pit - b.pit);
+	*tsc_per_s = (b.tsc - a.tsc) * PIT_HZ / pit_ticks;
+	*lapic_per_s = (uint64_t)(a.lapic - b.lapic) * PIT_HZ / pit_ticks;
 }
 
 static void sort_u64(uint64_t *a, int n)
@@ -126,7 +161,7 @@ static void sort_u64(uint64_t *a, int n)
 		}
 }
 
-/* TCG's timing jitters (host scheduling, translation): take the median of several rounds. */
+/* A round can still be disturbed (e.g. by an SMI, or a host stall between rounds): median of several. */
 void timer_calibrate(void)
 {
 	uint64_t t[CAL_ROUNDS], l[CAL_ROUNDS];
@@ -135,8 +170,8 @@ void timer_calibrate(void)
 		calibrate_round(&t[i], &l[i]);
 	sort_u64(t, CAL_ROUNDS);
 	sort_u64(l, CAL_ROUNDS);
-	tsc_rate = t[CAL_ROUNDS / 2] * (1000 / CAL_MS);
-	lapic_rate = l[CAL_ROUNDS / 2] * (1000 / CAL_MS);	/* counts/s at divide-by-16 */
+	tsc_rate = t[CAL_ROUNDS / 2];
+	lapic_rate = l[CAL_ROUNDS / 2];	/* counts/s at divide-by-16 */
 	tsc_boot = rdtsc();
 }
 
