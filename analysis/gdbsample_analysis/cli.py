@@ -12,6 +12,8 @@ COMMANDS = {
     "report": "report",
     "diff": "diff",
     "info": "info",
+    "speedscope": "speedscope",
+    "flamegraph": "flamegraph",
 }
 
 

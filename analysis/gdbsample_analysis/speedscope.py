@@ -1,0 +1,169 @@
+"""speedscope.py: `speedscope` -- a capture as speedscope's JSON file format, one profile per vCPU.
+
+The format (https://www.speedscope.app/file-format-schema.json), as written here:
+  {"$schema": ".../file-format-schema.json", "exporter": "gdbsample-analyze speedscope",
+   "name": CAPTURE's file name, "activeProfileIndex": 0,
+   "shared": {"frames": [{"name": N, "file": F, "line": L}, ...]},   file/line where DWARF knows
+   "profiles": [{"type": "sampled", "name": "cpuN", "unit": "nanoseconds",
+                 "startValue": T0, "endValue": T1,
+                 "samples": [[frame index, ... root first], ...], "weights": [ns, ...]}, ...]}
+speedscope lays a sampled profile out by weights alone, so each weight is the real time from the
+sample to the next one of the same vCPU (the last one gets the vCPU's median interval), and every
+profile starts at the first kept sample of any vCPU (an empty stack fills a later start): the
+time-ordered views of all vCPUs line up on the capture's clock (ns since the run started).
+Idle samples are kept as empty stacks unless --idle: their time stays on the time axis, and
+speedscope counts it as idle rather than as any function. A frame is a function (its file and
+line are those of its first instruction), so per-function totals match `fold`.
+
+Memory: one streaming pass; distinct stacks are interned once and per sample only a time and a
+stack id are kept, in compact arrays (12 bytes a sample, no objects per sample), since the output
+lists every sample anyway. Writing one vCPU's weights takes a transient list of its intervals.
+"""
+import array
+import json
+import os
+
+from . import common, filters
+from .capture import FLAG_IDLE
+from .fold import Namer
+
+HELP = "convert a capture to speedscope's JSON format (one time-ordered profile per vCPU)"
+SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+EXPORTER = "gdbsample-analyze speedscope"
+
+
+def add_arguments(p):
+    p.add_argument("capture", metavar="CAPTURE")
+    p.add_argument("-e", "--elf", metavar="ELF",
+                   help="kernel ELF (names, and file/line from DWARF) or System.map/nm map")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
+    filters.add_arguments(p)
+
+
+class Timeline:
+    """One vCPU's kept samples, in time order."""
+
+    def __init__(self):
+        self.times = array.array("Q")    # sample times, ns since the run started
+        self.stacks = array.array("I")   # stack ids (index into Collector.stack_keys)
+
+
+class Collector:
+    """Streams samples into per-vCPU timelines of interned stacks."""
+
+    def __init__(self, keep_idle):
+        self.keep_idle = keep_idle       # idle samples keep their frames (else an empty stack)
+        self.stack_ids = {}              # raw frames tuple -> stack id; () is the empty stack
+        self.stack_keys = []             # stack id -> raw frames tuple
+        self.cpus = {}                   # vCPU -> Timeline
+
+    def add(self, s):
+        key = s.frames if self.keep_idle or not s.flags & FLAG_IDLE else ()
+        sid = self.stack_ids.get(key)
+        if sid is None:
+            sid = self.stack_ids[key] = len(self.stack_keys)
+            self.stack_keys.append(key)
+        tl = self.cpus.get(s.cpu)
+        if tl is None:
+            tl = self.cpus[s.cpu] = Timeline()
+        tl.times.append(s.time_ns)
+        tl.stacks.append(sid)
+
+
+class FrameTable:
+    """Frame names and locations -> speedscope's shared frame list, one entry per function."""
+
+    def __init__(self, syms):
+        self.syms = syms                 # Symbolizer or None
+        self.namer = Namer(syms)         # the names `fold` gives
+        self.keys = {}                   # (name, file, line) -> frame index, before sorting
+        self.where = {}                  # (addr, caller) -> (name, file, line)
+
+    def frame(self, addr, caller):
+        got = self.where.get((addr, caller))
+        if got is None:
+            name = self.namer.frames(addr, caller)[0]
+            file = line = None
+            sym = self.syms.lookup(addr - 1 if caller else addr) if self.syms else None
+            if sym is not None and self.syms.is_elf:
+                loc = self.syms.line(sym[1])
+                if loc and loc[0] and loc[1]:
+                    file, line = loc
+            got = self.where[(addr, caller)] = (name, file, line)
+            self.keys.setdefault(got, None)
+        return got
+
+    def stack(self, frames):
+        """Raw frames (pc first) -> frame keys, root first."""
+        return [self.frame(frames[i], i > 0) for i in range(len(frames) - 1, -1, -1)]
+
+    def finish(self):
+        """Sorts the frames (name, then file and line) -> {key: index}, [frame objects]."""
+        order = sorted(self.keys, key=lambda k: (k[0], k[1] or "", k[2] or 0))
+        index = {k: i for i, k in enumerate(order)}
+        objs = []
+        for name, file, line in order:
+            o = {"name": name}
+            if file:
+                o["file"] = file
+                o["line"] = line
+            objs.append(o)
+        return index, objs
+
+
+def weights(times):
+    """Sample times -> time to the next sample each; the last gets the median interval (1 ns
+    when there is only one sample). A repeated time (which gdbsample never writes) weighs 1 ns,
+    as speedscope drops zero weights."""
+    n = len(times)
+    gaps = [times[i + 1] - times[i] for i in range(n - 1)]
+    if gaps:
+        ordered = sorted(gaps)
+        last = ordered[(len(ordered) - 1) // 2]
+    else:
+        last = 1
+    gaps.append(last)
+    return [g if g > 0 else 1 for g in gaps]
+
+
+def write_file(out, name, collector, syms):
+    """Writes the speedscope JSON for the collected timelines to out (anything with write)."""
+    table = FrameTable(syms)
+    stack_keys = [table.stack(k) for k in collector.stack_keys]
+    index, frames = table.finish()
+    stack_text = ["[" + ",".join(str(index[k]) for k in keys) + "]" for keys in stack_keys]
+    cpus = sorted(collector.cpus)
+    t0 = min((collector.cpus[c].times[0] for c in cpus), default=0)
+    dump = json.dumps
+    out.write('{"$schema":%s,"exporter":%s,"name":%s,"activeProfileIndex":0,\n'
+              % (dump(SCHEMA), dump(EXPORTER), dump(name)))
+    out.write('"shared":{"frames":[\n%s]},\n"profiles":['
+              % ",\n".join(dump(f, sort_keys=True, separators=(",", ":")) for f in frames))
+    for n, cpu in enumerate(cpus):
+        tl = collector.cpus[cpu]
+        w = weights(tl.times)
+        samples = [stack_text[sid] for sid in tl.stacks]
+        lead = tl.times[0] - t0
+        if lead > 0:   # this vCPU's first kept sample came later: keep the clocks aligned
+            samples.insert(0, "[]")
+            w.insert(0, lead)
+        out.write('%s\n{"type":"sampled","name":%s,"unit":"nanoseconds","startValue":%d,'
+                  '"endValue":%d,\n"samples":[%s],\n"weights":[%s]}'
+                  % ("," if n else "", dump("cpu%d" % cpu), t0, t0 + sum(w),
+                     ",".join(samples), ",".join(map(str, w))))
+    out.write("]}\n")
+
+
+def run(args):
+    flt = filters.Filter(args)                                   # --cpu, --from/--until, --idle
+    cap = common.open_capture(args.capture)                      # header checked
+    flt.check(cap)
+    syms = common.load_symbols(args.elf) if args.elf else None  # sorted table, once
+    out = common.Output(args.output)                             # fail early on a bad path
+    col = Collector(keep_idle=flt.idle)
+    flt.idle = True   # idle samples reach the collector, which empties their stacks unless --idle
+    for s in flt.apply(cap.samples()):                           # one streaming pass
+        col.add(s)
+    write_file(out, os.path.basename(args.capture), col, syms)
+    out.close()
+    return common.loss_status(cap)
