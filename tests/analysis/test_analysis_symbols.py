@@ -1,0 +1,87 @@
+"""Symbolizer: the lookup rules shared with sampler/symbols.c, maps, ELF, DWARF lines and inlines."""
+import os
+import sys
+
+import pytest
+
+from analyze import DATA, ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+from gdbsample_analysis.symbols import Symbolizer, SymbolError, parse_map  # noqa: E402
+
+ELF = os.path.join(DATA, "tiny.elf")
+
+
+def test_lookup_rules():
+    s = Symbolizer([(0x1000, 0x10, "sized"), (0x1000, 0, "alias"), (0x2000, 0, "open"), (0x3000, 0x8, "last")])
+    assert s.lookup(0xfff) is None
+    assert s.lookup(0x1000) == ("sized", 0x1000)       # sized wins over an alias at one address
+    assert s.lookup(0x100f) == ("sized", 0x1000)
+    assert s.lookup(0x1010) is None                    # past a sized symbol: no fallback
+    assert s.lookup(0x2fff) == ("open", 0x2000)        # unsized: up to the next symbol
+    assert s.lookup(0x3008) is None
+    assert s.leaf_name(0x1010) == "0x1010" and s.caller_name(0x1001) == "sized"
+    assert s.caller_name(0x1000) == "0x1000"           # ret - 1 is before every symbol: hex of ret
+    assert s.leaf_name(0) == "0x0" and s.leaf_name(2 ** 64 - 1) == "0xffffffffffffffff"
+
+
+def test_unsized_last_map_symbol_reaches_1mib_only():
+    s = Symbolizer([(0x1000, 0, "last")])
+    assert s.lookup(0x1000 + 0x100000) == ("last", 0x1000)
+    assert s.lookup(0x1000 + 0x100001) is None
+    e = Symbolizer([(0x1000, 0, "last")], is_elf=True)
+    assert e.lookup(0x1000 + 0x200000) == ("last", 0x1000)
+
+
+def test_map_formats():
+    text = "ffffffff80100000 T start\n\nffffffff80100010 0000000000000008 t sized\n" \
+           "ffffffff80100020 D data\nffffffff80100030 W weak [mod]\n"
+    assert parse_map(text) == [(0xffffffff80100000, 0, "start"), (0xffffffff80100010, 8, "sized"),
+                               (0xffffffff80100030, 0, "weak")]
+
+
+@pytest.mark.parametrize("text, why", [("", "empty symbol map"), ("hello world\n", "not an ELF or nm-style"),
+                                       ("zz T x\n", "not an ELF or nm-style")])
+def test_bad_maps(tmp_path, text, why):
+    p = tmp_path / "m"
+    p.write_text(text)
+    with pytest.raises(SymbolError, match=why) as e:
+        Symbolizer.load(str(p))
+    assert str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_elf_matches_nm(tmp_path):
+    elf = Symbolizer.load(ELF)
+    assert elf.is_elf and elf.names == ["leaf_a", "leaf_b", "middle", "start_kernel"]
+    m = Symbolizer.load(os.path.join(DATA, "tiny.map"))
+    assert m.starts == elf.starts
+
+
+def test_stripped_elf_and_garbage(tmp_path):
+    data = open(ELF, "rb").read()
+    p = tmp_path / "broken.elf"
+    p.write_bytes(data[:64] + b"\xff" * 100)
+    with pytest.raises(SymbolError, match="bad ELF|no function symbols"):
+        Symbolizer.load(str(p))
+    p.write_bytes(b"\x00\x01\x02\xff" * 10)
+    with pytest.raises(SymbolError):
+        Symbolizer.load(str(p))
+    with pytest.raises(SymbolError, match="No such file"):
+        Symbolizer.load(str(tmp_path / "missing"))
+
+
+def test_lines_and_inlines_from_dwarf():
+    s = Symbolizer.load(ELF)
+    a = s.starts[s.names.index("leaf_a")]
+    f, line = s.line(a)
+    assert f == "tiny.c" and 11 <= line <= 15
+    assert s.line(0x10) is None
+    mid = s.starts[s.names.index("middle")]
+    end = s.starts[s.names.index("start_kernel")]
+    inl = [s.inlined(x) for x in range(mid, end)]
+    assert ["mix"] in inl and [] in inl                 # middle inlines mix on some addresses only
+    assert s.inlined(a) == [] and s.inlined(0x10) == []
+    chain = next(s.inline_chain(x) for x in range(mid, end) if s.inlined(x))
+    assert chain[0][0] == "mix" and chain[0][1] == "tiny.c" and chain[0][2] == 26  # call site
+    m = Symbolizer.load(os.path.join(DATA, "tiny.map"))
+    assert m.line(a) is None and m.inlined(a) == []     # a map has no DWARF: no crash
