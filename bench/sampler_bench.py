@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import resource
+import shutil
 import socket
 import statistics
 import subprocess
@@ -251,7 +252,9 @@ def render(res, a):
              f"TCG, {os.cpu_count()} host cores ({platform.machine()}), test kernel with `work chain 8` on every vCPU "
              f"(10-frame stacks). Medians of {a.rounds} interleaved rounds; pauses in microseconds, from writing "
              "0x03 to writing `c`. The host is shared by QEMU's vCPU and main threads and the client, so "
-             "p99 varies a lot between runs; p50 is stable to about ±15 %.", "",
+             "p99 varies a lot between runs, and p50 moves by ±30 % with whatever else runs on the host: "
+             f"the 1-minute load average was {res['load_before']} before and {res['load_after']} after this run "
+             "(2 cores; other jobs included).", "",
              "### (a, b, f) Pause per sample", "",
              "| vCPUs | floor p50 (0x03 → stop reply → c) | minimal client, 3 round trips | minimal client, 1 round trip | **gdbsample** p50 | ratio to floor | gdbsample p99 | prediction hit rate |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -324,6 +327,7 @@ NOTES = """### What limits it
 
 
 def main():
+    global KERNEL
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
     ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
@@ -338,12 +342,17 @@ def main():
     for f in (a.gdbsample, a.rtt, KERNEL):
         if not os.path.exists(f):
             sys.exit(f"sampler_bench: {f} is missing (make {os.path.relpath(f, ROOT)})")
-    res = {}
+    # One kernel image for the whole run, even if build/ is rebuilt meanwhile.
+    private = os.path.join(tempfile.mkdtemp(prefix="gdbsample-bench-"), "kernel.elf")
+    shutil.copyfile(KERNEL, private)
+    KERNEL = private
+    res = {"load_before": open("/proc/loadavg").read().split()[0]}
     bench_pause(a, res)
     bench_unix(a, res)
     bench_slowdown(a, res)
     bench_maxrate(a, res)
     bench_gdb(a, res)
+    res["load_after"] = open("/proc/loadavg").read().split()[0]
     text = render(res, a)
     old = open(a.out).read() if os.path.exists(a.out) else "# Benchmarks\n\n"
     if BEGIN in old and END in old:
