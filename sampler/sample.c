@@ -201,7 +201,15 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 			in.chunks[in.nchunks++] = (struct unwind_chunk){ v->win[w].addr, (uint32_t)v->win[w].len,
 									 v->win[w].data };
 	int user = arch_is_user(l, v->regs, v->nregs) == 1;
-	if (user) {
+	/* Still halted where the previous sample found it: while in hlt nothing above sp changed
+	 * (interrupts only use the stack below it), so the previous walk stands. */
+	int same = v->idle_prev && in.pc == v->prev_pc && in.sp == v->prev_sp && in.fp == v->prev_fp &&
+		   v->prev_n <= s->max_frames;
+	if (same) {
+		memcpy(out->frames, v->prev_frames, (size_t)v->prev_n * sizeof out->frames[0]);
+		uo = (struct unwind_out){ .n = v->prev_n, .stop = v->prev_stop, .top = v->pred_top };
+		s->st.idle_reused++;
+	} else if (user) {
 		uo.n = 1;
 		uo.stop = UW_RANGE;
 		out->frames[0] = in.pc;
@@ -225,12 +233,19 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 	v->pred_sp = in.sp;
 	v->pred_top = uo.top;
 	v->have_pred = 1;
+	v->prev_pc = in.pc;
+	v->prev_sp = in.sp;
+	v->prev_fp = in.fp;
+	v->prev_n = uo.n;
+	v->prev_stop = uo.stop;
+	if (!same) memcpy(v->prev_frames, out->frames, (size_t)uo.n * sizeof out->frames[0]);
 	out->cpu = (uint16_t)v->cpu;
 	out->n = (uint8_t)uo.n;
 	out->flags = 0;
 	if (user) out->flags |= SF_USER;
 	if (arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
 	if (s->syms && !user && syms_after_hlt(s->syms, in.pc) == 1) out->flags |= SF_IDLE;
+	v->idle_prev = (out->flags & SF_IDLE) && uo.stop != UW_UNREAD;
 	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;
 	s->st.stops[uo.stop]++;
 	if (v->trips == 1) s->st.hits++;
@@ -271,7 +286,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 		struct vcpu *v = &s->v[i];
 		v->nregs = v->nwin = v->nwin_trip = 0;
 		v->done = v->failed = v->trips = v->elided = 0;
-		if (v->have_pred) predict(v);
+		if (v->have_pred && !v->idle_prev) predict(v); /* an idle vCPU's stack is read only if it moved */
 		/* The stop vCPU goes first in the batch, with no Hg in front of its g. */
 		if (stopped_by_us && elide < 0 && s->g->tids[v->cpu] == s->stop_tid) {
 			elide = i;

@@ -41,6 +41,12 @@ struct vcpu {
 	uint64_t pred_sp;              /* stack pointer at the previous sample: predicts this one's */
 	uint64_t pred_top;             /* one past the highest stack byte the previous walk read */
 	int elided;                    /* this trip's Hg was left out (vCPU is the stop vCPU) */
+	int idle_prev;                 /* the previous sample found it halted in hlt: its stack is
+					 * not read again if pc, sp and fp are unchanged */
+	uint64_t prev_pc, prev_sp, prev_fp; /* registers of the previous sample */
+	int prev_n;                    /* frames of the previous sample */
+	enum unwind_stop prev_stop;    /* why its walk ended */
+	uint64_t prev_frames[SAMPLE_MAX_FRAMES]; /* ...and the frames themselves */
 	int hg_ok;                     /* this trip's Hg was accepted */
 	int nregs;                     /* bytes in regs (0 = not read yet this sample) */
 	uint8_t regs[1024];            /* decoded `g` reply */
@@ -65,6 +71,7 @@ struct sampler_stats {
 	uint64_t mem_reads;             /* `m` requests sent */
 	uint64_t mem_bytes;             /* bytes they asked for */
 	uint64_t hg_elided;             /* Hg packets saved because the stop vCPU was the one wanted */
+	uint64_t idle_reused;           /* idle vCPU samples whose unchanged stack was not re-read */
 	uint64_t hg_wrong;              /* ...of which the stop vCPU turned out different (redone) */
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
 	uint64_t stops[UW_NSTOPS];      /* why walks ended */

@@ -57,6 +57,7 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
 	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
 	KV("mem_reads %llu\nmem_bytes %llu\n", (unsigned long long)ss->mem_reads, (unsigned long long)ss->mem_bytes);
+	KV("idle_reused %llu\n", (unsigned long long)ss->idle_reused);
 	KV("hg_elided %llu\nhg_elided_wrong %llu\n", (unsigned long long)ss->hg_elided,
 	   (unsigned long long)ss->hg_wrong);
 	for (int i = 0; i < UW_NSTOPS; i++)

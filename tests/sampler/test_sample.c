@@ -145,11 +145,16 @@ static char *fake_stop(struct fake *f)
 	return log;
 }
 
-static void check_chain(const struct sample *s, int cpu)
+static void check_chain_flags(const struct sample *s, int cpu, int flags)
 {
-	CHECK(s->cpu == cpu && s->n == 4 && s->flags == 0);
+	CHECK(s->cpu == cpu && s->n == 4 && s->flags == flags);
 	CHECK(s->frames[0] == K + 0x1a && s->frames[1] == K + 0x1044 + (uint64_t)cpu);
 	CHECK(s->frames[2] == K + 0x2088 && s->frames[3] == K + 0x30cc);
+}
+
+static void check_chain(const struct sample *s, int cpu)
+{
+	check_chain_flags(s, cpu, 0);
 }
 
 static void test_round_trips(void)
@@ -214,9 +219,44 @@ static void test_wrong_stop_vcpu(void)
 	fake_stop(&f);
 }
 
+static void test_idle_not_reread(void)
+{
+	static uint8_t text[0x40];
+	struct textsec sec = { K, sizeof text, text };
+	struct symtab t = { 0 };
+	struct fake f;
+	struct sampler s;
+	struct sample out[2];
+	int n, cpus[2] = { 0, 1 };
+	text[0x19] = 0xf4; /* hlt just before the pc both vCPUs report: they are idle */
+	syms_add(&t, K, 0x40, "idle_loop");
+	syms_finish(&t);
+	t.is_elf = 1;
+	t.secs = &sec;
+	t.nsecs = 1;
+	build();
+	fake_start(&f, 1, 0);
+	CHECK(sampler_init(&s, f.g, &t, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+	CHECK(out[0].flags == SF_IDLE && out[1].flags == SF_IDLE);
+	CHECK(sampler_resume(&s) == 0);
+	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+	/* Unchanged registers: the previous walk is reused, no stack read, still one trip. */
+	check_chain_flags(&out[0], 0, SF_IDLE);
+	check_chain_flags(&out[1], 1, SF_IDLE);
+	CHECK(s.st.idle_reused == 2 && s.st.trips == 3);
+	sampler_free(&s);
+	char *log = fake_stop(&f);
+	CHECK(strstr(log, "c\n^C\nHgp1.1\ng\nHgp1.2\ng\n") != NULL);
+	t.secs = NULL;
+	t.nsecs = 0;
+	syms_free(&t);
+}
+
 void test_sample(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	test_round_trips();
 	test_wrong_stop_vcpu();
+	test_idle_not_reread();
 }
