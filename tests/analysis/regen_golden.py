@@ -137,6 +137,8 @@ def main():
         with open(os.path.join(GOLDEN, name), "w") as f:
             f.write(r.stdout)
         print("wrote", os.path.relpath(os.path.join(GOLDEN, name), ROOT))
+    import regen_golden_visual                                # speedscope and flame graph goldens
+    regen_golden_visual.main()
 
 
 if __name__ == "__main__":
