@@ -20,6 +20,7 @@ stack id are kept, in compact arrays (12 bytes a sample, no objects per sample),
 lists every sample anyway. Writing one vCPU's weights takes a transient list of its intervals.
 """
 import array
+import itertools
 import json
 import os
 
@@ -112,18 +113,29 @@ class FrameTable:
 
 
 def weights(times):
-    """Sample times -> time to the next sample each; the last gets the median interval (1 ns
-    when there is only one sample). A repeated time (which gdbsample never writes) weighs 1 ns,
-    as speedscope drops zero weights."""
+    """Sample times -> array of the time to the next sample each; the last gets the median
+    interval (1 ns when there is only one sample). A repeated time (which gdbsample never
+    writes) weighs 1 ns, as speedscope drops zero weights."""
     n = len(times)
-    gaps = [times[i + 1] - times[i] for i in range(n - 1)]
-    if gaps:
-        ordered = sorted(gaps)
-        last = ordered[(len(ordered) - 1) // 2]
-    else:
-        last = 1
-    gaps.append(last)
-    return [g if g > 0 else 1 for g in gaps]
+    out = array.array("q", (times[i + 1] - times[i] for i in range(n - 1)))
+    last = sorted(out)[(n - 2) // 2] if n > 1 else 1
+    out.append(last)
+    for i in range(n):
+        if out[i] <= 0:
+            out[i] = 1
+    return out
+
+
+def write_items(out, texts, block=4096):
+    """Writes an iterable of JSON texts comma-separated, a block at a time."""
+    buf, sep = [], ""
+    for t in texts:
+        buf.append(t)
+        if len(buf) == block:
+            out.write(sep + ",".join(buf))
+            buf, sep = [], ","
+    if buf:
+        out.write(sep + ",".join(buf))
 
 
 def write_file(out, name, collector, syms):
@@ -142,15 +154,15 @@ def write_file(out, name, collector, syms):
     for n, cpu in enumerate(cpus):
         tl = collector.cpus[cpu]
         w = weights(tl.times)
-        samples = [stack_text[sid] for sid in tl.stacks]
-        lead = tl.times[0] - t0
-        if lead > 0:   # this vCPU's first kept sample came later: keep the clocks aligned
-            samples.insert(0, "[]")
-            w.insert(0, lead)
+        # a vCPU first seen later starts with an empty stack as long as the gap: clocks align
+        lead = [tl.times[0] - t0] if tl.times[0] > t0 else []
         out.write('%s\n{"type":"sampled","name":%s,"unit":"nanoseconds","startValue":%d,'
-                  '"endValue":%d,\n"samples":[%s],\n"weights":[%s]}'
-                  % ("," if n else "", dump("cpu%d" % cpu), t0, t0 + sum(w),
-                     ",".join(samples), ",".join(map(str, w))))
+                  '"endValue":%d,\n"samples":[' % ("," if n else "", dump("cpu%d" % cpu), t0,
+                                                  t0 + sum(lead) + sum(w)))
+        write_items(out, itertools.chain(["[]"] * len(lead), (stack_text[i] for i in tl.stacks)))
+        out.write('],\n"weights":[')
+        write_items(out, map(str, itertools.chain(lead, w)))
+        out.write("]}")
     out.write("]}\n")
 
 
