@@ -262,9 +262,9 @@ def decode_png(path):
 
 
 def centre_pixel(rows, frame):
-    """The pixel in the middle of a frame's rectangle (just above its label's baseline)."""
+    """The pixel in the middle of a frame's rectangle, one row below its top: above any label."""
     _, x, y, w, _ = frame
-    return rows[int(y + 3)][int(x + w / 2)]
+    return rows[int(y) + 1][int(x + w / 2)]
 
 
 def near(a, b, tol=6):
