@@ -23,7 +23,7 @@ include kernel/kernel.mk
 
 # Debian packages the build, the tests and the demo need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
-	    libelf-dev gdb socat libvirt-clients
+	    libelf-dev gdb socat libvirt-clients chromium
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
@@ -52,8 +52,10 @@ test: deps all
 
 unit-test: kernel-unit sampler-unit
 
+# Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
 bench: deps all
 	$(MAKE) --no-print-directory sampler-bench
+	$(PY) bench/analysis_bench.py --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
 # about its PMU, against what the table expects (KVM rows only where /dev/kvm works).
