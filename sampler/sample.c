@@ -253,11 +253,11 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 }
 
 /* The first trip's stack window: from a little below the predicted stack pointer to a little
- * above what the previous walk needed, at most SAMPLE_WINDOW bytes. */
+ * above what the previous walk read, at most SAMPLE_WINDOW bytes. */
 static void predict(struct vcpu *v)
 {
 	uint64_t lo = (v->pred_sp - SAMPLE_SLACK) & ~15ull;
-	uint64_t hi = v->pred_top > v->pred_sp ? v->pred_top + SAMPLE_MARGIN : lo + SAMPLE_WINDOW;
+	uint64_t hi = v->pred_top + SAMPLE_MARGIN;
 	if (hi - lo > SAMPLE_WINDOW) hi = lo + SAMPLE_WINDOW;
 	/* Every `m` costs QEMU a packet: if the slack below sp is all that crosses into the page
 	 * below, give up that slack rather than send a second `m`. */
@@ -286,7 +286,9 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 		struct vcpu *v = &s->v[i];
 		v->nregs = v->nwin = v->nwin_trip = 0;
 		v->done = v->failed = v->trips = v->elided = 0;
-		if (v->have_pred && !v->idle_prev) predict(v); /* an idle vCPU's stack is read only if it moved */
+		/* No window for a vCPU idle where it was (its stack is reused if it did not move), nor
+		 * for one whose last walk read no stack (pc outside the kernel, user mode). */
+		if (v->have_pred && !v->idle_prev && v->pred_top) predict(v);
 		/* The stop vCPU goes first in the batch, with no Hg in front of its g. */
 		if (stopped_by_us && elide < 0 && s->g->tids[v->cpu] == s->stop_tid) {
 			elide = i;
