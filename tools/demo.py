@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""demo.py: the main job (`make demo`): boot the test kernel, run known workloads, profile them.
+"""demo.py: the main job (`make demo`): where is the guest kernel spending its time, seen from
+inside (the kernel's own `profile`) and from outside (gdbsample over QEMU's gdbstub)?
 
 Boots build/kernel.elf under QEMU TCG with -smp 2, starts `work split 5 3 2` and
-`work irqoff 2`, then samples the guest from outside with gdbsample for 2 s and prints
-the report next to the known answer. QEMU is stopped by pid on every path.
+`work irqoff 2`, profiles the same 2 s window from both sides, prints the two reports side by
+side and compare's verdict, and writes demo/ (folded stacks, speedscope JSON, SVG flame graph).
 """
 import argparse
 import os
@@ -11,50 +12,107 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from guest import Guest, GuestError  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import crosscheck  # noqa: E402
+from guest import GuestError  # noqa: E402
 
-BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
+ANALYZE = os.path.join(ROOT, "analysis", "gdbsample-analyze")
+TTY = sys.stdout.isatty()
+BOLD, DIM, GREEN, RED, RESET = ("\033[1m", "\033[2m", "\033[32m", "\033[31m", "\033[0m") if TTY else ("",) * 5
+COL = 54  # width of each side of the side-by-side view
 
 
 def step(text):
-    print(f"{BOLD}==> {text}{RESET}", flush=True)
+    print(f"\n{BOLD}==> {text}{RESET}", flush=True)
+
+
+def analyze(*args):
+    r = subprocess.run([sys.executable, ANALYZE, *args], capture_output=True, text=True, timeout=120)
+    if r.returncode not in (0, 1):
+        raise GuestError(f"gdbsample-analyze {args[0]} failed: {r.stderr.strip()}")
+    return r.stdout
+
+
+def trim(report, chains):
+    """The header and the first `chains` chains of a report."""
+    out, seen = [], 0
+    for line in report.splitlines():
+        if line[:1].isdigit() and "%" in line.split()[0]:
+            seen += 1
+            if seen > chains:
+                break
+        if line.strip():
+            out.append(line)
+    return out
+
+
+def side_by_side(left_title, left, right_title, right):
+    print(f"{BOLD}{left_title:<{COL}}  {right_title}{RESET}")
+    print(f"{DIM}{'-' * COL}  {'-' * COL}{RESET}")
+    for i in range(max(len(left), len(right))):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        print(f"{a[:COL]:<{COL}}  {b[:COL]}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel", default="build/kernel.elf")
-    ap.add_argument("--gdbsample", default="build/gdbsample")
-    ap.add_argument("--seconds", type=float, default=2.0)
-    args = ap.parse_args()
-    for path in (args.kernel, args.gdbsample):
+    ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "kernel.elf"))
+    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
+    ap.add_argument("--chains", type=int, default=5, help="chains shown per side")
+    a = ap.parse_args()
+    for path in (a.kernel, a.gdbsample):
         if not os.path.exists(path):
             sys.exit(f"demo: {path} is missing (run `make`)")
     t0 = time.monotonic()
-    step("booting the test kernel under QEMU TCG, -smp 2")
+    print(f"{BOLD}gdbsample demo{RESET}: one guest kernel, profiled from inside and from outside.")
+    step("boot the test kernel under QEMU (TCG, -smp 2); start `work split 5 3 2` and `work irqoff 2`")
+    print("   split runs split_a/b/c for 5:3:2 of its time (truth: 50/30/20 %); irqoff spends 2 ms in")
+    print("   every 10 with interrupts off in irqoff_spin, where the timer tick can never look (20 %).")
+    step("profile the same 2 s window: in-guest `profile 2000` (timer tick) and gdbsample at 200 Hz")
     try:
-        with Guest(args.kernel, smp=2) as g:
-            print(DIM + g.cmd("cpus").rstrip() + RESET)
-            step("starting workloads with a known answer")
-            for w in ("split 5 3 2", "irqoff 2"):
-                print("  " + g.cmd("work " + w).strip())
-            time.sleep(0.2)
-            step(f"sampling from outside with gdbsample for {args.seconds:g} s at 200 Hz")
-            r = subprocess.run([args.gdbsample, "-p", str(g.gdbport), "-r", "200", "-d", str(args.seconds),
-                                "-e", args.kernel, "--chains", "4"], capture_output=True, text=True,
-                               timeout=args.seconds + 30)
-            print(r.stdout.rstrip())
-            print(DIM + r.stderr.rstrip() + RESET)
-            if r.returncode != 0:
-                sys.exit(f"demo: gdbsample failed with exit status {r.returncode}")
-            step("known answer")
-            print("  split_a : split_b : split_c = 50 : 30 : 20 of the split task's samples")
-            print("  irqoff_spin = 20 % of the irqoff task's time (invisible to a timer-tick profiler)")
-            g.cmd("work stop all")
+        res = crosscheck.run(a.kernel, a.gdbsample, a.out, smp=2, works=("split 5 3 2", "irqoff 2"),
+                             windows=1, ms=2000, rate=200)
+        window = ["--from", str(res.window[0]), "--until", str(res.window[1])]
+        external = analyze("report", res.capture, "-e", a.kernel, "--chains", str(a.chains), *window)
+        print()
+        side_by_side("in-guest: profile 2000 (tick)", trim(res.reports[0], a.chains),
+                     "external: gdbsample (gdbstub)", trim(external, a.chains))
+        step("compare: the same story?")
+        print(res.compare_text.split("\ntop ")[0].rstrip())
+        verdict = res.compare_text.strip().splitlines()[-1]
+        for line in res.compare_text.splitlines():
+            if line.startswith(("total variation", "tick-blind", "differs on")):
+                print(line)
+        colour = GREEN if res.status == 0 else RED
+        print(f"{BOLD}{colour}{verdict}{RESET}")
+
+        step(f"write {os.path.relpath(a.out)}/")
+        os.makedirs(a.out, exist_ok=True)
+        paths = {
+            "folded": os.path.join(a.out, "external.folded"),
+            "speedscope": os.path.join(a.out, "external.speedscope.json"),
+            "svg": os.path.join(a.out, "flamegraph.svg"),
+            "inguest": os.path.join(a.out, "inguest.txt"),
+            "capture": os.path.join(a.out, "external.cap"),
+            "compare": os.path.join(a.out, "compare.txt"),
+        }
+        analyze("fold", res.capture, "-e", a.kernel, "--group-by-cpu", "-o", paths["folded"], *window)
+        analyze("speedscope", res.capture, "-e", a.kernel, "-o", paths["speedscope"], *window)
+        analyze("flamegraph", paths["folded"], "-o", paths["svg"], "--title", "gdbsample demo: split 5 3 2 + irqoff 2")
     except GuestError as e:
         sys.exit(f"demo: {e}")
-    step(f"done in {time.monotonic() - t0:.1f} s")
+    rel = {k: os.path.relpath(v) for k, v in paths.items()}
+    print(f"  {rel['svg']:<34} flame graph: open it in a web browser (hover, click to zoom)")
+    print(f"  {rel['speedscope']:<34} drop it on https://www.speedscope.app (time-ordered view per vCPU)")
+    print(f"  {rel['folded']:<34} folded stacks for flamegraph.pl or `gdbsample-analyze flamegraph`")
+    print(f"  {rel['capture']:<34} the raw capture: `analysis/gdbsample-analyze info {rel['capture']}`")
+    print(f"  {rel['inguest']:<34} the in-guest report; {rel['compare']}: compare's full output")
+    step(f"done in {time.monotonic() - t0:.0f} s — {verdict}")
+    return res.status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

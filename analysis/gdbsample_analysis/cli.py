@@ -14,6 +14,7 @@ COMMANDS = {
     "info": "info",
     "speedscope": "speedscope",
     "flamegraph": "flamegraph",
+    "compare": "compare",
 }
 
 

@@ -1,0 +1,184 @@
+"""compare.py: `compare INGUEST EXTERNAL` -- do the kernel's own profile and the external one tell
+the same story? Per function: both shares, the difference with its 95 % interval, a verdict;
+then the total variation distance, a chi-square test, and one overall verdict (the exit code).
+
+Verdicts per function (leaf samples):
+  agree         the 95 % interval of the difference reaches within --tolerance pp of zero
+  differs       it does not: the profiles disagree on this function beyond sampling noise
+  tick-blind    the external profile saw it mostly with interrupts off (capture flag), and the
+                in-guest profile, sampled by the timer tick, shows at most a tenth of it: the tick
+                cannot interrupt such code, so this is expected, not disagreement
+  tick-shifted  the in-guest profile shows significantly more of it than the external one, it
+                runs beside a tick-blind function (same caller), and the surplus is no more than
+                what the tick missed there: the ticks held while interrupts were off were taken
+                here instead (where interrupts came back on)
+Overall `consistent` needs no `differs` row and a total variation distance <= --max-tvd, both
+computed on the functions that are neither tick-blind nor tick-shifted, renormalised.
+"""
+from . import common, filters, profiles, stats
+from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
+
+HELP = "compare an in-guest `profile` report with an external profile (capture, folded or report)"
+EXIT_CONSISTENT, EXIT_DIFFERS = 0, 1
+OTHER = "(other)"
+MIN_SHARE = 0.005       # functions under 0.5 % on both sides are pooled into (other)
+BLIND_IRQOFF = 0.5      # tick-blind: at least half of its external samples had interrupts off
+BLIND_RATIO = 0.1       # ... and the in-guest share is at most a tenth of the external one
+
+
+def add_arguments(p):
+    p.add_argument("inguest", metavar="INGUEST", help="text of one or more in-guest `profile` reports")
+    p.add_argument("external", metavar="EXTERNAL", help="a capture (with -e), a folded file or a gdbsample report")
+    p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or System.map, to name a capture's frames")
+    filters.add_arguments(p)
+    p.add_argument("--tolerance", type=float, default=2.0, metavar="PP",
+                   help="differences within this many percentage points count as agreement (default 2)")
+    p.add_argument("--max-tvd", type=float, default=0.05, metavar="D",
+                   help="largest total variation distance still `consistent` (default 0.05)")
+    p.add_argument("--chains", type=int, default=8, metavar="N", help="chains in the chain table (default 8)")
+
+
+class Row:
+    def __init__(self, name, k_in, k_ext):
+        self.name, self.k_in, self.k_ext = name, k_in, k_ext
+        self.verdict, self.note = "", ""
+        self.d = self.lo = self.hi = 0.0
+
+
+def categories(a, b):
+    """Functions shown by either side (>= MIN_SHARE somewhere); the rest pool into (other)."""
+    names = set()
+    for prof in (a, b):
+        for f, n in prof.leaf.items():
+            if prof.total and n / prof.total >= MIN_SHARE:
+                names.add(f)
+    rows = [Row(f, a.leaf.get(f, 0), b.leaf.get(f, 0)) for f in sorted(names)]
+    rows.append(Row(OTHER, a.total - sum(r.k_in for r in rows), b.total - sum(r.k_ext for r in rows)))
+    return rows
+
+
+def first_callers(prof, leaf):
+    return {c[1] for c in prof.chains if c[0] == leaf and len(c) > 1}
+
+
+def classify(rows, a, b):
+    """Marks tick-blind rows, then tick-shifted rows beside them."""
+    blind_deficit = 0.0
+    blind_parents = {}
+    for r in rows:
+        pin, pext = r.k_in / a.total, r.k_ext / b.total
+        off = b.irqoff.get(r.name, 0)
+        if r.name != OTHER and r.k_ext and off >= BLIND_IRQOFF * r.k_ext and pin <= BLIND_RATIO * pext:
+            r.verdict = "tick-blind"
+            r.note = "%d%% of its external samples had interrupts off" % round(100 * off / r.k_ext)
+            blind_deficit += pext - pin
+            for parent in first_callers(b, r.name):
+                blind_parents.setdefault(parent, []).append(r.name)
+    surplus_left = blind_deficit
+    for r in sorted(rows, key=lambda r: r.k_ext / b.total - r.k_in / a.total):
+        if r.verdict or r.name == OTHER:
+            continue
+        beside = set()  # tick-blind functions called from the same place (siblings, not callees)
+        for parent in first_callers(a, r.name) | first_callers(b, r.name):
+            beside.update(blind_parents.get(parent, []))
+        if not beside:
+            continue
+        surplus, lo, _ = stats.diff_interval(r.k_in, a.total, r.k_ext, b.total)
+        if lo > 0 and lo <= surplus_left:  # a real surplus, within what the tick missed there
+                r.verdict = "tick-shifted"
+                r.note = "ticks held during %s land here" % ", ".join(sorted(beside))
+                surplus_left -= min(surplus, surplus_left)
+
+
+def judge(rows, a, b, tolerance):
+    """Interval and verdict for the rows left, on shares renormalised without blind/shifted mass."""
+    kept = [r for r in rows if not r.verdict]
+    n_in, n_ext = sum(r.k_in for r in kept), sum(r.k_ext for r in kept)
+    for r in rows:
+        if r.verdict:
+            r.d, r.lo, r.hi = stats.diff_interval(r.k_in, a.total, r.k_ext, b.total)
+            continue
+        r.d, r.lo, r.hi = stats.diff_interval(r.k_in, n_in, r.k_ext, n_ext)
+        r.verdict = "agree" if r.lo <= tolerance / 100 and r.hi >= -tolerance / 100 else "differs"
+    return kept, n_in, n_ext
+
+
+def pct(x):
+    return "%5.1f" % (100 * x)
+
+
+def pp(x):
+    return "%+6.1f" % (100 * x)
+
+
+def format_table(rows, a, b):
+    width = max([len("FUNCTION")] + [len(r.name) for r in rows])
+    out = ["%-*s  IN-GUEST %%  EXTERNAL %%  DIFF pp   95%% INTERVAL pp   VERDICT" % (width, "FUNCTION")]
+    order = sorted(rows, key=lambda r: (r.name == OTHER, -(r.k_in / a.total + r.k_ext / b.total), r.name))
+    for r in order:
+        out.append("%-*s  %10s  %10s  %7s   [%s, %s]    %s%s" % (
+            width, r.name, pct(r.k_in / a.total), pct(r.k_ext / b.total), pp(r.d), pp(r.lo), pp(r.hi),
+            r.verdict, " (%s)" % r.note if r.note else ""))
+    return out
+
+
+def chain_table(a, b, n):
+    """Whole chains by symbol, the most frequent first (external order), both shares."""
+    keys = sorted(set(a.chains) | set(b.chains),
+                  key=lambda c: (-(b.chains.get(c, 0) / b.total + a.chains.get(c, 0) / a.total), c))[:n]
+    out = ["top %d chains (leaf <- callers)  IN-GUEST %%  EXTERNAL %%" % len(keys)]
+    for c in keys:
+        text = " <- ".join(c[:4]) + (" <- ..." if len(c) > 4 else "")
+        out.append("  %-62s %6s  %6s" % (text[:62], pct(a.chains.get(c, 0) / a.total), pct(b.chains.get(c, 0) / b.total)))
+    return out
+
+
+def run(args):
+    if args.tolerance < 0 or args.max_tvd < 0 or args.chains < 0:
+        raise Failure("--tolerance, --max-tvd and --chains must not be negative", EXIT_USAGE)
+    try:
+        syms = common.load_symbols(args.elf) if args.elf else None
+        a = profiles.load(args.inguest, syms, args)
+        b = profiles.load(args.external, syms, args)
+    except Failure as e:  # compare's codes: 1 means `differs`, so unreadable input is 2
+        raise Failure(str(e), EXIT_USAGE if e.code == EXIT_FAIL else e.code) from None
+    for prof in (a, b):
+        if prof.total == 0:
+            raise Failure("%s has no samples to compare" % prof.name, EXIT_USAGE)
+    rows = categories(a, b)
+    classify(rows, a, b)
+    kept, n_in, n_ext = judge(rows, a, b, args.tolerance)
+    p = [r.k_in / n_in if n_in else 0 for r in kept]
+    q = [r.k_ext / n_ext if n_ext else 0 for r in kept]
+    distance = stats.tvd(p, q)
+    chi, df, pvalue = stats.chi2_homogeneity([r.k_in for r in kept], [r.k_ext for r in kept])
+    differs = [r.name for r in kept if r.verdict == "differs"]
+    consistent = not differs and distance <= args.max_tvd
+
+    out = common.Output(None)
+    out.write("in-guest: %s (%s, %d samples%s)\n" % (a.name, a.source, a.total,
+              ", %d windows" % a.windows if a.windows > 1 else ""))
+    out.write("external: %s (%s, %d samples)\n\n" % (b.name, b.source, b.total))
+    out.write("\n".join(format_table(rows, a, b)) + "\n")
+    if len(kept) < len(rows):
+        out.write("(shares are of all samples; DIFF and interval of the agree/differs rows are on shares "
+                  "renormalised without the tick-blind and tick-shifted rows)\n")
+    out.write("\n")
+    if args.chains:
+        out.write("\n".join(chain_table(a, b, args.chains)) + "\n\n")
+    cover = n_in / a.total if a.total else 0
+    out.write("total variation distance %.3f (limit %.3f) over the functions that are neither tick-blind "
+              "nor tick-shifted (%.0f %% of in-guest samples)\n" % (distance, args.max_tvd, 100 * cover))
+    if df:
+        out.write("chi-square %.1f, %d degrees of freedom, p = %.3g (a test of exact equality: with "
+                  "thousands of samples it also catches differences below the tolerance)\n" % (chi, df, pvalue))
+    blind = [r.name for r in rows if r.verdict == "tick-blind"]
+    if blind:
+        out.write("tick-blind: %s (interrupts off: the in-guest tick cannot sample there)\n" % ", ".join(blind))
+    if differs:
+        out.write("differs on: %s\n" % ", ".join(differs))
+    out.write("verdict: %s\n" % ("consistent" if consistent else "differs"))
+    out.close()
+    if a.damaged or b.damaged:
+        return EXIT_DAMAGED
+    return EXIT_CONSISTENT if consistent else EXIT_DIFFERS

@@ -1,0 +1,133 @@
+"""profiles.py: any profile `compare` takes -- an in-guest `profile` report, a `gdbsample -f report`,
+a folded file or a capture -- reduced to the same keys: leaf function and whole chain by symbol."""
+import re
+
+from . import common, filters
+from .capture import FLAG_IRQOFF
+from .common import Failure
+
+HEADER = re.compile(r"^profiled (\d+) ms$")
+COUNTS = re.compile(r"^(\d+) samples on (\d+) cpus, (\d+) dropped, source (.+)$")
+LEAF = re.compile(r"^(\d+(?:\.\d)?)% (\d+) (\S+)$")
+CALLER = re.compile(r"^ {8}<- (\S+)$")
+NOTE = re.compile(r"^\((\d+) (?:more chains not shown|samples left out: .*)\)$")
+
+
+def function_of(frame):
+    """'split_a+0x20..0x3e' -> 'split_a'; '0xffff...' stays; ' (file:line)' is dropped."""
+    frame = frame.split(" (", 1)[0]
+    return frame if frame.startswith("0x") else frame.split("+", 1)[0]
+
+
+class Profile:
+    """Samples folded to leaf functions and chains; what could not be attributed is `unshown`."""
+
+    def __init__(self, name):
+        self.name = name            # for messages: the file
+        self.source = "?"           # "tick 100 Hz", "gdbstub 200 Hz", "capture", "folded"
+        self.total = 0              # samples (idle left out)
+        self.leaf = {}              # leaf function -> samples
+        self.chains = {}            # (leaf, caller, caller, ...) by function -> samples
+        self.irqoff = {}            # leaf function -> samples taken with interrupts off (captures)
+        self.unshown = 0            # samples in chains a report did not print
+        self.windows = 0            # reports summed (a text input may hold several)
+        self.ms = 0                 # profiled time, summed over reports
+        self.damaged = False        # a capture read only up to a damaged chunk
+
+    def add(self, chain, count, irqoff=0):
+        self.total += count
+        self.leaf[chain[0]] = self.leaf.get(chain[0], 0) + count
+        self.chains[chain] = self.chains.get(chain, 0) + count
+        if irqoff:
+            self.irqoff[chain[0]] = self.irqoff.get(chain[0], 0) + irqoff
+
+
+def parse_reports(text, name):
+    """One or more `profile` / `gdbsample -f report` reports (serial noise around them is fine)."""
+    prof = Profile(name)
+    lines = text.splitlines()
+    i, sources = 0, set()
+    while i < len(lines):
+        h = HEADER.match(lines[i].strip())
+        if not h:
+            i += 1
+            continue
+        c = COUNTS.match(lines[i + 1].strip()) if i + 1 < len(lines) else None
+        if not c:
+            raise Failure("%s:%d: 'profiled' line not followed by 'N samples on C cpus, ...'" % (name, i + 2))
+        prof.windows += 1
+        prof.ms += int(h.group(1))
+        total, shown = int(c.group(1)), 0
+        sources.add(c.group(4))
+        i += 2
+        chain = None
+        while i < len(lines):
+            line = lines[i].rstrip()
+            lm, cm = LEAF.match(line), CALLER.match(line)
+            if lm:
+                if chain:
+                    prof.add(tuple(chain[1:]), chain[0])
+                chain = [int(lm.group(2)), function_of(lm.group(3))]
+                shown += int(lm.group(2))
+            elif cm and chain:
+                chain.append(function_of(cm.group(1)))
+            elif NOTE.match(line) or line.startswith("no samples"):
+                pass
+            else:
+                break
+            i += 1
+        if chain:
+            prof.add(tuple(chain[1:]), chain[0])
+        if shown > total:
+            raise Failure("%s: a report's chains add up to %d samples, more than its %d" % (name, shown, total))
+        prof.unshown += total - shown
+        prof.total += total - shown
+    if not prof.windows:
+        raise Failure("%s: no report found (expected a 'profiled N ms' line)" % name)
+    prof.source = ", ".join(sorted(sources))
+    return prof
+
+
+def from_folded(stacks, name):
+    prof = Profile(name)
+    prof.source = "folded"
+    for stack, count in stacks.items():
+        frames = [f for f in stack.split(";") if f]
+        if frames and re.fullmatch(r"cpu\d+", frames[0]):
+            frames = frames[1:]
+        if frames:
+            prof.add(tuple(function_of(f) for f in reversed(frames)), count)
+    return prof
+
+
+def from_capture(path, syms, args):
+    cap = common.open_capture(path)
+    flt = filters.Filter(args)
+    flt.check(cap)
+    prof = Profile(path)
+    prof.source = "gdbstub %d Hz" % cap.rate_hz
+    raw = {}
+    for s in flt.apply(cap.samples()):
+        k = (s.frames, bool(s.flags & FLAG_IRQOFF))
+        raw[k] = raw.get(k, 0) + 1
+    for (frames, off), n in raw.items():
+        chain = (syms.leaf_name(frames[0]),) + tuple(syms.caller_name(f) for f in frames[1:])
+        prof.add(chain, n, n if off else 0)
+    prof.damaged = common.loss_status(cap) != common.EXIT_OK
+    return prof
+
+
+def load(path, syms, args):
+    """A profile from any supported file, detected by content."""
+    if common.is_capture(path):
+        if syms is None:
+            raise Failure("%s is a capture: give -e ELF to name its frames" % path)
+        return from_capture(path, syms, args)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        raise Failure("%s: %s" % (path, e.strerror or e)) from None
+    if re.search(r"^\s*profiled \d+ ms\s*$", text, re.M):
+        return parse_reports(text, path)
+    return from_folded(common.load_folded(path), path)

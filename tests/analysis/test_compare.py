@@ -1,0 +1,171 @@
+"""`compare`: statistics on known values, parsing of every input kind, verdicts and exit codes."""
+import math
+import os
+import sys
+
+import pytest
+from analyze import ROOT, one_line_error, run
+
+import capgen
+
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+from gdbsample_analysis import stats  # noqa: E402
+
+MAP = """\
+ffffffff80100000 T task_entry
+ffffffff80100100 T work_main
+ffffffff80100400 T split_a
+ffffffff80100500 T split_b
+ffffffff80100600 T split_c
+ffffffff80100700 T irqoff_spin
+ffffffff80100800 T irqoff_exit
+ffffffff80100900 T irqon_spin
+ffffffff80100a00 T chain1
+ffffffff80100b00 T chain2
+"""
+ADDR = {line.split()[2]: int(line.split()[0], 16) for line in MAP.splitlines()}
+
+
+def report(total, chains, source="tick 100 Hz", ms=2000, extra=""):
+    """An in-guest style report; chains: [(count, leaf, [callers])]."""
+    lines = ["> profile %d all 64" % ms, "profiled %d ms" % ms,
+             "%d samples on 2 cpus, 0 dropped, source %s" % (total, source)]
+    for count, leaf, callers in chains:
+        lines.append("%.1f%% %d %s+0x20" % (100.0 * count / total, count, leaf))
+        lines += ["        <- %s+0x44" % c for c in callers]
+    return "\n".join(lines) + "\n" + extra
+
+
+def split_report(a, b, c, **kw):
+    w = ["work_main", "task_entry"]
+    return report(a + b + c, [(a, "split_a", w), (b, "split_b", w), (c, "split_c", w)], **kw)
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_wilson_and_newcombe_intervals_match_known_values():
+    lo, hi = stats.wilson(0, 10)
+    assert lo == 0 and abs(hi - 0.2775) < 1e-4          # never a zero-width interval at k = 0
+    lo, hi = stats.wilson(50, 100)
+    assert abs(lo - 0.4038) < 1e-4 and abs(hi - 0.5962) < 1e-4
+    d, lo, hi = stats.diff_interval(56, 70, 48, 80)     # Newcombe 1998, table II example (e)
+    assert abs(d - 0.2) < 1e-9 and abs(lo - 0.0524) < 1e-3 and abs(hi - 0.3339) < 1e-3
+    # small counts widen the interval: the same shares, ten times fewer samples
+    _, lo_small, hi_small = stats.diff_interval(5, 10, 4, 10)
+    _, lo_big, hi_big = stats.diff_interval(50, 100, 40, 100)
+    assert hi_small - lo_small > 2.5 * (hi_big - lo_big)
+
+
+def test_chi_square_tail_matches_tables():
+    for x, df, p in ((3.841, 1, 0.05), (9.488, 4, 0.05), (11.345, 3, 0.01), (67.505, 50, 0.05), (0.0, 2, 1.0)):
+        assert math.isclose(stats.chi2_sf(x, df), p, rel_tol=2e-3, abs_tol=1e-6), (x, df)
+    stat, df, p = stats.chi2_homogeneity([50, 30, 20], [50, 30, 20])
+    assert stat == 0 and df == 2 and p == 1.0
+    stat, df, p = stats.chi2_homogeneity([500, 300, 200], [200, 300, 500])
+    assert df == 2 and p < 1e-10
+    assert stats.tvd([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]) == pytest.approx(0.3)
+
+
+def test_same_shares_are_consistent(tmp_path):
+    a = write(tmp_path, "in.txt", split_report(1000, 600, 400))
+    b = write(tmp_path, "ext.txt", split_report(2510, 1480, 1010, source="gdbstub 200 Hz"))
+    r = run("compare", a, b)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("verdict: consistent")
+    assert "split_a" in r.stdout and "agree" in r.stdout
+
+
+def test_a_mismatched_pair_differs_with_exit_1(tmp_path):
+    a = write(tmp_path, "in.txt", split_report(1000, 600, 400))
+    b = write(tmp_path, "ext.folded", "cpu0;task_entry;work_main;chain1;chain2 900\n"
+                                      "cpu1;task_entry;work_main;split_a 100\n")
+    r = run("compare", a, b)
+    assert r.returncode == 1, r.stdout
+    assert "verdict: differs" in r.stdout and "differs on: " in r.stdout
+    assert "chain2" in r.stdout.split("differs on: ")[1]
+
+
+def test_small_samples_widen_intervals_instead_of_failing(tmp_path):
+    # 12 vs 8 samples in 20: far from 50/50 in shares, but not beyond sampling noise
+    a = write(tmp_path, "in.txt", report(20, [(12, "split_a", ["work_main"]), (8, "split_b", ["work_main"])]))
+    b = write(tmp_path, "ext.txt", report(20, [(8, "split_a", ["work_main"]), (12, "split_b", ["work_main"])]))
+    r = run("compare", a, b, "--max-tvd", "1")
+    assert r.returncode == 0, r.stdout
+    row = next(l for l in r.stdout.splitlines() if l.startswith("split_a"))
+    lo, hi = [float(x) for x in row.split("[")[1].split("]")[0].split(",")]
+    assert lo < -2 and hi > 30  # an honest, wide interval
+
+
+def test_several_reports_in_one_file_are_summed_and_serial_noise_ignored(tmp_path):
+    text = split_report(500, 300, 200) + "> \n" + split_report(500, 300, 200) + "> uptime\nup 3.2 s\n"
+    a = write(tmp_path, "in.txt", text)
+    b = write(tmp_path, "ext.txt", split_report(1000, 600, 400))
+    r = run("compare", a, b)
+    assert r.returncode == 0 and "2000 samples, 2 windows" in r.stdout, r.stdout
+
+
+def test_unshown_chains_pool_into_other(tmp_path):
+    a = write(tmp_path, "in.txt", report(1000, [(500, "split_a", ["work_main"])], extra="(3 more chains not shown)\n"))
+    b = write(tmp_path, "ext.txt", split_report(500, 300, 200))
+    r = run("compare", a, b, "--chains", "0")
+    other = next(l for l in r.stdout.splitlines() if l.startswith("(other)"))
+    assert other.split()[1] == "50.0", r.stdout
+
+
+def capture_with_irqoff(path, irq_share, flag=2):
+    """split on vCPU 1 (50/30/20) and an irqoff task on vCPU 0: irq_share of its samples in
+    irqoff_spin, flagged interrupts-off (flag=0: not flagged), the rest in irqon_spin."""
+    w, t = [ADDR["work_main"] + 0x44, ADDR["task_entry"] + 0x23], 0
+    samples = []
+    for i in range(2000):
+        t += 5_000_000
+        leaf = "split_a" if i % 10 < 5 else "split_b" if i % 10 < 8 else "split_c"
+        samples.append((t, 1, 0, [ADDR[leaf] + 0x20] + w))
+        off = (i % 100) < irq_share * 100
+        samples.append((t, 0, flag if off else 0, [ADDR["irqoff_spin" if off else "irqon_spin"] + 0x30] + w))
+    capgen.write(path, samples, summary={"samples": len(samples)}, ncpus=2, rate_hz=200)
+
+
+def test_interrupts_off_code_the_tick_missed_is_tick_blind_not_a_disagreement(tmp_path):
+    cap = str(tmp_path / "ext.cap")
+    capture_with_irqoff(cap, 0.3)
+    elf = write(tmp_path, "System.map", MAP)
+    w = ["work_main", "task_entry"]
+    # the tick profile: irqoff_spin invisible, its ticks taken in irqoff_exit after the sti
+    a = write(tmp_path, "in.txt", report(2000, [(500, "split_a", w), (300, "split_b", w), (200, "split_c", w),
+                                               (700, "irqon_spin", w), (300, "irqoff_exit", w)]))
+    r = run("compare", a, cap, "-e", elf)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {l.split()[0]: l for l in r.stdout.splitlines() if l[:1].isalpha() and "%" not in l[:12]}
+    assert "tick-blind" in rows["irqoff_spin"] and "100% of its external samples had interrupts off" in rows["irqoff_spin"]
+    assert "tick-shifted" in rows["irqoff_exit"]
+    assert "tick-blind: irqoff_spin" in r.stdout and r.stdout.strip().endswith("verdict: consistent")
+    # the same pair with the interrupts-off flags cleared: nothing explains the gap any more
+    noflags = str(tmp_path / "noflags.cap")
+    capture_with_irqoff(noflags, 0.3, flag=0)
+    r2 = run("compare", a, noflags, "-e", elf)
+    assert r2.returncode == 1 and "verdict: differs" in r2.stdout, r2.stdout
+    assert "tick-blind:" not in r2.stdout and "differs on: irqoff_exit, irqoff_spin" in r2.stdout
+
+
+@pytest.mark.parametrize("files,args,message", [
+    (("in.txt", "missing.txt"), (), "missing.txt: No such file or directory"),
+    (("in.txt", "in.txt"), ("--tolerance", "-1"), "must not be negative"),
+    (("bad.txt", "in.txt"), (), "'profiled' line not followed by"),
+    (("junk.txt", "in.txt"), (), "junk.txt"),
+    (("in.txt", "ext.cap"), (), "give -e ELF"),
+    (("empty.txt", "in.txt"), (), "has no samples to compare"),
+])
+def test_malformed_input_gives_one_line_and_exit_2(tmp_path, files, args, message):
+    write(tmp_path, "in.txt", split_report(5, 3, 2))
+    write(tmp_path, "bad.txt", "profiled 100 ms\nnonsense\n")
+    write(tmp_path, "junk.txt", "this is not a profile\n")
+    write(tmp_path, "empty.txt", "profiled 100 ms\n0 samples on 2 cpus, 0 dropped, source tick 100 Hz\n")
+    capture_with_irqoff(str(tmp_path / "ext.cap"), 0.1)
+    r = run("compare", *[str(tmp_path / f) for f in files], *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert one_line_error(r) and message in r.stderr, r.stderr

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""crosscheck.py: the in-guest `profile` and gdbsample over the same window, fed to `compare`.
+
+Boots the test kernel (QEMU TCG) with a gdbstub, starts workloads, starts gdbsample recording a
+capture, then runs the in-guest `profile MS all 64` WINDOWS times over the serial shell. The
+host clock brackets each window (command sent, report received); gdbsample's capture is cut to
+[first sent, last received] with compare's --from/--until, so both sides cover the same guest
+time (the guest's clocks stop while gdbsample holds the VM, so wall time is not guest time).
+Writes OUT/inguest.txt, OUT/external.cap, OUT/compare.txt; exit status is compare's.
+
+  tools/crosscheck.py --smp 2 --work "split 5 3 2" --work "irqoff 3" --out build/crosscheck
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from guest import Guest, GuestError  # noqa: E402
+
+ANALYZE = os.path.join(ROOT, "analysis", "gdbsample-analyze")
+HEADER_START_NS = 40  # capture header: start time, ns since the epoch (docs/capture-format.md)
+
+
+def capture_start_ns(path):
+    with open(path, "rb") as f:
+        head = f.read(48)
+    if len(head) < 48 or head[:8] != b"GDBSAMP\0":
+        raise GuestError(f"{path}: not a gdbsample capture")
+    return int.from_bytes(head[HEADER_START_NS:HEADER_START_NS + 8], "little")
+
+
+class Result:
+    def __init__(self, out):
+        self.out = out
+        self.inguest = os.path.join(out, "inguest.txt")     # the in-guest report(s)
+        self.capture = os.path.join(out, "external.cap")    # gdbsample's capture
+        self.compare = os.path.join(out, "compare.txt")     # compare's output
+        self.window = (0, 0)                                # ns since the capture started
+        self.reports = []                                   # each in-guest report's text
+        self.gdbsample_stderr = ""
+        self.status = None                                  # compare's exit status
+        self.compare_text = ""
+
+
+def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=2000, rate=200,
+        settle=0.3, config="tcg-qemu64", compare_args=()):
+    os.makedirs(out, exist_ok=True)
+    res = Result(out)
+    with Guest(kernel, smp=smp, config=config) as g:
+        for w in works:
+            g.work(w)
+        time.sleep(settle)
+        gs = subprocess.Popen([gdbsample, "-p", str(g.gdbport), "-r", str(rate), "-e", kernel, "-q",
+                               "-f", "capture", "-o", res.capture],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 10
+            while not os.path.exists(res.capture) or os.path.getsize(res.capture) < 128:
+                if gs.poll() is not None or time.monotonic() > deadline:
+                    raise GuestError("gdbsample did not start: " + (gs.stderr.read() if gs.stderr else ""))
+                time.sleep(0.01)
+            time.sleep(0.3)  # sampling is under way
+            t_first = time.time_ns()
+            for _ in range(windows):
+                res.reports.append(g.cmd(f"profile {ms} all 64", timeout=ms / 1000 * 3 + 30))
+            t_last = time.time_ns()
+        finally:
+            if gs.poll() is None:
+                gs.send_signal(signal.SIGINT)  # finish the sample, resume, detach, flush
+            _, res.gdbsample_stderr = gs.communicate(timeout=30)
+        if gs.returncode != 0:
+            raise GuestError(f"gdbsample exited {gs.returncode}: {res.gdbsample_stderr.strip()}")
+        g.cmd("work stop all", timeout=30)
+    start = capture_start_ns(res.capture)
+    res.window = (t_first - start, t_last - start)
+    with open(res.inguest, "w") as f:
+        f.write("".join(res.reports))
+    rel = os.path.relpath  # shorter names in compare's output
+    r = subprocess.run([sys.executable, ANALYZE, "compare", rel(res.inguest), rel(res.capture), "-e", kernel,
+                        "--from", str(res.window[0]), "--until", str(res.window[1]), *compare_args],
+                       capture_output=True, text=True, timeout=120)
+    res.status, res.compare_text = r.returncode, r.stdout + r.stderr
+    with open(res.compare, "w") as f:
+        f.write(res.compare_text)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "kernel.elf"))
+    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
+    ap.add_argument("--smp", type=int, default=2)
+    ap.add_argument("--work", action="append", help='a workload, e.g. "split 5 3 2" (repeatable)')
+    ap.add_argument("--windows", type=int, default=1, help="in-guest profile windows (summed)")
+    ap.add_argument("--ms", type=int, default=2000, help="each window, 1-2000 ms")
+    ap.add_argument("--rate", type=int, default=200, help="gdbsample's rate, Hz")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "crosscheck"))
+    a = ap.parse_args()
+    for path in (a.kernel, a.gdbsample):
+        if not os.path.exists(path):
+            sys.exit(f"crosscheck: {path} is missing (run `make`)")
+    if not 1 <= a.ms <= 2000 or a.windows < 1 or not 1 <= a.smp <= 8:
+        sys.exit("crosscheck: --ms must be 1-2000, --windows >= 1, --smp 1-8")
+    try:
+        res = run(a.kernel, a.gdbsample, a.out, a.smp, a.work or ["split 5 3 2", "irqoff 3"], a.windows,
+                  a.ms, a.rate)
+    except GuestError as e:
+        sys.exit(f"crosscheck: {e}")
+    print(res.compare_text, end="")
+    print(f"crosscheck: in-guest {res.inguest}, external {res.capture}, compare {res.compare}")
+    return res.status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
