@@ -15,7 +15,7 @@ ifeq ($(PY),)
 PY := /usr/bin/python3
 endif
 
-.PHONY: all kernel test unit-test system-test deps run demo bench clean pmu-matrix libvirt-xml
+.PHONY: all kernel test unit-test system-test deps run demo bench clean pmu-matrix libvirt-xml crosscheck
 all: kernel $(BUILD)/gdbsample
 
 include kernel/kernel.mk
@@ -45,6 +45,10 @@ run: deps kernel
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
 demo: deps all
 	$(PY) tools/demo.py --kernel $(BUILD)/kernel.elf
+
+# The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs).
+crosscheck: deps all
+	$(PY) tools/crosscheck.py --kernel $(BUILD)/kernel.elf --smp $(SMP) --out $(BUILD)/crosscheck
 
 test: deps all
 	$(MAKE) --no-print-directory unit-test

@@ -1,0 +1,108 @@
+"""The cross-check: the in-guest profile and gdbsample over the same window tell the same story,
+except where the timer tick is blind; and `make demo` runs from a clean clone."""
+import os
+import re
+import subprocess
+import sys
+
+import conftest
+import pytest
+
+sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
+import crosscheck  # noqa: E402
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+ANALYZE = os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze")
+SPLIT = {"split_a": 50, "split_b": 30, "split_c": 20}
+
+
+def leaf_counts(report_text):
+    """{leaf function: samples} summed over every report in the text."""
+    out = {}
+    for count, leaf in re.findall(r"^\d+\.\d% (\d+) (\w+)", report_text, re.M):
+        out[leaf] = out.get(leaf, 0) + int(count)
+    return out
+
+
+def shares(counts, names):
+    total = sum(counts.get(n, 0) for n in names)
+    return total, {n: 100.0 * counts.get(n, 0) / total for n in names}
+
+
+@pytest.fixture(scope="module")
+def split_and_irqoff(tmp_path_factory):
+    """One run on -smp 4: three `split 5 3 2` and one `irqoff 3`, each on its own vCPU; three
+    2 s in-guest windows (~2400 tick samples) and gdbsample at 400 Hz over the same time."""
+    out = str(tmp_path_factory.mktemp("crosscheck"))
+    return crosscheck.run(conftest.KERNEL, GDBSAMPLE, out, smp=4,
+                          works=("split 5 3 2", "split 5 3 2", "split 5 3 2", "irqoff 3"),
+                          windows=3, ms=2000, rate=400)
+
+
+def external_counts(res):
+    r = subprocess.run([sys.executable, ANALYZE, "report", res.capture, "-e", conftest.KERNEL, "--chains", "128",
+                        "--from", str(res.window[0]), "--until", str(res.window[1])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return leaf_counts(r.stdout)
+
+
+def test_split_shares_agree_on_both_sides_and_compare_says_consistent(split_and_irqoff):
+    """±4 pp on each side at >= 2000 samples: the binomial σ of a 50 % share is <= 1.1 pp there,
+    so 4 pp is > 3.5σ for the in-guest side and far more for the external one."""
+    res = split_and_irqoff
+    n_in, s_in = shares(leaf_counts(open(res.inguest).read()), SPLIT)
+    n_ext, s_ext = shares(external_counts(res), SPLIT)
+    assert n_in >= 1700 and n_ext >= 2000, (n_in, n_ext)  # plus ~600 in-guest irqoff samples
+    in_total = int(re.search(r"\((tick 100 Hz), (\d+) samples", res.compare_text).group(2))
+    ext_total = int(re.search(r"\((gdbstub \d+ Hz), (\d+) samples", res.compare_text).group(2))
+    assert in_total >= 2000 and ext_total >= 2000, res.compare_text
+    for name, truth in SPLIT.items():
+        assert abs(s_in[name] - truth) <= 4, s_in
+        assert abs(s_ext[name] - truth) <= 4, s_ext
+    tvd = float(re.search(r"total variation distance ([\d.]+)", res.compare_text).group(1))
+    assert tvd <= 0.05 and res.status == 0 and res.compare_text.strip().endswith("verdict: consistent"), \
+        res.compare_text
+
+
+def test_irqoff_spin_is_seen_outside_missed_by_the_tick_and_flagged_tick_blind(split_and_irqoff):
+    """True share of irqoff_spin in the irqoff task: 30 %. External: ~2500 samples of that task
+    at 400 Hz, σ ≈ 0.9 pp, so ±4 pp is > 4σ."""
+    res = split_and_irqoff
+    task = ("irqoff_spin", "irqon_spin", "irqoff_exit")
+    n_ext, s_ext = shares(external_counts(res), task)
+    assert n_ext >= 1500, n_ext
+    assert abs(s_ext["irqoff_spin"] - 30) <= 4, s_ext
+    n_in, s_in = shares(leaf_counts(open(res.inguest).read()), task)
+    assert s_in["irqoff_spin"] <= s_ext["irqoff_spin"] / 10, (s_in, s_ext)
+    row = next(l for l in res.compare_text.splitlines() if l.startswith("irqoff_spin"))
+    assert "tick-blind" in row, res.compare_text
+    assert "differs on" not in res.compare_text and res.status == 0, res.compare_text
+
+
+def test_a_mismatched_pair_differs(split_and_irqoff, tmp_path):
+    """The in-guest report of the split/irqoff run against gdbsample on a `work chain 6` guest."""
+    from guest import Guest
+    cap = str(tmp_path / "chain.cap")
+    with Guest(conftest.KERNEL, smp=2) as g:
+        g.work("chain 6")
+        r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-r", "200", "-d", "1", "-q", "-e", conftest.KERNEL,
+                            "-f", "capture", "-o", cap], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, ANALYZE, "compare", split_and_irqoff.inguest, cap, "-e", conftest.KERNEL],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "verdict: differs" in r.stdout and "chain6" in r.stdout.split("differs on: ")[1]
+
+
+def test_make_demo_runs_from_a_clean_clone(tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", conftest.ROOT, str(clone)], check=True, timeout=120)
+    r = subprocess.run(["make", "-j2", "demo"], cwd=clone, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = r.stdout
+    assert re.search(r"^verdict: consistent", out, re.M), out[-3000:]
+    for path in ("demo/flamegraph.svg", "demo/external.speedscope.json", "demo/external.folded"):
+        assert path in out and (clone / path).stat().st_size > 0, path
+    m = re.search(r"==> done in (\d+) s", out)
+    assert m and int(m.group(1)) < 60, out[-500:]
