@@ -12,14 +12,17 @@
 /*
  * The guard blocks reading a pipe whose only write end the parent holds. When the parent dies,
  * however it dies (SIGKILL included), the kernel closes that end and the read returns 0. If the
- * parent was mid-sample (in_flight) the guard writes "+ 0x03 $D;1#b0" on the shared socket.
- * QEMU 7.2 treats a byte as follows: while its last reply is unacknowledged, '+' clears it and
- * any byte but '$' is dropped; otherwise any byte to a running VM stops it (and is eaten), and
- * 0x03 to a stopped VM is ignored. So, whatever state the parent left:
- *   stopped, reply pending:  '+' clears it, 0x03 is ignored, D;1 detaches and resumes;
- *   running, nothing pending (just after `c`): '+' stops the VM, 0x03 is dropped, D;1 resumes;
- *   running, reply pending (after a D;1 we never saw answered): '+' clears, 0x03 stops, D;1 resumes.
- * QEMU >= 8.1 stops only on 0x03 and stops silently on other bytes: D;1 still resumes.
+ * parent may have left the VM stopped (in_flight), the guard writes "+ 0x03 $c#63" on the shared
+ * socket. QEMU 7.2 treats bytes so: while its last reply is unacknowledged, '+' clears it and any
+ * byte but '$' is dropped; otherwise any byte to a running VM stops it (and is eaten), and 0x03
+ * to a stopped VM is ignored. So, whatever state the parent left:
+ *   stopped, reply pending:  '+' clears it, 0x03 is ignored, c resumes;
+ *   running, nothing pending (just after `c`): '+' stops the VM, 0x03 is dropped, c resumes;
+ *   running, reply pending (our D;1 was answered): '+' clears, 0x03 stops, c resumes.
+ * It is `c` and not D;1 because after a detach on the same connection QEMU 7.2 crashes
+ * (SIGSEGV) on D;1 or `?` once the VM is stopped again, and the parent may die just after its
+ * own D;1; `c` resumes in every state (checked), and closing the socket then leaves it running.
+ * QEMU >= 8.1 stops only on 0x03 and stops silently on other bytes: `c` still resumes.
  * A parent write is one send() of a few hundred bytes, which the kernel queues whole, so a
  * packet is never left half-sent by a kill.
  */
@@ -47,7 +50,7 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	_exit(0);
 }
 
-int guard_start(struct guard *g, int sockfd, const char *detach_pkt)
+int guard_start(struct guard *g, int sockfd, const char *resume_pkt)
 {
 	int fds[2];
 	memset(g, 0, sizeof *g);
@@ -66,7 +69,7 @@ int guard_start(struct guard *g, int sockfd, const char *detach_pkt)
 		close(fds[1]);
 		for (int fd = 3; fd < 1024; fd++) /* keep only the socket and the pipe */
 			if (fd != fds[0] && fd != sockfd) close(fd);
-		guard_main(fds[0], sockfd, detach_pkt, g->sh);
+		guard_main(fds[0], sockfd, resume_pkt, g->sh);
 	}
 	close(fds[0]);
 	g->pid = pid;

@@ -17,9 +17,9 @@ struct guard {
 	char errstr[128];           /* what went wrong */
 };
 
-/* Fork the guard sharing socket fd; detach_pkt is the framed packet that resumes ("$D;1#b0").
+/* Fork the guard sharing socket fd; resume_pkt is the framed packet that resumes ("$c#63").
  * The VM is assumed stopped (in flight) until guard_leave. */
-int guard_start(struct guard *g, int sockfd, const char *detach_pkt);
+int guard_start(struct guard *g, int sockfd, const char *resume_pkt);
 /* The VM is about to be stopped / has been resumed. */
 void guard_enter(struct guard *g);
 void guard_leave(struct guard *g);

@@ -30,9 +30,8 @@ int session_open(struct session *ss, const struct opts *o)
 	if (gdb_connect(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0)
 		return fail(ss, ss->g.err, ss->g.errstr);
 	ss->attached = 1;
-	/* Connecting stopped the VM: from here on the guard covers every way we could exit. D;1 is
-	 * accepted with or without multiprocess, so it is chosen before the handshake. */
-	if (guard_start(&ss->guard, ss->g.conn.fd, "$D;1#b0") < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
+	/* Connecting stopped the VM: from here on the guard covers every way we could exit. */
+	if (guard_start(&ss->guard, ss->g.conn.fd, "$c#63") < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
 	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
 	if (ss->g.was_paused)
 		session_warn(ss, "the guest was already paused when we attached (an earlier client left it "
@@ -97,7 +96,7 @@ int session_close(struct session *ss)
 		}
 		ss->attached = 0;
 	}
-	guard_finish(&ss->guard, 0); /* after a failure the guard (still armed) tries D;1 itself */
+	guard_finish(&ss->guard, 0); /* after a failure the guard (still armed) resumes the VM itself */
 	gdb_close(&ss->g);
 	sampler_free(&ss->s);
 	syms_free(&ss->syms);

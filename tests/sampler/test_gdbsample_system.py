@@ -440,3 +440,35 @@ def test_guest_left_paused_by_earlier_client_is_resumed(boot):
     assert "already paused when we attached" in r.stderr
     assert qmp_status(g.qmp_path) == "running"
     assert g.cmd("uptime").startswith("up ")
+
+
+def test_guard_bytes_resume_in_every_state(boot):
+    """The guard's last words, "+ 0x03 $c#63", resume the guest whatever state a dying
+    gdbsample left the connection in -- including just after its own D;1, where QEMU 7.2
+    would crash on D;1 or `?` (see sampler/guard.c)."""
+    g = boot(smp=1, qmp=True)
+    guard = b"+\x03$c#63"
+
+    def settle(s):
+        s.settimeout(0.3)
+        try:
+            while s.recv(4096):
+                pass
+        except socket.timeout:
+            pass
+
+    with socket.create_connection(("127.0.0.1", g.gdbport), timeout=5) as s:
+        settle(s)
+        s.sendall(b"$g#67")  # stopped, reply pending
+        settle(s)
+        s.sendall(guard)
+        assert wait_running(g.qmp_path) == "running"
+        s.sendall(guard)  # running, nothing pending (as just after `c`)
+        assert wait_running(g.qmp_path) == "running"
+        s.sendall(b"\x03$D;1#b0")  # detached, running, reply pending
+        settle(s)
+        s.sendall(guard)
+        assert wait_running(g.qmp_path) == "running"
+    assert g.proc.poll() is None, "QEMU died"
+    assert wait_running(g.qmp_path) == "running"
+    assert g.cmd("uptime").startswith("up ")
