@@ -6,6 +6,7 @@
 #include "cpu.h"
 #include "lib.h"
 #include "mem.h"
+#include "net.h"
 #include "sched.h"
 #include "shell.h"
 #include "smp.h"
@@ -53,6 +54,7 @@ void kmain(const struct hvm_start_info *si)
 		ncpu, mem_free_bytes() >> 20, tsc_hz() / 1000000, symtab_count_get());
 	smp_boot();			/* the other CPUs, each ends in its idle loop */
 	console_irq_route();		/* COM1 input interrupts to cpu0 */
+	net_init();			/* virtio-net, if any: the net task and the UDP shell */
 	shell_start();			/* the serial shell task on cpu0 */
 	idle_loop();			/* interrupts on; the tick schedules from here */
 }

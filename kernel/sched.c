@@ -282,8 +282,8 @@ int sched_pick_cpu(void)
 		int n = 0;
 		for (int j = 0; j < MAX_TASKS; j++)
 			if (tasks[j].state != TASK_FREE && tasks[j].state != TASK_ZOMBIE &&
-			    tasks[j].kind != KIND_IDLE && tasks[j].cpu == i)
-				n++;
+			    (tasks[j].kind == KIND_WORK || tasks[j].kind == KIND_SHELL) && tasks[j].cpu == i)
+				n++;	/* system tasks (net, udpsh) mostly sleep: not counted */
 		if (n < best_n) {
 			best = i;
 			best_n = n;

@@ -46,7 +46,7 @@ void task_yield(void);
 int task_kill(int pid);			/* 0, or -1 if no such task */
 struct task *task_by_pid(int pid);
 struct task *current_task(void);
-int sched_pick_cpu(void);		/* the online CPU with the fewest tasks */
+int sched_pick_cpu(void);		/* the online CPU with the fewest workloads (+ the shell) */
 void sched_tick(void);			/* from the timer interrupt */
 void sched_preempt(void);		/* on the way out of an interrupt */
 size_t task_stack_used(const struct task *t);	/* high-water mark in bytes */

@@ -6,6 +6,8 @@
 #include "cpu.h"
 #include "cpuinfo.h"
 #include "mem.h"
+#include "net.h"
+#include "netload.h"
 #include "profiler.h"
 #include "sched.h"
 #include "work.h"
@@ -110,6 +112,17 @@ static void cmd_profile(int argc, char **argv, struct out *o)
 	profile_command(argc, argv, o);
 }
 
+static void cmd_net(int argc, char **argv, struct out *o)
+{
+	if (no_args(argc, argv, o))
+		net_print(o);
+}
+
+static void cmd_netload(int argc, char **argv, struct out *o)
+{
+	netload_command(argc, argv, o);
+}
+
 static void cmd_kill(int argc, char **argv, struct out *o)
 {
 	uint64_t pid;
@@ -161,6 +174,8 @@ static const struct command commands[] = {
 	{ "stacks", "each task's stack size and high-water mark", cmd_stacks },
 	{ "work", "split A B C | chain D | irqoff MS | copy | fanout | stop PID|all", cmd_work },
 	{ "profile", "[MS [PID|all [CHAINS]]]: sample for MS ms (1000), hottest chains (8); profile stats", cmd_profile },
+	{ "net", "network device, counters and drops by reason", cmd_net },
+	{ "netload", "sink PORT | stats | stop | send SIZE PPS SECONDS: UDP load test", cmd_netload },
 	{ "kill", "kill PID: ask a task to exit", cmd_kill },
 	{ "panic", "crash on purpose (test the panic report)", cmd_panic },
 	{ "poweroff", "end the VM (QEMU exit status 33 with isa-debug-exit)", cmd_poweroff },

@@ -6,6 +6,7 @@
 #include "panic.h"
 #include "profiler.h"
 #include "sched.h"
+#include "virtio_net.h"
 #include "x86.h"
 
 uint64_t trap_unexpected;
@@ -67,6 +68,10 @@ void trap(struct trapframe *tf)
 		break;
 	case T_COM1:
 		console_irq();
+		lapic_eoi();
+		break;
+	case T_NET:
+		virtio_net_irq();	/* reads the ISR first: the level-triggered line drops */
 		lapic_eoi();
 		break;
 	case T_SPURIOUS:

@@ -10,6 +10,7 @@
 #define T_IRQ0 32			/* first external interrupt vector */
 #define T_TIMER 32			/* LAPIC timer */
 #define T_COM1 36			/* COM1 via the IOAPIC */
+#define T_NET 37			/* virtio-net INTx via the IOAPIC */
 #define T_SPURIOUS 255			/* LAPIC spurious vector */
 
 /* Saved by entry.S; field order is the push order reversed. */
