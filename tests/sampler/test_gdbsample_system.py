@@ -106,18 +106,23 @@ def test_chain6_carries_all_six_functions(boot):
     """work chain 6: >= 95 % of the chain task's samples hold chain1..chain6 in order."""
     g = boot(smp=2)
     g.work("chain 6")
-    r = run(g, "-r", "300", "-d", "3", "-f", "folded")
-    assert r.returncode == 0, r.stderr
     mine = full = 0
-    for frames, n in folded(r.stdout):
-        if not any(f in CHAIN6 for f in frames):
-            continue
-        mine += n
-        chain = [f for f in frames if f in CHAIN6]
-        if chain == CHAIN6 and frames[frames.index("chain1") - 1] == "work_main":
-            full += n
-    assert mine >= 300, r.stdout
-    assert full >= 0.95 * mine, (full, mine, r.stdout)
+    log = ""
+    for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 300
+        r = run(g, "-r", "300", "-d", "3", "-f", "folded")
+        assert r.returncode == 0, r.stderr
+        log += r.stdout + r.stderr
+        for frames, n in folded(r.stdout):
+            if not any(f in CHAIN6 for f in frames):
+                continue
+            mine += n
+            chain = [f for f in frames if f in CHAIN6]
+            if chain == CHAIN6 and frames[frames.index("chain1") - 1] == "work_main":
+                full += n
+        if mine >= 300:
+            break
+    assert mine >= 300, log
+    assert full >= 0.95 * mine, (full, mine, log)
 
 
 def test_report_folds_chain_like_profile(boot):
