@@ -74,20 +74,22 @@ def classify(rows, a, b):
             blind_deficit += pext - pin
             for parent in first_callers(b, r.name):
                 blind_parents.setdefault(parent, []).append(r.name)
+    # The tick sees no blind code at all, so compare against the external profile without it.
+    ext_seen = b.total - sum(r.k_ext for r in rows if r.verdict == "tick-blind")
     surplus_left = blind_deficit
-    for r in sorted(rows, key=lambda r: r.k_ext / b.total - r.k_in / a.total):
-        if r.verdict or r.name == OTHER:
+    for r in sorted(rows, key=lambda r: r.k_ext / max(ext_seen, 1) - r.k_in / a.total):
+        if r.verdict or r.name == OTHER or ext_seen <= 0:
             continue
         beside = set()  # tick-blind functions called from the same place (siblings, not callees)
         for parent in first_callers(a, r.name) | first_callers(b, r.name):
             beside.update(blind_parents.get(parent, []))
         if not beside:
             continue
-        surplus, lo, _ = stats.diff_interval(r.k_in, a.total, r.k_ext, b.total)
+        surplus, lo, _ = stats.diff_interval(r.k_in, a.total, r.k_ext, ext_seen)
         if lo > 0 and lo <= surplus_left:  # a real surplus, within what the tick missed there
-                r.verdict = "tick-shifted"
-                r.note = "ticks held during %s land here" % ", ".join(sorted(beside))
-                surplus_left -= min(surplus, surplus_left)
+            r.verdict = "tick-shifted"
+            r.note = "ticks held during %s land here" % ", ".join(sorted(beside))
+            surplus_left -= min(surplus, surplus_left)
 
 
 def judge(rows, a, b, tolerance):
