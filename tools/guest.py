@@ -33,11 +33,30 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_udp_ports(n):
+    """n distinct UDP ports on 127.0.0.1 that were free a moment ago."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 class Guest:
     """One QEMU process running build/kernel.elf, with its serial shell connected."""
 
-    def __init__(self, kernel, smp=None, config=DEFAULT_CONFIG, gdb=True, qmp=False, extra=(), table=None):
-        """config: a row of vm-configs/configs.toml (its name); smp overrides its vCPU count."""
+    def __init__(self, kernel, smp=None, config=DEFAULT_CONFIG, gdb=True, qmp=False, extra=(), table=None,
+                 net=None):
+        """config: a row of vm-configs/configs.toml (its name); smp overrides its vCPU count.
+        net: None (no NIC); "user": virtio-net on user networking, the UDP shell on
+        127.0.0.1:udp_port and the netload sink (guest udp/9001) on 127.0.0.1:sink_port;
+        "socket": virtio-net whose wire is UDP, QEMU on 127.0.0.1:frame_port sending each frame
+        the guest transmits to 127.0.0.1:peer_port (bind that to receive them)."""
+        if net not in (None, "user", "socket"):
+            raise GuestError(f"net must be None, 'user' or 'socket', not {net!r}")
         self.kernel = kernel
         rows = vmconfig.load(table or vmconfig.TABLE)["config"]
         if config not in rows:
@@ -47,6 +66,9 @@ class Guest:
         self.want_gdb = gdb
         self.want_qmp = qmp
         self.extra = list(extra)
+        self.net = net
+        self.udp_port = self.sink_port = None    # net="user": host ends of the forwards
+        self.frame_port = self.peer_port = None  # net="socket": QEMU's socket and where it sends
         self.proc = None
         self.sock = None
         self.gdbport = None
@@ -64,8 +86,15 @@ class Guest:
             gdb = f"tcp:127.0.0.1:{self.gdbport}"
         if self.want_qmp:
             self.qmp_path = os.path.join(self.dir, "qmp.sock")
+        net = []
+        if self.net == "user":
+            self.udp_port, self.sink_port = free_udp_ports(2)
+            net = vmconfig.net_user(self.udp_port, self.sink_port)
+        elif self.net == "socket":
+            self.frame_port, self.peer_port = free_udp_ports(2)
+            net = vmconfig.net_socket(self.peer_port, self.frame_port)
         return vmconfig.qemu_command(self.config, self.kernel, serial="unix:" + serial, gdb=gdb,
-                                     qmp=self.qmp_path, smp=self.smp, extra=self.extra)
+                                     qmp=self.qmp_path, smp=self.smp, extra=net + self.extra)
 
     def start(self, boot_timeout=60):
         self.dir = tempfile.mkdtemp(prefix="gdbsample-guest-")

@@ -154,17 +154,18 @@ def parse_load(data):
 
 
 class LoadCount:
-    """What a netload receiver counts, with the guest's definitions: loss is the highest
-    sequence + 1 minus the distinct sequences seen; a sequence seen again is a duplicate."""
+    """What a netload receiver counts, as the guest's sink does: packets and bytes of distinct
+    sequence numbers; a sequence seen again is a duplicate; loss is the highest sequence + 1
+    minus the distinct sequences seen."""
 
     def __init__(self, stream=None):
         self.stream = stream   # only this stream counts (None: the first one seen)
-        self.packets = 0       # datagrams of the stream, duplicates included
+        self.packets = 0       # distinct datagrams of the stream
         self.bytes = 0         # their UDP payload bytes
-        self.seen = set()      # distinct sequence numbers
-        self.duplicates = 0
+        self.seen = set()      # their sequence numbers
+        self.duplicates = 0    # datagrams of a sequence already seen
         self.malformed = 0     # not netload datagrams, or of another stream
-        self.first = None      # monotonic time of the first and last datagram
+        self.first = None      # monotonic time of the first and last datagram counted
         self.last = None
 
     def add(self, data, now):
@@ -178,11 +179,12 @@ class LoadCount:
         if stream != self.stream:
             self.malformed += 1
             return False
-        self.packets += 1
-        self.bytes += len(data)
         if seq in self.seen:
             self.duplicates += 1
+            return True
         self.seen.add(seq)
+        self.packets += 1
+        self.bytes += len(data)
         self.first = now if self.first is None else self.first
         self.last = now
         return True
@@ -194,7 +196,8 @@ class LoadCount:
 
 SINK_LINE = re.compile(r"netload: sink udp/(\d+): (\d+) packets, (\d+) bytes, (\d+) lost \(([\d.]+)%\), "
                        r"(\d+) duplicates, (\d+) malformed, (\d+) pkt/s over (\d+) ms")
-SEND_LINE = re.compile(r"netload: sent (\d+) packets, (\d+) bytes in (\d+) ms \((\d+) pkt/s\)")
+SEND_LINE = re.compile(r"netload: sent (\d+) packets, (\d+) bytes in (\d+) ms \((\d+) pkt/s\)"
+                       r"(?:, (\d+) not sent)?")
 
 
 def parse_sink_line(text):
@@ -207,11 +210,12 @@ def parse_sink_line(text):
 
 
 def parse_send_line(text):
-    """The guest's `netload send` line -> dict, or ProtocolError."""
+    """The guest's `netload send` line -> dict, or ProtocolError. The kernel adds `, K not sent
+    (ring full)`: datagrams whose sequence number was used but that never left (not_sent)."""
     m = SEND_LINE.search(text)
     if not m:
         raise ProtocolError(f"not a netload send line: {text.strip()!r}")
-    return dict(zip(("packets", "bytes", "ms", "rate"), map(int, m.groups())))
+    return dict(zip(("packets", "bytes", "ms", "rate", "not_sent"), (int(g or 0) for g in m.groups())))
 
 
 # -- the client ---------------------------------------------------------------------------------

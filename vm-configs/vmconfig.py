@@ -94,6 +94,29 @@ def check_extra(args):
     return list(args)
 
 
+GUEST_MAC = "52:54:00:12:34:56"  # QEMU's default NIC address, stated so raw frames can name it
+GUEST_SHELL_PORT, GUEST_SINK_PORT = 9000, 9001  # the kernel's UDP shell and its usual netload sink
+
+
+def net_user(shell_port, sink_port, restrict=False):
+    """QEMU arguments for a virtio-net NIC on user networking whose only host ends are
+    127.0.0.1:shell_port -> the UDP shell and 127.0.0.1:sink_port -> the netload sink.
+    restrict=on is off by default because libslirp 4.7 (Debian 12) then drops the guest's UDP
+    replies to a forwarded peer: the request reaches the guest, the answer never leaves QEMU.
+    The kernel only ever answers the peer that wrote to it, so nothing leaves loopback anyway."""
+    fwd = (f"hostfwd=udp:127.0.0.1:{int(shell_port)}-:{GUEST_SHELL_PORT},"
+           f"hostfwd=udp:127.0.0.1:{int(sink_port)}-:{GUEST_SINK_PORT}")
+    return ["-netdev", f"user,id=n0,restrict={'on' if restrict else 'off'},{fwd}",
+            "-device", f"virtio-net-pci,netdev=n0,mac={GUEST_MAC}"]
+
+
+def net_socket(peer_port, local_port):
+    """QEMU arguments for a virtio-net NIC whose wire is a UDP socket: QEMU listens on
+    127.0.0.1:local_port and sends to 127.0.0.1:peer_port, one Ethernet frame per datagram."""
+    return ["-netdev", f"socket,id=n0,udp=127.0.0.1:{int(peer_port)},localaddr=127.0.0.1:{int(local_port)}",
+            "-device", f"virtio-net-pci,netdev=n0,mac={GUEST_MAC}"]
+
+
 def qemu_command(cfg, kernel, serial="stdio", gdb=None, qmp=None, smp=None, extra=()):
     """The QEMU argv for config row cfg. serial: stdio, mon:stdio, none or unix:PATH (QEMU
     waits for a client so no output is lost); gdb: see check_gdb; qmp: a unix socket path."""

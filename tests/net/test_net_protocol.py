@@ -100,8 +100,8 @@ def test_load_count_loss_duplicates_and_strays():
         assert c.add(u.encode_load(9, seq, 0, 24), now=seq)
     assert not c.add(u.encode_load(8, 3, 0, 24), now=5)   # another stream
     assert not c.add(b"GSL1", now=6)                        # short
-    assert (c.packets, c.bytes, c.duplicates, c.lost, c.malformed) == (5, 120, 1, 1, 2)  # 3 never came
-    assert (c.first, c.last) == (0, 2)
+    assert (c.packets, c.bytes, c.duplicates, c.lost, c.malformed) == (4, 96, 1, 1, 2)  # 3 never came
+    assert (c.first, c.last) == (0, 2)  # the duplicate at now=1 and strays are not "last"
 
 
 def test_guest_lines_parse():
@@ -110,6 +110,8 @@ def test_guest_lines_parse():
     assert s == dict(port=9001, packets=100, bytes=51200, lost=3, loss_pct=2.91, duplicates=1, malformed=2,
                      rate=998, ms=100)
     assert u.parse_send_line("netload: sent 10 packets, 5120 bytes in 11 ms (909 pkt/s)") == \
-        dict(packets=10, bytes=5120, ms=11, rate=909)
+        dict(packets=10, bytes=5120, ms=11, rate=909, not_sent=0)
+    assert u.parse_send_line("netload: sent 8 packets, 4096 bytes in 11 ms (727 pkt/s), 2 not sent (ring full)\n") \
+        == dict(packets=8, bytes=4096, ms=11, rate=727, not_sent=2)
     with pytest.raises(u.ProtocolError):
         u.parse_sink_line("netload: no sink running")
