@@ -477,3 +477,14 @@ def test_guard_bytes_resume_in_every_state(boot):
     assert g.proc.poll() is None, "QEMU died"
     assert wait_running(g.qmp_path) == "running"
     assert g.cmd("uptime").startswith("up ")
+
+
+def test_host_port_form(boot):
+    """-H HOST:PORT reaches the same stub as -p; a loopback name draws no warning."""
+    g = boot(smp=1)
+    g.work("chain 6")
+    for host in ("127.0.0.1", "localhost"):
+        r = subprocess.run([GDBSAMPLE, "-H", f"{host}:{g.gdbport}", "-e", conftest.KERNEL, "-d", "0.5",
+                            "-f", "folded"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert "chain6" in r.stdout and "loopback" not in r.stderr, r.stderr
