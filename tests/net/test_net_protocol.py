@@ -115,3 +115,17 @@ def test_guest_lines_parse():
         == dict(packets=8, bytes=4096, ms=11, rate=727, not_sent=2)
     with pytest.raises(u.ProtocolError):
         u.parse_sink_line("netload: no sink running")
+
+
+def test_frame_checksums_on_known_answers():
+    import frames
+    # RFC 1071's example words 0001 f203 f4f5 f6f7 sum to 0xddf2 (checksum its complement)
+    assert frames.checksum(bytes.fromhex("0001f203f4f5f6f7")) == 0xFFFF - 0xDDF2
+    # a header from a real capture (Wikipedia's IPv4 checksum example): checksum b861
+    head = bytes.fromhex("450000730000400040110000c0a80001c0a800c7")
+    assert frames.checksum(head) == 0xB861
+    p = frames.ipv4(frames.ip4("192.168.0.1"), frames.ip4("192.168.0.199"), b"\0" * 95, ttl=64)
+    assert frames.checksum(p[:20]) == 0 and p[10:12] != b"\0\0"  # a valid header sums to zero
+    u = frames.udp(frames.ip4("10.0.2.2"), frames.ip4("10.0.2.15"), 1234, 9000, b"GSQ1\0\0\0\0ps")
+    pseudo = frames.ip4("10.0.2.2") + frames.ip4("10.0.2.15") + bytes([0, 17, 0, len(u)])
+    assert frames.checksum(pseudo + u) == 0
