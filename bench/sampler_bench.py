@@ -67,10 +67,16 @@ def gdbsample(exe, port, *args, timeout=120):
 
 
 def boot(smp, **kw):
-    g = Guest(KERNEL, smp=smp, **kw).start()
-    for _ in range(smp):  # one 8-deep chain per vCPU (the scheduler spreads new tasks)
-        g.work("chain 8")
-    time.sleep(0.3)
+    """A started guest with one 8-deep chain per vCPU; QEMU is stopped by pid on any failure."""
+    g = Guest(KERNEL, smp=smp, **kw)
+    try:
+        g.start()
+        for _ in range(smp):  # the scheduler spreads new tasks over the vCPUs
+            g.work("chain 8")
+        time.sleep(0.3)
+    except BaseException:
+        g.stop()
+        raise
     return g
 
 
@@ -87,9 +93,11 @@ class UnixGuest(Guest):
 
 def bench_unix(a, res):
     """The same 1-vCPU pause over a unix socket (QEMU -gdb unix:...) instead of loopback TCP."""
-    path = os.path.join(tempfile.mkdtemp(prefix="gdbsample-bench-"), "gdb.sock")
-    g = UnixGuest(path, smp=1).start()
+    tmp = tempfile.mkdtemp(prefix="gdbsample-bench-")
+    path = os.path.join(tmp, "gdb.sock")
+    g = UnixGuest(path, smp=1)
     try:
+        g.start()
         g.work("chain 8")
         time.sleep(0.3)
         floor, ours = [], []
@@ -102,6 +110,7 @@ def bench_unix(a, res):
         log("unix", res["unix"])
     finally:
         g.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def uptime_s(g):
@@ -217,8 +226,9 @@ def bench_gdb(a, res):
     """(e): one backtrace per `gdb -batch`, the pause timed by QEMU's own STOP/RESUME events;
     gdbsample's pause timed the same way for a like-for-like ratio."""
     g = boot(1, qmp=True)
-    q = Qmp(g.qmp_path)
+    q = None
     try:
+        q = Qmp(g.qmp_path)
         time.sleep(0.2)
         walls = []
         for _ in range(a.gdb_runs):
@@ -239,7 +249,8 @@ def bench_gdb(a, res):
                       "ours_qmp_p50": statistics.median(ours), "ours_self_p50": s["p50"], "ours_n": len(ours)}
         log("gdb", res["gdb"])
     finally:
-        q.close()
+        if q:
+            q.close()
         g.stop()
 
 
@@ -343,9 +354,16 @@ def main():
         if not os.path.exists(f):
             sys.exit(f"sampler_bench: {f} is missing (make {os.path.relpath(f, ROOT)})")
     # One kernel image for the whole run, even if build/ is rebuilt meanwhile.
-    private = os.path.join(tempfile.mkdtemp(prefix="gdbsample-bench-"), "kernel.elf")
-    shutil.copyfile(KERNEL, private)
-    KERNEL = private
+    tmp = tempfile.mkdtemp(prefix="gdbsample-bench-")
+    shutil.copyfile(KERNEL, os.path.join(tmp, "kernel.elf"))
+    KERNEL = os.path.join(tmp, "kernel.elf")
+    try:
+        run_all(a)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_all(a):
     res = {"load_before": open("/proc/loadavg").read().split()[0]}
     bench_pause(a, res)
     bench_unix(a, res)
