@@ -326,12 +326,17 @@ NOTES = """### What limits it
   translation-block boundary), notifying state-change listeners, then restarting them. It grows with
   the vCPU count and with host contention: on a 2-core host, QEMU's main thread, its vCPU threads
   and the client all compete, which is also what makes p99 ten times p50.
-- After the stop every packet costs QEMU its parsing plus two `send` calls (the `+` ack and the
-  reply, each a separate loopback TCP write with TCP_NODELAY) and wakes the client. QEMU 7.2 has no
-  QStartNoAckMode, so the acks cannot be turned off. gdbsample therefore sends the fewest packets it
-  can: the stop vCPU's `Hg` is left out (QEMU selects the stop vCPU after every stop, checked against
-  the stop reply), the stack window is sized from the previous walk so it is one `m` unless it
-  crosses a page, and registers come from one `g`.
+- After the stop every packet costs QEMU its parsing plus two `sendmsg` calls (strace: the `+` ack
+  and the reply are separate loopback writes with TCP_NODELAY), and each wakes the client. QEMU
+  7.2 has no QStartNoAckMode, so the acks cannot be turned off; asking the kernel not to wake the
+  client before a whole batch has arrived (SO_RCVLOWAT) was tried and measured no better.
+- gdbsample therefore sends as few packets as it can: the stop vCPU's `Hg` is left out (QEMU
+  selects the stop vCPU after every stop; checked against the stop reply), the stack window runs
+  from 128 bytes below the last stack pointer to just above what the last walk read, a vCPU still
+  halted where it was costs only its `g` (its frames are reused), and a vCPU outside the kernel
+  costs no `m`. What remains at 1 vCPU is `g` plus one `m` -- two here, because the 8-deep chain's
+  frames straddle a page boundary and no `m` may cross a page. That is the same packet count as
+  the minimal one-round-trip client, and the two measure alike.
 - The highest rate is bounded by the pause plus the client's wake-up per sample; at high rates the
   guest spends most of its wall time stopped, which the table shows.
 """
