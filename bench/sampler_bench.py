@@ -134,6 +134,7 @@ def bench_pause(a, res):
                 rows["one"].append(rtt(a.rtt, g.gdbport, "one", a.cycles, 512)[0])
                 rows["three"].append(rtt(a.rtt, g.gdbport, "three", a.cycles, 512)[0])
             res["pause"][smp] = {k: (statistics.median(v) if k != "hits" else v) for k, v in rows.items()}
+            res["pause"][smp]["spread"] = {k: (min(rows[k]), max(rows[k])) for k in ("floor", "gdbsample")}
             log("pause", smp, res["pause"][smp])
             if smp == 1:  # QEMU's cost per packet, by kind: slope between 1 and 16 packets
                 res["packet"] = {}
@@ -267,12 +268,15 @@ def render(res, a):
              f"the 1-minute load average was {res['load_before']} before and {res['load_after']} after this run "
              "(2 cores; other jobs included).", "",
              "### (a, b, f) Pause per sample", "",
+             "Each cell is the median of the rounds' p50s; the floor and gdbsample columns also give the "
+             "lowest and highest round.", "",
              "| vCPUs | floor p50 (0x03 → stop reply → c) | minimal client, 3 round trips | minimal client, 1 round trip | **gdbsample** p50 | ratio to floor | gdbsample p99 | prediction hit rate |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for smp, r in p.items():
         hits, misses = r["hits"]
-        lines.append(f"| {smp} | {r['floor']:.0f} | {r['three']:.0f} ({r['three'] / r['floor']:.1f}×) | "
-                     f"{r['one']:.0f} ({r['one'] / r['floor']:.1f}×) | **{r['gdbsample']:.0f}** | "
+        fs, gs = r["spread"]["floor"], r["spread"]["gdbsample"]
+        lines.append(f"| {smp} | {r['floor']:.0f} ({fs[0]}–{fs[1]}) | {r['three']:.0f} ({r['three'] / r['floor']:.1f}×) | "
+                     f"{r['one']:.0f} ({r['one'] / r['floor']:.1f}×) | **{r['gdbsample']:.0f}** ({gs[0]}–{gs[1]}) | "
                      f"{r['gdbsample'] / r['floor']:.2f}× | {r['gdbsample_p99']:.0f} | "
                      f"{100.0 * hits / max(1, hits + misses):.1f} % ({misses} misses) |")
     k = res["packet"]
@@ -348,7 +352,7 @@ def main():
     ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
     ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=200)
     ap.add_argument("--secs", type=float, default=3)
     ap.add_argument("--slow-secs", type=float, default=6)
