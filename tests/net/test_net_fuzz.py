@@ -14,7 +14,6 @@ UDP shell after each, which the guest answers only after handling everything que
 """
 import random
 import socket
-import struct
 import threading
 import time
 
