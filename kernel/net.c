@@ -123,13 +123,16 @@ static void arp_input(const uint8_t *a, size_t len)
 	}
 	uint16_t op = get16(a + 6);
 	uint32_t sender = get32(a + 14), target = get32(a + 24);
+	if (op != ARP_REPLY && op != ARP_REQUEST) {
+		net_stats.drop_arp++;
+		return;
+	}
+	net_stats.arp_in++;
 	if (sender)
 		arp_learn(sender, a + 8);
 	if (op == ARP_REQUEST && target == net_ip) {
 		arp_send(ARP_REPLY, a + 8, sender);
 		net_stats.arp_replies++;
-	} else if (op != ARP_REPLY && op != ARP_REQUEST) {
-		net_stats.drop_arp++;
 	}
 }
 
@@ -348,6 +351,8 @@ void net_print(struct out *o)
 	out_printf(o, "ip %u.%u.%u.%u  rx %lu frames %lu bytes  tx %lu frames %lu bytes\n",
 		   net_ip >> 24, (net_ip >> 16) & 0xff, (net_ip >> 8) & 0xff, net_ip & 0xff,
 		   s->rx_frames, s->rx_bytes, s->tx_frames, s->tx_bytes);
+	out_printf(o, "arp: %lu frames in, %lu replies sent; %lu frames with a bad length from the device\n",
+		   s->arp_in, s->arp_replies, virtio_net_bad_frames);
 	out_printf(o, "drops: short %lu, not-for-us %lu, ethertype %lu, arp %lu, ip-header %lu, ip-checksum %lu, "
 		   "fragment %lu, protocol %lu, udp-header %lu, udp-checksum %lu, no-port %lu, tx-full %lu, no-arp %lu\n",
 		   s->drop_short, s->drop_not_for_us, s->drop_ethertype, s->drop_arp, s->drop_ip_header,

@@ -34,6 +34,7 @@ struct net_stats {
 	uint64_t drop_no_port;		/* nobody listens there */
 	uint64_t drop_tx_full;		/* the transmit ring was full */
 	uint64_t drop_no_arp;		/* destination MAC unknown (an ARP request was sent) */
+	uint64_t arp_in;		/* well-formed ARP frames (requests and replies) */
 	uint64_t arp_replies;		/* ARP requests for us that we answered */
 };
 

@@ -96,11 +96,15 @@ static void send_load(uint64_t size, uint64_t pps, uint64_t seconds, struct out 
 	memcpy(pkt, MAGIC, 4);
 	uint32_t stream = (uint32_t)rdtsc();
 	put_le(pkt + 4, stream, 4);
-	uint64_t hz = tsc_hz(), start = rdtsc(), end = start + seconds * hz, sent = 0, failed = 0;
+	uint64_t hz = tsc_hz(), start = rdtsc(), end = start + seconds * hz, sent = 0, failed = 0, late = 0;
 	for (uint64_t seq = 0;; seq++) {
 		uint64_t due = start + seq * hz / pps;	/* absolute deadlines: no drift */
 		if (due >= end)
 			break;
+		if (rdtsc() >= end) {			/* fell behind: the time is up all the same */
+			late = (end - start) * pps / hz - seq;
+			break;
+		}
 		while (rdtsc() < due)
 			cpu_relax();
 		put_le(pkt + 8, seq, 8);
@@ -113,8 +117,10 @@ static void send_load(uint64_t size, uint64_t pps, uint64_t seconds, struct out 
 			break;
 	}
 	uint64_t ms = (rdtsc() - start) / (hz / 1000);
-	out_printf(o, "netload: sent %lu packets, %lu bytes in %lu ms (%lu pkt/s), %lu not sent (ring full)\n",
-		   sent, sent * size, ms, ms ? sent * 1000 / ms : 0, failed);
+	out_printf(o, "netload: sent %lu packets, %lu bytes in %lu ms (%lu pkt/s), %lu not sent (ring full)%s",
+		   sent, sent * size, ms, ms ? sent * 1000 / ms : 0, failed, late ? "" : "\n");
+	if (late)
+		out_printf(o, ", %lu not sent (out of time)\n", late);
 }
 
 static int arg(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)

@@ -15,6 +15,7 @@
 #define FLAG_LAST 1
 #define FLAG_BUSY 2
 #define FLAG_TRUNCATED 4
+#define CLIENTS 4			/* clients whose last reply is kept for retries */
 
 static uint16_t listen_port;
 static struct task *runner;
@@ -25,14 +26,18 @@ static struct {
 	uint32_t seq;
 	char cmd[SHELL_LINE_MAX + 1];
 } run;
-static struct {
-	int valid;			/* out_buf holds this request's complete reply */
+/* The last reply sent to each of a few clients, so a retry is answered without rerunning. */
+static struct reply {
+	int valid;			/* buf holds the complete reply to (peer, seq) */
 	struct udp_peer peer;
 	uint32_t seq;
-} done;
-static char out_buf[OUT_MAX];
-static size_t out_len;
-static int out_truncated;
+	uint64_t used;			/* when it was last written, for replacement */
+	size_t len;
+	int truncated;			/* output beyond OUT_MAX was cut */
+	char buf[OUT_MAX];
+} replies[CLIENTS];
+static struct reply *out;		/* the slot the running command writes */
+static uint64_t clock;
 static struct {
 	uint64_t requests, chunks_sent, resent, busy, dup_running;
 	uint64_t drop_short, drop_magic, drop_oversized, send_failed;
@@ -49,11 +54,11 @@ static void sink_write(struct out *o, const char *s, size_t n)
 {
 	(void)o;
 	for (size_t i = 0; i < n; i++) {
-		if (out_len == OUT_MAX) {
-			out_truncated = 1;
+		if (out->len == OUT_MAX) {
+			out->truncated = 1;
 			return;
 		}
-		out_buf[out_len++] = s[i];
+		out->buf[out->len++] = s[i];
 	}
 }
 
@@ -109,11 +114,14 @@ static void udpsh_input(const struct udp_peer *from, uint16_t port, const uint8_
 		spin_unlock_irqrestore(&lock, f);
 		return;
 	}
-	if (!run.busy && done.valid && same_peer(&done.peer, from) && done.seq == seq) {
-		st.resent++;			/* a retry: same output, command not run again */
-		spin_unlock_irqrestore(&lock, f);
-		send_chunks(from, seq, out_buf, out_len, out_truncated ? FLAG_TRUNCATED : 0);
-		return;
+	for (int i = 0; i < CLIENTS; i++) {
+		struct reply *r = &replies[i];
+		if (r->valid && same_peer(&r->peer, from) && r->seq == seq) {
+			st.resent++;		/* a retry: same output, command not run again */
+			spin_unlock_irqrestore(&lock, f);
+			send_chunks(from, seq, r->buf, r->len, r->truncated ? FLAG_TRUNCATED : 0);
+			return;			/* net task only: the slot can't be reused meanwhile */
+		}
 	}
 	if (run.busy) {
 		char msg[64 + SHELL_LINE_MAX];
@@ -132,7 +140,20 @@ static void udpsh_input(const struct udp_peer *from, uint16_t port, const uint8_
 		run.cmd[i] = (c < 0x20 || c > 0x7e) ? ' ' : c;
 	}
 	run.cmd[n] = 0;
-	done.valid = 0;
+	/* This client's slot if it has one, else the least recently written. */
+	struct reply *slot = &replies[0];
+	for (int i = 0; i < CLIENTS; i++) {
+		if (replies[i].valid && same_peer(&replies[i].peer, from)) {
+			slot = &replies[i];
+			break;
+		}
+		if (replies[i].used < slot->used)
+			slot = &replies[i];
+	}
+	slot->valid = 0;
+	slot->len = 0;
+	slot->truncated = 0;
+	out = slot;
 	run.busy = 1;
 	spin_unlock_irqrestore(&lock, f);
 	task_wake(runner);
@@ -150,14 +171,13 @@ static void udpsh_task(void *arg)
 			sti();
 		if (!run.busy)
 			continue;
-		out_len = 0;
-		out_truncated = 0;
 		shell_exec(run.cmd, &udp_out);
-		send_chunks(&run.peer, run.seq, out_buf, out_len, out_truncated ? FLAG_TRUNCATED : 0);
+		send_chunks(&run.peer, run.seq, out->buf, out->len, out->truncated ? FLAG_TRUNCATED : 0);
 		f = spin_lock_irqsave(&lock);
-		done.peer = run.peer;
-		done.seq = run.seq;
-		done.valid = 1;
+		out->peer = run.peer;
+		out->seq = run.seq;
+		out->used = ++clock;
+		out->valid = 1;
 		run.busy = 0;
 		spin_unlock_irqrestore(&lock, f);
 	}

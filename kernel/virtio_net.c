@@ -56,6 +56,7 @@ struct vq {
 uint8_t virtio_net_mac[6];
 uint16_t virtio_net_iobase;
 uint8_t virtio_net_irq_line;
+uint64_t virtio_net_bad_frames;
 static struct vq rxq, txq;
 static struct spinlock tx_lock = SPINLOCK_INIT("virtio-tx");
 static uint16_t tx_free[TX_BUFS], tx_nfree;	/* free transmit descriptors */
@@ -169,6 +170,8 @@ int virtio_net_poll(void (*deliver)(const uint8_t *frame, size_t len))
 			uint32_t len = e->len;
 			if (id < rxq.size && len > NET_HDR_LEN && len <= BUF_SIZE)
 				deliver(rxq.bufs + (size_t)id * BUF_SIZE + NET_HDR_LEN, len - NET_HDR_LEN);
+			else
+				virtio_net_bad_frames++;
 			rxq.last_used++;
 			if (id < rxq.size)
 				rx_give(id);

@@ -14,4 +14,5 @@ void virtio_net_wait(void);		/* net task: block until the next interrupt (or a t
 extern uint8_t virtio_net_mac[6];
 extern uint16_t virtio_net_iobase;
 extern uint8_t virtio_net_irq_line;
+extern uint64_t virtio_net_bad_frames;	/* used entries too short or too long: skipped */
 #endif

@@ -56,6 +56,17 @@ def test_a_retry_gets_the_cached_output_and_does_not_run_the_command_again(g):
     assert third != first and len([t for t in g.ps() if t["name"] == "chain"]) == 2
 
 
+def test_each_client_keeps_its_own_cached_reply(g):
+    """A's retry must not rerun A's command just because B ran one in between."""
+    a, b = netcheck.udp(g), netcheck.udp(g)
+    seq = a.next_seq()
+    first = a.run("work chain 1", seq=seq).output
+    b.run("uptime")
+    again = a.run("work chain 1", seq=seq).output
+    assert first == again, (first, again)
+    assert len([t for t in g.ps() if t["name"] == "chain"]) == 1, g.ps()
+
+
 def test_long_output_arrives_in_numbered_chunks(g):
     for _ in range(40):  # ~35 bytes a `stacks` line: more than one 1024-byte chunk
         g.work("chain 2")
