@@ -39,8 +39,8 @@ deps:
 # (or Ctrl-A X).
 CONFIG ?= tcg-qemu64
 run: deps kernel
-	vm-configs/run $(CONFIG) --kernel $(BUILD)/kernel.elf --smp $(SMP) --serial mon:stdio \
-	  --gdb tcp:127.0.0.1:$(GDBPORT)
+	@vm-configs/run $(CONFIG) --kernel $(BUILD)/kernel.elf --smp $(SMP) --serial mon:stdio \
+	  --gdb tcp:127.0.0.1:$(GDBPORT); s=$$?; [ $$s = 0 ] || [ $$s = 33 ] || exit $$s  # 33: poweroff
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
 demo: deps all
