@@ -2,17 +2,21 @@
 #include "cli.h"
 #include "conn.h"
 #include "err.h"
+#include "virt.h"
 #include <getopt.h>
 #include <stdlib.h>
 
 const char cli_usage[] =
-	"usage: gdbsample [record|dump|top] (-p PORT | -H HOST:PORT | -u SOCKET) [options]\n"
+	"usage: gdbsample [record|dump|top] (-p PORT | -H HOST:PORT | -u SOCKET | --qmp SOCKET | --domain NAME)\n"
+	"                 [options]\n"
 	"  record (default)   sample until Ctrl-C or -d, then write the result\n"
 	"  dump               stop once and print every vCPU's stack\n"
 	"  top                live view of the hottest functions and chains\n"
 	"  -p PORT            gdbstub on 127.0.0.1:PORT\n"
 	"  -H HOST:PORT       gdbstub on HOST:PORT\n"
 	"  -u PATH            gdbstub on a unix socket (QEMU -gdb unix:PATH,server=on)\n"
+	"  --qmp PATH         a running VM's QMP socket: open a gdbstub for the run, close it after\n"
+	"  --domain NAME      the same for a libvirt domain (--connect URI to pick the daemon)\n"
 	"  -r HZ              samples per second, 1-10000 (default 100)\n"
 	"  -d SECONDS         stop after SECONDS (default: until SIGINT/SIGTERM)\n"
 	"  -e ELF             kernel ELF or nm-style symbol map (System.map)\n"
@@ -63,7 +67,7 @@ static int range(struct opts *o, const char *s)
 	return 0;
 }
 
-enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY };
+enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -74,6 +78,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "idle", no_argument, 0, OPT_IDLE },
 		{ "chains", required_argument, 0, OPT_CHAINS },
 		{ "no-verify", no_argument, 0, OPT_NOVERIFY },
+		{ "qmp", required_argument, 0, OPT_QMP },
+		{ "domain", required_argument, 0, OPT_DOMAIN },
+		{ "connect", required_argument, 0, OPT_CONNECT },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -147,6 +154,16 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (num(o, "--chains", optarg, 1, 1000000, &o->chains)) return -1;
 			break;
 		case OPT_NOVERIFY: o->verify = 0; break;
+		case OPT_QMP:
+			o->qmp = optarg;
+			conns++;
+			break;
+		case OPT_DOMAIN:
+			if (!virt_built()) return bad(o, "--domain: gdbsample was built without libvirt%s%s", "", "");
+			o->domain = optarg;
+			conns++;
+			break;
+		case OPT_CONNECT: o->uri = optarg; break;
 		case ':': {
 			char f[32];
 			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
@@ -162,8 +179,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		}
 	}
 	if (optind < ac) return bad(o, "unexpected argument '%.40s'%s", av[optind], "");
-	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT or -u SOCKET%s%s", "", "");
-	if (conns > 1) return bad(o, "give only one of -p, -H and -u%s%s", "", "");
+	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
+	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
+	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
 	return 0;
 }
 

@@ -11,6 +11,9 @@ struct opts {
 	char host[256];          /* -H host, or "127.0.0.1" */
 	int port;                /* -p / -H port, 0 if -u */
 	const char *sock;        /* -u path */
+	const char *qmp;         /* --qmp PATH: open a gdbstub through this QMP socket */
+	const char *domain;      /* --domain NAME: the same through libvirt */
+	const char *uri;         /* --connect URI for --domain */
 	int rate;                /* -r HZ */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	const char *elf;         /* -e ELF or symbol map */

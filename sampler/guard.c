@@ -23,10 +23,15 @@
  * (SIGSEGV) on D;1 or `?` once the VM is stopped again, and the parent may die just after its
  * own D;1; `c` resumes in every state (checked), and closing the socket then leaves it running.
  * QEMU >= 8.1 stops only on 0x03 and stops silently on other bytes: `c` still resumes.
+ * With --qmp/--domain the guard then also closes the gdbstub gdbsample opened (attach_rescue):
+ * it reconnects to the QMP socket (free now that its parent is gone) or runs virsh.
  * A parent write is one send() of a few hundred bytes, which the kernel queues whole, so a
  * packet is never left half-sent by a kill.
  */
-static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh)
+static void resume(int sockfd, const char *pkt);
+
+static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh, void (*rescue)(void *),
+		       void *arg)
 {
 	char b;
 	signal(SIGINT, SIG_IGN);  /* Ctrl-C reaches the whole process group; the parent handles it */
@@ -36,21 +41,30 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); if (null > 2) close(null); }
 	while (read(rfd, &b, 1) != 0)
 		if (errno != EINTR) break;
-	if (sh->done || !sh->in_flight) _exit(0);
+	if (sh->done) _exit(0);
+	if (sh->in_flight) resume(sockfd, pkt);
+	if (rescue) {
+		close(sockfd); /* drop our end of the gdb connection before the stub is closed */
+		rescue(arg);
+	}
+	_exit(0);
+}
+
+static void resume(int sockfd, const char *pkt)
+{
 	char out[32];
 	size_t n = strlen(pkt);
 	out[0] = '+';
 	out[1] = 0x03;
 	memcpy(out + 2, pkt, n);
-	if (send(sockfd, out, n + 2, MSG_NOSIGNAL) < 0) _exit(1);
+	if (send(sockfd, out, n + 2, MSG_NOSIGNAL) < 0) return;
 	/* Drain replies briefly so QEMU is never blocked writing to a full socket, then leave. */
 	struct pollfd p = { .fd = sockfd, .events = POLLIN };
 	char sink[4096];
 	while (poll(&p, 1, 500) > 0 && recv(sockfd, sink, sizeof sink, 0) > 0) {}
-	_exit(0);
 }
 
-int guard_start(struct guard *g, int sockfd, const char *resume_pkt)
+int guard_start(struct guard *g, int sockfd, const char *resume_pkt, void (*rescue)(void *), void *arg)
 {
 	int fds[2];
 	memset(g, 0, sizeof *g);
@@ -69,7 +83,7 @@ int guard_start(struct guard *g, int sockfd, const char *resume_pkt)
 		close(fds[1]);
 		for (int fd = 3; fd < 1024; fd++) /* keep only the socket and the pipe */
 			if (fd != fds[0] && fd != sockfd) close(fd);
-		guard_main(fds[0], sockfd, resume_pkt, g->sh);
+		guard_main(fds[0], sockfd, resume_pkt, g->sh, rescue, arg);
 	}
 	close(fds[0]);
 	g->pid = pid;

@@ -19,7 +19,9 @@ struct guard {
 
 /* Fork the guard sharing socket fd; resume_pkt is the framed packet that resumes ("$c#63").
  * The VM is assumed stopped (in flight) until guard_leave. */
-int guard_start(struct guard *g, int sockfd, const char *resume_pkt);
+/* rescue(arg), if set, runs in the guard after that, whenever the parent did not finish cleanly
+ * (it closes a gdbstub opened through the monitor); arg is the parent's copy at fork time. */
+int guard_start(struct guard *g, int sockfd, const char *resume_pkt, void (*rescue)(void *), void *arg);
 /* The VM is about to be stopped / has been resumed. */
 void guard_enter(struct guard *g);
 void guard_leave(struct guard *g);

@@ -103,7 +103,9 @@ static int cmd_record(const struct opts *o)
 	}
 	int failed = record_loop(&ss, &k, &st, &p) < 0;                 /* sample until -d or a signal */
 	stats_kv(&st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
-	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv };
+	session_kv(&ss, kv, sizeof kv);                                 /* how the VM was reached */
+	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
+			       ss.how[0] ? ss.how : NULL };
 	int wfail = w->finish(w, &ri) < 0;                              /* write what we have, always */
 	if (failed) fprintf(stderr, "gdbsample: %s%s\n", ss.errstr,
 			    ss.err == ERR_EOF ? " (QEMU exited?); the samples taken so far were written" : "");
@@ -112,6 +114,8 @@ static int cmd_record(const struct opts *o)
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 		failed = 1;
 	}
+	if (ss.how[0] && !failed)
+		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is running\n", ss.g.conn.where);
 	stats_human(&st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
 	fputs(human, stderr);                                           /* the summary, always */
 	w->free(w);

@@ -146,6 +146,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 	fprintf(r->out, "profiled %lld ms\n", (long long)(ri->duration_ns / 1000000));
 	fprintf(r->out, "%llu samples on %d cpus, %llu dropped, source gdbstub %d Hz\n",
 		(unsigned long long)r->total, ri->ncpu, (unsigned long long)ri->dropped, ri->rate_hz);
+	if (ri->attach) fprintf(r->out, "attached %s\n", ri->attach);
 	if (!r->total) {
 		if (ri->idle) fprintf(r->out, "no samples: all %llu were idle (--idle keeps them)\n",
 				      (unsigned long long)ri->idle);

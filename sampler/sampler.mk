@@ -2,6 +2,12 @@
 BUILD ?= build
 SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation
 SAMPLER_LIBS := -lelf
+# libvirt is optional: with libvirt-dev (pkg-config libvirt-qemu) --domain works, without it says so.
+SAMPLER_LIBVIRT := $(shell pkg-config --exists libvirt-qemu libvirt 2>/dev/null && echo yes)
+ifeq ($(SAMPLER_LIBVIRT),yes)
+SAMPLER_CFLAGS += -DHAVE_LIBVIRT $(shell pkg-config --cflags libvirt-qemu libvirt)
+SAMPLER_LIBS += $(shell pkg-config --libs libvirt-qemu libvirt)
+endif
 SAMPLER_SRCS := $(sort $(wildcard sampler/*.c))
 SAMPLER_OBJS := $(patsubst sampler/%.c,$(BUILD)/sampler/%.o,$(SAMPLER_SRCS))
 SAMPLER_LIB_OBJS := $(filter-out $(BUILD)/sampler/main.o,$(SAMPLER_OBJS))
@@ -15,6 +21,14 @@ $(BUILD)/sampler/%.o: sampler/%.c $(wildcard sampler/*.h)
 $(BUILD)/tests/sampler/%.o: tests/sampler/%.c $(wildcard sampler/*.h tests/sampler/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAMPLER_CFLAGS) -c -o $@ $<
+
+# virt.o and cli.o depend on whether libvirt was found: a stamp holding the answer rebuilds them.
+$(BUILD)/sampler/libvirt.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SAMPLER_LIBVIRT)' | cmp -s - $@ || echo '$(SAMPLER_LIBVIRT)' > $@
+$(BUILD)/sampler/virt.o $(BUILD)/sampler/cli.o: $(BUILD)/sampler/libvirt.stamp
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 	$(CC) -o $@ $^ $(SAMPLER_LIBS)

@@ -27,11 +27,25 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->o = o;
 	if (o->elf && syms_load(&ss->syms, o->elf) < 0)
 		return fail(ss, ss->syms.err, ss->syms.errstr);
-	if (gdb_connect(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0)
+	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
+	ss->at.kind = kind;
+	if (kind != ATTACH_GDBSTUB && attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri) < 0)
+		return fail(ss, ss->at.err, ss->at.errstr);
+	if (kind != ATTACH_GDBSTUB ? gdb_connect(&ss->g, "127.0.0.1", ss->at.port, NULL) < 0
+				   : gdb_connect(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0)
 		return fail(ss, ss->g.err, ss->g.errstr);
 	ss->attached = 1;
+	if (kind != ATTACH_GDBSTUB) {
+		char tids[128] = "";
+		for (int i = 0, n = 0; i < ss->at.ncpu && n < (int)sizeof tids - 12; i++)
+			n += snprintf(tids + n, sizeof tids - (size_t)n, "%s%ld", i ? "," : "", ss->at.tids[i]);
+		snprintf(ss->how, sizeof ss->how, "via %s %s, accel %s, %d vCPUs (host threads %s), gdbstub %s",
+			 attach_kind_name(kind), ss->at.target, ss->at.accel, ss->at.ncpu, tids, ss->g.conn.where);
+		if (!o->quiet) fprintf(stderr, "gdbsample: attached %s\n", ss->how);
+	}
 	/* Connecting stopped the VM: from here on the guard covers every way we could exit. */
-	if (guard_start(&ss->guard, ss->g.conn.fd, "$c#63") < 0) return fail(ss, ERR_SYS, ss->guard.errstr);
+	if (guard_start(&ss->guard, ss->g.conn.fd, "$c#63", kind != ATTACH_GDBSTUB ? attach_rescue : NULL, &ss->at) < 0)
+		return fail(ss, ERR_SYS, ss->guard.errstr);
 	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
 	if (ss->g.was_paused)
 		session_warn(ss, "the guest was already paused when we attached (an earlier client left it "
@@ -82,6 +96,11 @@ int verify_text(struct session *ss)
 	return 0;
 }
 
+void session_kv(const struct session *ss, char *out, size_t cap)
+{
+	attach_kv(&ss->at, ss->g.conn.where, out, cap);
+}
+
 int session_close(struct session *ss)
 {
 	int rc = 0;
@@ -98,6 +117,10 @@ int session_close(struct session *ss)
 	}
 	guard_finish(&ss->guard, 0); /* after a failure the guard (still armed) resumes the VM itself */
 	gdb_close(&ss->g);
+	if (attach_close(&ss->at) < 0) { /* `gdbserver none`, and the VM must be running */
+		if (!rc) ERR_SET(ss, ss->at.err, "%s", ss->at.errstr);
+		rc = -1;
+	}
 	sampler_free(&ss->s);
 	syms_free(&ss->syms);
 	return rc;

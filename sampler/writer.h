@@ -15,6 +15,7 @@ struct run_info {
 	uint64_t dropped;          /* vCPU samples lost (unreadable registers, failed trips) */
 	uint64_t idle;             /* idle vCPU samples (not given to text writers without --idle) */
 	const char *summary;       /* the summary text (key value lines) for the capture trailer */
+	const char *attach;        /* how the VM was reached, for the report header, or NULL (-p/-H/-u) */
 };
 
 struct writer {

@@ -28,5 +28,6 @@ void test_symbols(void);
 void test_report(void);
 void test_cli(void);
 void test_sample(void);
+void test_qmp(void);
 
 #endif

@@ -14,6 +14,7 @@ int main(void)
 	test_report();
 	test_cli();
 	test_sample();
+	test_qmp();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

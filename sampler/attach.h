@@ -1,0 +1,40 @@
+/* attach.h: reach a running VM through its monitor (QMP socket or libvirt domain), open a private
+ * gdbstub on it for the session, and close it again on every way out. */
+#ifndef ATTACH_H
+#define ATTACH_H
+#include "gdb.h"
+#include "qmp.h"
+#include "virt.h"
+
+enum { ATTACH_GDBSTUB, ATTACH_QMP, ATTACH_DOMAIN }; /* how the VM was reached */
+
+struct attach {
+	int kind;                   /* ATTACH_* */
+	const char *target;         /* QMP socket path or domain name */
+	const char *uri;            /* --connect URI, NULL = libvirt's default */
+	struct qmp q;               /* QMP connection (open only while talking) */
+	struct virt v;              /* libvirt connection (open for the whole session) */
+	char accel[8];              /* "kvm" or "tcg" (query-kvm) */
+	int ncpu;                   /* vCPUs (query-cpus-fast) */
+	long tids[GDB_MAX_CPUS];    /* host thread id of vCPU i */
+	int port;                   /* the gdbstub we opened on 127.0.0.1, 0 if none */
+	int opened;                 /* the stub is ours and still open */
+	char reply[QMP_BUF];        /* the last monitor reply (JSON) */
+	int err;                    /* sticky error code (err.h) */
+	char errstr[128];           /* what went wrong */
+};
+
+/* Check the VM (running, vCPUs, accelerator, no gdbstub yet) and open a gdbstub on a free
+ * loopback port (a->port). Nothing is changed on the VM if this fails. */
+int attach_open(struct attach *a, int kind, const char *target, const char *uri);
+/* Close our gdbstub (`gdbserver none`) and make sure the VM runs again; drop the monitor. */
+int attach_close(struct attach *a);
+/* For the guard, after gdbsample died: close the stub and resume the VM, best effort. */
+void attach_rescue(void *a);
+/* "qmp /path/qmp.sock" / "domain NAME" / "gdbstub 127.0.0.1:1234", for headers. */
+const char *attach_kind_name(int kind);
+/* Summary lines "attach qmp\nattach_target ...\naccel tcg\nvcpu_threads 1,2\ngdbstub ...\n" appended
+ * at out + strlen(out). */
+void attach_kv(const struct attach *a, const char *where, char *out, size_t cap);
+
+#endif
