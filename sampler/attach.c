@@ -147,18 +147,18 @@ int attach_open(struct attach *a, int kind, const char *target, const char *uri)
 	a->target = target;
 	a->uri = uri;
 	if (connect_monitor(a) < 0) return -1;
-	if (status(a, st, sizeof st) < 0) goto fail;
-	if (strcmp(st, "running")) {
-		ERR_SET(a, ERR_USAGE, "the VM is %s, not running: nothing sampled, VM left %s", st, st);
-		goto fail;
-	}
-	if (vm_facts(a) < 0) goto fail;
 	if (hmp(a, "info chardev", text, sizeof text) < 0) goto fail;
 	if (has_gdb_chardev(text)) {
-		ERR_SET(a, ERR_USAGE, "the VM already has a gdbstub (QEMU -gdb/-s or an earlier `gdbserver`): "
+		ERR_SET(a, ERR_PROTO, "the VM already has a gdbstub (QEMU -gdb/-s or an earlier `gdbserver`): "
 			"someone may be debugging it; not touching it");
 		goto fail;
 	}
+	if (status(a, st, sizeof st) < 0) goto fail;
+	if (strcmp(st, "running")) {
+		ERR_SET(a, ERR_PROTO, "the VM is %s, not running: nothing sampled, VM left %s", st, st);
+		goto fail;
+	}
+	if (vm_facts(a) < 0) goto fail;
 	for (int tries = 0; tries < 5 && !a->opened; tries++) {
 		if ((a->port = free_port()) < 0) {
 			ERR_SET(a, ERR_SYS, "no free loopback port: %s", strerror(errno));

@@ -1,0 +1,224 @@
+"""gdbsample --qmp: attach to a running guest started WITHOUT -gdb, through its QMP socket.
+
+Every guest is started by the `boot` fixture (tests/conftest.py) and stopped by its pid; every
+gdbsample started here is waited for or signalled by its own pid.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import conftest
+import pytest
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+
+
+def qmp(path, *cmds):
+    """Runs QMP commands ({"execute": ...} dicts or names) on path; returns the last return value."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(path)
+        f = s.makefile("rw")
+        json.loads(f.readline())  # greeting
+        for cmd in ("qmp_capabilities",) + cmds:
+            f.write(json.dumps(cmd if isinstance(cmd, dict) else {"execute": cmd}) + "\n")
+            f.flush()
+            while True:
+                msg = json.loads(f.readline())
+                if "return" in msg or "error" in msg:
+                    break
+        assert "return" in msg, msg
+        return msg["return"]
+
+
+def hmp(path, line):
+    return qmp(path, {"execute": "human-monitor-command", "arguments": {"command-line": line}})
+
+
+def status(path):
+    return qmp(path, "query-status")["status"]
+
+
+def has_stub(path):
+    return any(l.startswith("gdb:") for l in hmp(path, "info chardev").splitlines())
+
+
+def gdbsample(*args, timeout=60):
+    return subprocess.run([GDBSAMPLE] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def stub_port(stderr):
+    m = re.search(r"gdbstub 127\.0\.0\.1:(\d+)", stderr)
+    assert m, stderr
+    return int(m.group(1))
+
+
+def refused(port):
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_qmp_profiles_split_and_leaves_no_stub(boot):
+    """work split 5 3 2 through --qmp: shares within 4 pp of 50/30/20 at >= 2000 samples
+    (binomial sd of a share <= 1.1 pp at n = 2000, so 4 pp is > 3.5 sigma; host-clock pacing
+    with jitter cannot lock onto the workload's period), then the VM runs and the port is shut."""
+    g = boot(smp=2, gdb=False, qmp=True)
+    g.work("split 5 3 2")
+    counts = {"split_a": 0, "split_b": 0, "split_c": 0}
+    for _ in range(4):  # a loaded host reaches fewer samples per run: add runs until 2000
+        r = gdbsample("--qmp", g.qmp_path, "-e", conftest.KERNEL, "-r", "500", "-d", "3", "-f", "folded",
+                      timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "accel tcg" in r.stderr and "2 vCPUs (host threads " in r.stderr, r.stderr
+        for line in r.stdout.splitlines():
+            stack, _, n = line.rpartition(" ")
+            leaf = stack.split(";")[-1]
+            if leaf in counts:
+                counts[leaf] += int(n)
+        assert status(g.qmp_path) == "running"
+        assert not has_stub(g.qmp_path)
+        assert refused(stub_port(r.stderr))
+        if sum(counts.values()) >= 2000:
+            break
+    total = sum(counts.values())
+    assert total >= 2000, counts
+    shares = {k: 100.0 * v / total for k, v in counts.items()}
+    for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
+        assert abs(shares[name] - want) <= 4, shares
+
+
+def test_report_and_capture_record_the_attach(boot, tmp_path):
+    g = boot(smp=1, gdb=False, qmp=True)
+    r = gdbsample("--qmp", g.qmp_path, "-e", conftest.KERNEL, "-d", "0.5", "--idle")
+    assert r.returncode == 0, r.stderr
+    line = r.stdout.splitlines()[2]
+    assert re.fullmatch(r"attached via qmp \S+qmp\.sock, accel tcg, 1 vCPUs \(host threads \d+\), "
+                        r"gdbstub 127\.0\.0\.1:\d+", line), line
+    cap = tmp_path / "c.bin"
+    r = gdbsample("--qmp", g.qmp_path, "-f", "capture", "-o", str(cap), "-d", "0.5")
+    assert r.returncode == 0, r.stderr
+    info = subprocess.run([os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze"), "info", str(cap)],
+                          capture_output=True, text=True, timeout=60)
+    assert info.returncode == 0, info.stderr
+    summary = dict(l.split(None, 1) for l in info.stdout.split("summary\n")[1].splitlines())
+    assert summary["attach"] == "qmp" and summary["accel"] == "tcg", summary
+    assert re.fullmatch(r"\d+", summary["vcpu_threads"]), summary
+
+
+def test_missing_socket(tmp_path):
+    r = gdbsample("--qmp", str(tmp_path / "nope.sock"), "-d", "1")
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "No such file" in r.stderr
+
+
+@pytest.mark.parametrize("greeting", [b"SSH-2.0-OpenSSH\r\n", b""])
+def test_not_a_qmp_socket(tmp_path, greeting):
+    """A unix socket server that is not QMP: talks non-JSON, or says nothing (like a serial port)."""
+    path = str(tmp_path / "other.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    conns = []
+
+    def serve():
+        c, _ = srv.accept()
+        conns.append(c)
+        c.sendall(greeting)
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        r = gdbsample("--qmp", path, "-d", "1")
+    finally:
+        t.join(5)
+        for c in conns:
+            c.close()
+        srv.close()
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "not a QMP socket" in r.stderr, r.stderr
+
+
+def test_paused_vm_stays_paused(boot):
+    g = boot(smp=2, gdb=False, qmp=True)
+    qmp(g.qmp_path, "stop")
+    r = gdbsample("--qmp", g.qmp_path, "-d", "1")
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "paused" in r.stderr and "nothing sampled" in r.stderr
+    assert status(g.qmp_path) == "paused"
+    assert not has_stub(g.qmp_path)
+
+
+def test_existing_stub_from_command_line_is_left_alone(boot):
+    """QEMU started with -gdb: someone may be debugging; we stop before touching anything, and a
+    debugger already connected keeps its session."""
+    g = boot(smp=2, gdb=True, qmp=True)
+    with socket.create_connection(("127.0.0.1", g.gdbport), timeout=5) as dbg:
+        time.sleep(0.2)  # QEMU stops the VM when a client connects
+        r = gdbsample("--qmp", g.qmp_path, "-d", "1")
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert "already has a gdbstub" in r.stderr
+        assert status(g.qmp_path) == "paused"  # still the debugger's stop
+        dbg.sendall(b"$?#3f")
+        dbg.settimeout(5)
+        assert b"$T" in dbg.recv(256)  # the session is intact
+        dbg.sendall(b"+$D#44")
+        time.sleep(0.3)
+    assert status(g.qmp_path) == "running"
+
+
+def test_existing_stub_opened_through_qmp(boot):
+    g = boot(smp=1, gdb=False, qmp=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hmp(g.qmp_path, f"gdbserver tcp:127.0.0.1:{port}")
+    r = gdbsample("--qmp", g.qmp_path, "-d", "1")
+    assert r.returncode == 1 and "already has a gdbstub" in r.stderr, r.stderr
+    assert status(g.qmp_path) == "running"
+    assert has_stub(g.qmp_path) and not refused(port)  # the other stub is still there
+    hmp(g.qmp_path, "gdbserver none")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_closes_stub_and_vm_runs(boot, sig):
+    g = boot(smp=2, gdb=False, qmp=True)
+    g.work("split 5 3 2")
+    p = subprocess.Popen([GDBSAMPLE, "--qmp", g.qmp_path, "-r", "200", "-f", "folded"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert out.strip(), err
+    assert status(g.qmp_path) == "running"
+    assert not has_stub(g.qmp_path)
+    assert refused(stub_port(err))
+
+
+def test_sigkill_guard_closes_stub(boot):
+    """SIGKILL: the guard resumes the VM through the gdb socket and closes the stub through QMP."""
+    g = boot(smp=2, gdb=False, qmp=True)
+    g.work("split 5 3 2")
+    p = subprocess.Popen([GDBSAMPLE, "--qmp", g.qmp_path, "-r", "500", "-f", "folded"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    p.kill()
+    p.wait()
+    err = p.stderr.read()
+    p.stderr.close()
+    deadline = time.monotonic() + 5
+    while (status(g.qmp_path) != "running" or has_stub(g.qmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status(g.qmp_path) == "running"
+    assert not has_stub(g.qmp_path), err
+    assert refused(stub_port(err))
