@@ -162,14 +162,15 @@ def host_has_pmu():
 
 def libvirt_xml(cfg, kernel, gdb_port, serial_path, name=None):
     """A libvirt domain for config row cfg: direct kernel boot, the gdbstub on 127.0.0.1:gdb_port
-    through <qemu:commandline>, serial on a unix socket, isa-debug-exit."""
+    through <qemu:commandline> (none if gdb_port is None: for attaching later through the
+    monitor, e.g. gdbsample --domain), serial on a unix socket, isa-debug-exit."""
     name = name or f"gdbsample-{cfg['name']}"
     cpu_model, _, cpu_flags = cfg["cpu"].partition(",")
     if cpu_model == "host":
         cpu = "  <cpu mode='host-passthrough' check='none' migratable='off'/>\n"
     else:
         cpu = f"  <cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{escape(cpu_model)}</model>\n  </cpu>\n"
-    args = ["-gdb", f"tcp:127.0.0.1:{int(gdb_port)}", "-device", DEBUG_EXIT]
+    args = (["-gdb", f"tcp:127.0.0.1:{int(gdb_port)}"] if gdb_port is not None else []) + ["-device", DEBUG_EXIT]
     if cpu_flags:  # flags libvirt has no element for (pmu=, x-force-features=): the last -cpu wins
         args = ["-cpu", cfg["cpu"]] + args
     qargs = "".join(f"    <qemu:arg value='{escape(a)}'/>\n" for a in args)
