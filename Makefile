@@ -23,7 +23,8 @@ include kernel/kernel.mk
 
 # Debian packages the build, the tests and the demo need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
-	    libelf-dev gdb socat libvirt-clients chromium
+	    libelf-dev gdb socat chromium \
+	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
@@ -60,6 +61,8 @@ unit-test: kernel-unit sampler-unit
 bench: deps all
 	$(MAKE) --no-print-directory sampler-bench
 	$(PY) bench/analysis_bench.py --out docs/benchmarks.md
+	$(PY) bench/net_bench.py --out docs/benchmarks.md
+	$(PY) bench/attach_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
 # about its PMU, against what the table expects (KVM rows only where /dev/kvm works).
