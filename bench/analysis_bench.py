@@ -23,10 +23,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "analysis"))
 import capgen  # noqa: E402
+import benchdoc  # noqa: E402
 
 TOOL = os.path.join(ROOT, "analysis", "gdbsample-analyze")
 ELF = os.path.join(ROOT, "tests", "analysis", "data", "tiny.elf")
-BEGIN, END = "<!-- analysis-bench:begin -->", "<!-- analysis-bench:end -->"
+BEGIN, END = benchdoc.markers("analysis-bench")
 SIZES = (1, 100_000, 1_000_000)  # 1: start-up cost (interpreter, pyelftools, ELF)
 
 
@@ -86,16 +87,6 @@ def section(rows):
     return "\n".join(lines) + "\n"
 
 
-def replace_section(path, text):
-    old = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        new = old[:old.index(BEGIN)] + text.rstrip("\n") + old[old.index(END) + len(END):]
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    with open(path, "w") as f:
-        f.write(new)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="markdown file whose analysis section to replace")
@@ -115,7 +106,7 @@ def main():
         os.rmdir(d)
     text = section(rows)
     if a.out:
-        replace_section(a.out, text)
+        benchdoc.replace_section(a.out, "analysis-bench", text)
         print("wrote the analysis section of", a.out)
     else:
         sys.stdout.write(text)

@@ -23,9 +23,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from guest import Guest  # noqa: E402
+import benchdoc  # noqa: E402
 
 KERNEL = os.path.join(ROOT, "build", "kernel.elf")
-BEGIN, END = "<!-- attach-bench:begin -->", "<!-- attach-bench:end -->"
+BEGIN, END = benchdoc.markers("attach-bench")
 DOMAIN = "gdbsample-tcg-qemu64"
 
 
@@ -182,13 +183,7 @@ def main():
         "with one). The difference here is within run-to-run noise on this loaded 2-CPU host. " + note,
         END,
     ])
-    doc = open(a.out).read() if os.path.exists(a.out) else ""
-    if BEGIN in doc and END in doc:
-        doc = doc[:doc.index(BEGIN)] + text + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    with open(a.out, "w") as f:
-        f.write(doc)
+    benchdoc.replace_section(a.out, "attach-bench", text)
     print(text)
 
 

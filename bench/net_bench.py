@@ -22,11 +22,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import udpshell  # noqa: E402
+import benchdoc  # noqa: E402
 from guest import Guest  # noqa: E402
 
 KERNEL = os.path.join(ROOT, "build", "kernel.elf")
 NETLOAD = os.path.join(ROOT, "tools", "netload")
-BEGIN, END = "<!-- net-bench:begin -->", "<!-- net-bench:end -->"
+BEGIN, END = benchdoc.markers("net-bench")
 RATES = (5000, 20000, 50000, 100000)  # offered datagrams per second
 SIZE = 512                            # bytes of UDP payload
 
@@ -119,21 +120,6 @@ def section(sink, send, udp, serial, resends, seconds, load):
     return "\n".join(out) + "\n"
 
 
-def replace_section(path, text):
-    try:
-        with open(path) as f:
-            doc = f.read()
-    except FileNotFoundError:
-        doc = "# Benchmarks\n"
-    if BEGIN in doc and END in doc:
-        head, rest = doc.split(BEGIN, 1)
-        doc = head + text.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    with open(path, "w") as f:
-        f.write(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="markdown file whose network section to replace")
@@ -150,7 +136,7 @@ def main():
     text = section(sink, send, udp, serial, resends, a.seconds, (load0, os.getloadavg()[0]))
     sys.stdout.write(text)
     if a.out:
-        replace_section(a.out, text)
+        benchdoc.replace_section(a.out, "net-bench", text)
     return 0
 
 

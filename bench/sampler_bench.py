@@ -26,9 +26,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from guest import Guest  # noqa: E402
+import benchdoc  # noqa: E402
 
 KERNEL = os.path.join(ROOT, "build", "kernel.elf")
-BEGIN, END = "<!-- gdbsample-bench:begin -->", "<!-- gdbsample-bench:end -->"
+BEGIN, END = benchdoc.markers("gdbsample-bench")
 
 
 def log(*a):
@@ -381,13 +382,7 @@ def run_all(a):
     bench_gdb(a, res)
     res["load_after"] = open("/proc/loadavg").read().split()[0]
     text = render(res, a)
-    old = open(a.out).read() if os.path.exists(a.out) else "# Benchmarks\n\n"
-    if BEGIN in old and END in old:
-        new = old[:old.index(BEGIN)] + text.rstrip("\n") + old[old.index(END) + len(END):]
-    else:
-        new = old.rstrip("\n") + "\n\n" + text
-    with open(a.out, "w") as f:
-        f.write(new)
+    benchdoc.replace_section(a.out, "gdbsample-bench", text)
     with open(os.path.join(ROOT, "build", "sampler-bench.json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
     log("wrote", a.out)

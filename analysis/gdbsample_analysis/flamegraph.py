@@ -74,9 +74,9 @@ def layout(root, width):
     if root.count <= 0:
         return out
     scale = width / root.count
-    todo = [(root, 0.0, 0)]
-    while todo:
-        node, x, depth = todo.pop()
+    pending = [(root, 0.0, 0)]
+    while pending:
+        node, x, depth = pending.pop()
         w = node.count * scale
         out.append((x, depth, w, node))
         kids = []
@@ -87,7 +87,7 @@ def layout(root, width):
             if cw >= MIN_WIDTH:
                 kids.append((child, cx, depth + 1))
             cx += cw
-        todo.extend(reversed(kids))
+        pending.extend(reversed(kids))
     return out
 
 
