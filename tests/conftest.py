@@ -12,6 +12,15 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from guest import Guest  # noqa: E402
 
 
+def folded_rows(text):
+    """Folded stacks (`a;b;c COUNT` lines) -> [(frames root first, count)]."""
+    rows = []
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        rows.append((stack.split(";"), int(count)))
+    return rows
+
+
 @pytest.fixture
 def boot():
     """boot(smp=2, ...) -> a started Guest; every guest is stopped by pid at teardown."""

@@ -4,6 +4,7 @@ import re
 import subprocess
 
 import gdbrun
+import conftest
 import pytest
 from guest import free_port
 
@@ -18,12 +19,6 @@ def sample_py(g, timeout=120, **env):
     return gdbrun.gdb_batch(["-x", SAMPLE_PY], env=env, timeout=timeout)
 
 
-def folded(text):
-    rows = []
-    for line in text.splitlines():
-        stack, _, count = line.rpartition(" ")
-        rows.append((stack.split(";"), int(count)))
-    return rows
 
 
 def test_folded_stacks_of_chain6_and_summary(boot):
@@ -34,7 +29,7 @@ def test_folded_stacks_of_chain6_and_summary(boot):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines == sorted(lines) and lines, r.stdout  # sorted by stack text, deterministic
-    rows = folded(r.stdout)
+    rows = conftest.folded_rows(r.stdout)
     on_chain_cpu = sum(n for stack, n in rows if stack[0] == f"cpu{cpu}")
     in_chain = sum(n for stack, n in rows if stack[0] == f"cpu{cpu}" and stack[-6:] == CHAIN6)
     for stack, n in rows:
@@ -59,7 +54,7 @@ def test_idle_samples_kept_on_request(boot):
     g = boot(smp=2)
     r = sample_py(g, GS_COUNT=10, GS_RATE=50, GS_IDLE=1)
     assert r.returncode == 0, r.stderr
-    rows = folded(r.stdout)
+    rows = conftest.folded_rows(r.stdout)
     assert sum(n for _, n in rows) == 20  # 2 vCPUs x 10 stops
     assert all(stack[-1] == "idle_loop" for stack, _ in rows if stack[0] == "cpu1"), rows
 

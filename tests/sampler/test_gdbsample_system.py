@@ -40,13 +40,6 @@ def start(g, *args):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def folded(text):
-    """Parses folded output into [(frames root first, count)]."""
-    rows = []
-    for line in text.splitlines():
-        stack, _, count = line.rpartition(" ")
-        rows.append((stack.split(";"), int(count)))
-    return rows
 
 
 def qmp_status(path):
@@ -90,7 +83,7 @@ def test_split_shares_within_4pp(boot, smp):
     for _ in range(4):  # a loaded host reaches fewer samples per run: add runs until 2000
         r = run(g, "-r", "500", "-d", "5", "-f", "folded", "-q", timeout=120)
         assert r.returncode == 0, r.stderr
-        for frames, n in folded(r.stdout):
+        for frames, n in conftest.folded_rows(r.stdout):
             if frames[-1] in counts:
                 counts[frames[-1]] += n
         if sum(counts.values()) >= 2000:
@@ -112,7 +105,7 @@ def test_chain6_carries_all_six_functions(boot):
         r = run(g, "-r", "300", "-d", "3", "-f", "folded")
         assert r.returncode == 0, r.stderr
         log += r.stdout + r.stderr
-        for frames, n in folded(r.stdout):
+        for frames, n in conftest.folded_rows(r.stdout):
             if not any(f in CHAIN6 for f in frames):
                 continue
             mine += n
@@ -161,7 +154,7 @@ def test_timer_interrupt_samples_reach_interrupted_code(boot):
         r = run(g, "-r", "2000", "-d", "5", "-f", "folded", "-q", timeout=120)
         assert r.returncode == 0, r.stderr
         out += r.stdout
-        for frames, n in folded(r.stdout):
+        for frames, n in conftest.folded_rows(r.stdout):
             first = next((i for i, f in enumerate(frames) if f in irq_frames or f.startswith("vector")), None)
             if first is None:
                 continue
@@ -189,7 +182,7 @@ def test_idle_vcpus_are_tagged_and_dropped(boot):
     if kept == 0:
         assert f"no samples: all {idle} were idle" in r.stdout, r.stdout
     r = run(g, "-r", "100", "-d", "1", "--idle", "-f", "folded")
-    rows = folded(r.stdout)
+    rows = conftest.folded_rows(r.stdout)
     total = sum(n for _, n in rows)
     in_hlt = sum(n for frames, n in rows if frames[-1] == "idle_loop")
     assert total >= 100 and in_hlt >= 0.9 * total, r.stdout
