@@ -12,6 +12,7 @@ Writes OUT/inguest.txt, OUT/external.cap, OUT/compare.txt; exit status is compar
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +47,19 @@ class Result:
         self.gdbsample_stderr = ""
         self.status = None                                  # compare's exit status
         self.compare_text = ""
+        self.phase_tsc = {}                                 # irqoff pid -> {phase: TSC ticks in the window}
+
+
+IRQOFF_PHASES = ("irqoff_spin", "irqoff_exit", "irqon_spin")
+
+
+def work_time(g, pid):
+    """`work time PID` -> {phase: TSC ticks the irqoff task's code has spent there}."""
+    out = g.cmd(f"work time {pid}")
+    m = re.search(r"tsc irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
+    if not m:
+        raise GuestError(f"work time {pid}: {out.strip()!r}")
+    return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
 
 
 def external_so_far(path):
@@ -67,8 +81,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
     os.makedirs(out, exist_ok=True)
     res = Result(out)
     with Guest(kernel, smp=smp, config=config) as g:
-        for w in works:
-            g.work(w)
+        irqoff = [pid for pid, w in zip([g.work(w) for w in works], works) if w.split()[0] == "irqoff"]
         time.sleep(settle)
         gs = subprocess.Popen([gdbsample, "-p", str(g.gdbport), "-r", str(rate), "-e", kernel, "-q",
                                "-f", "capture", "-o", res.capture],
@@ -80,6 +93,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                     raise GuestError("gdbsample did not start: " + (gs.stderr.read() if gs.stderr else ""))
                 time.sleep(0.01)
             time.sleep(0.3)  # sampling is under way
+            before = {pid: work_time(g, pid) for pid in irqoff}
             t_first = time.time_ns()
             while True:
                 res.reports.append(g.cmd(f"profile {ms} all 64", timeout=ms / 1000 * 3 + 30))
@@ -88,6 +102,9 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                                         external_so_far(res.capture) >= min_external):
                     break
             t_last = time.time_ns()
+            for pid in irqoff:
+                after = work_time(g, pid)
+                res.phase_tsc[pid] = {k: after[k] - before[pid][k] for k in IRQOFF_PHASES}
         finally:
             if gs.poll() is None:
                 gs.send_signal(signal.SIGINT)  # finish the sample, resume, detach, flush

@@ -67,14 +67,46 @@ def test_split_shares_agree_on_both_sides_and_compare_says_consistent(split_and_
         res.compare_text
 
 
-def test_irqoff_spin_is_seen_outside_missed_by_the_tick_and_flagged_tick_blind(split_and_irqoff):
-    """True share of irqoff_spin in the irqoff task: 30 %. External: ~2500 samples of that task
-    at 400 Hz, σ ≈ 0.9 pp, so ±4 pp is > 4σ."""
-    res = split_and_irqoff
+def inclusive_counts(res, names):
+    """{name: samples} over the compared window, each sample counted for the innermost of `names`
+    on its stack: a tick handler that interrupts irqon_spin is irqon_spin's time."""
+    r = subprocess.run([sys.executable, ANALYZE, "fold", res.capture, "-e", conftest.KERNEL,
+                        "--from", str(res.window[0]), "--until", str(res.window[1])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for frames, count in conftest.folded_rows(r.stdout.strip()):
+        inner = [f for f in frames if f in names]
+        if inner:
+            out[inner[-1]] = out.get(inner[-1], 0) + count
+    return out
+
+
+@pytest.fixture(scope="module")
+def irqoff_run(tmp_path_factory):
+    """One run on -smp 2: `split 5 3 2` and `irqoff 3`, gdbsample at 400 Hz, in-guest windows
+    until gdbsample has 6000 samples (~3000 of the irqoff vCPU). Two busy vCPUs on this 2-core
+    host, not four: when QEMU's busy vCPU threads outnumber the host's cores, the stops are no
+    longer uniform in guest time (measured: 42 % irqoff_spin against a true 31 % with two CPU
+    hogs beside -smp 4; 29.4 % against 29.6 % with the same hogs beside -smp 2)."""
+    out = str(tmp_path_factory.mktemp("irqoff"))
+    return crosscheck.run(conftest.KERNEL, GDBSAMPLE, out, smp=2, works=("split 5 3 2", "irqoff 3"),
+                          windows=3, ms=2000, rate=400, min_external=6000, max_windows=12)
+
+
+def test_irqoff_spin_is_seen_outside_missed_by_the_tick_and_flagged_tick_blind(irqoff_run):
+    """The truth is measured in the guest: `work time` gives the TSC time the task's code spent in
+    each phase, interrupts included, over the compared window (by construction ~30 % irqoff_spin,
+    but only while the vCPU runs without gaps; TCG on a busy host shifts it). External samples
+    are counted for the innermost of the three functions on their stack, the same attribution.
+    ~3000 samples of the task: σ of a 30 % share ≈ 0.85 pp, so ±4 pp is > 4.5σ."""
+    res = irqoff_run
     task = ("irqoff_spin", "irqon_spin", "irqoff_exit")
-    n_ext, s_ext = shares(external_counts(res), task)
+    [truth] = res.phase_tsc.values()
+    _, s_true = shares(truth, task)
+    n_ext, s_ext = shares(inclusive_counts(res, task), task)
     assert n_ext >= 1500, n_ext
-    assert abs(s_ext["irqoff_spin"] - 30) <= 4, s_ext
+    assert abs(s_ext["irqoff_spin"] - s_true["irqoff_spin"]) <= 4, (s_ext, s_true)
     n_in, s_in = shares(leaf_counts(open(res.inguest).read()), task)
     assert s_in["irqoff_spin"] <= s_ext["irqoff_spin"] / 10, (s_in, s_ext)
     row = next(l for l in res.compare_text.splitlines() if l.startswith("irqoff_spin"))

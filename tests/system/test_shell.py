@@ -43,6 +43,25 @@ def test_workloads_start_show_in_ps_and_stop(g):
     assert not [r for r in g.ps() if r["pid"] in pids]
 
 
+def test_work_time_measures_an_irqoff_tasks_phases(g):
+    """`work time` counts the TSC time in each phase. Every period puts 40 % of its TSC time
+    before the irqoff deadline, so over ~100 periods the measured share sits near 40 % unless
+    the vCPU stalls for whole periods; ±10 pp leaves room for TCG stalls and catches an
+    accounting that swaps or drops phases (which would read 0, 60 or 100 %)."""
+    pid = g.work("irqoff 4")
+    out0 = g.cmd(f"work time {pid}")
+    time.sleep(1.0)
+    out1 = g.cmd(f"work time {pid}")
+    pat = r"^work: pid (\d+) tsc irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+) \(tsc (\d+) Hz\)$"
+    m0, m1 = re.match(pat, out0), re.match(pat, out1)
+    assert m0 and m1 and int(m1.group(1)) == pid, (out0, out1)
+    d = [int(m1.group(i)) - int(m0.group(i)) for i in (2, 3, 4)]
+    hz = int(m1.group(5))
+    assert all(x >= 0 for x in d) and 0.5 * hz < sum(d) < 5 * hz, (d, hz)  # ~1 s of guest time
+    assert abs(100 * d[0] / sum(d) - 40) <= 10, d
+    assert g.cmd(f"work time {g.work('chain 2')}").endswith("is not an irqoff task\n")
+
+
 def test_kill_stops_a_workload(g):
     pid = g.work("chain 3")
     assert g.cmd(f"kill {pid}") == f"kill: pid {pid} asked to exit\n"
@@ -67,7 +86,7 @@ def test_stacks_reports_high_water_and_guard(g):
 
 BAD_INPUT = [
     ("frobnicate", "shell: unknown command 'frobnicate' (try help)"),
-    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | stop PID|all"),
+    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | time PID | stop PID|all"),
     ("work split", "work: split needs three positive counts (1-1000)"),
     ("work split 5 3", "work: split needs three positive counts (1-1000)"),
     ("work split 5 3 0", "work: split needs three positive counts (1-1000)"),
@@ -79,6 +98,10 @@ BAD_INPUT = [
     ("work chain 9", "work: chain needs a depth from 1 to 8"),
     ("work irqoff 10", "work: irqoff needs milliseconds from 1 to 9 (per 10 ms)"),
     ("work copy 3", "work: copy takes no arguments"),
+    ("work time", "work: time needs the pid of an irqoff task"),
+    ("work time x", "work: time needs the pid of an irqoff task"),
+    ("work time 999", "work: pid 999 is not an irqoff task"),
+    ("work time 1", "work: pid 1 is not an irqoff task"),
     ("work stop", "work: stop needs a pid or all"),
     ("work stop x", "work: stop needs a pid or all, not 'x'"),
     ("work stop 999", "work: no task with pid 999"),
