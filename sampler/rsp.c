@@ -33,6 +33,12 @@ static void put(struct rsp_dec *d, char c)
 	else d->over |= 1;
 }
 
+/* Bytes with a meaning inside a packet: the end, a restart, an escape, a run length. */
+static int special(uint8_t c)
+{
+	return c == '#' || c == '$' || c == '}' || c == '*';
+}
+
 static void start(struct rsp_dec *d)
 {
 	d->state = S_DATA;
@@ -55,6 +61,19 @@ enum rsp_event rsp_feed(struct rsp_dec *d, const uint8_t *in, size_t n, size_t *
 			if (c != 0x03) d->stray++;
 			continue;
 		case S_DATA:
+			if (!d->esc && !d->rle && !special(c)) {
+				/* Fast path: a run of plain payload bytes (hex, mostly) in one loop. */
+				size_t j = i;
+				uint8_t sum = d->sum;
+				while (j < n && !special(in[j])) sum += in[j++];
+				size_t k = j - i, room = RSP_PKT_MAX - d->len;
+				if (k > room) { k = room; d->over |= 1; }
+				memcpy(d->pkt + d->len, in + i, k);
+				d->len += k;
+				d->sum = sum;
+				i = j - 1;
+				continue;
+			}
 			if (c == '#' && !d->esc) { d->state = S_CS1; continue; }
 			if (c == '$' && !d->esc) { start(d); d->stray++; continue; } /* resync on a new start */
 			d->sum += c;
@@ -145,14 +164,23 @@ int rsp_is_stop(const char *pkt, size_t len)
 	return rsp_hexval(pkt[1]) >= 0 && rsp_hexval(pkt[2]) >= 0;
 }
 
+/* Each hex digit's value plus one; 0 for every other byte. */
+static const uint8_t hexv1[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
+	['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
+	['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
 int rsp_unhex(uint8_t *out, const char *hex, size_t n)
 {
+	const uint8_t *h = (const uint8_t *)hex;
+	unsigned bad = 0;
 	for (size_t i = 0; i < n; i++) {
-		int h = rsp_hexval(hex[2 * i]), l = rsp_hexval(hex[2 * i + 1]);
-		if (h < 0 || l < 0) return -1;
-		out[i] = (uint8_t)(h << 4 | l);
+		unsigned hi = hexv1[h[2 * i]], lo = hexv1[h[2 * i + 1]];
+		bad |= (hi == 0) | (lo == 0);
+		out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
 	}
-	return 0;
+	return bad ? -1 : 0;
 }
 
 void rsp_hex(char *out, const uint8_t *in, size_t n)

@@ -43,7 +43,8 @@ int rsp_is_error(const char *pkt, size_t len);   /* "Enn" */
 int rsp_is_console(const char *pkt, size_t len); /* "O<hex>" console output (not "OK") */
 int rsp_is_stop(const char *pkt, size_t len);    /* "Tnn..." / "Snn" / "Wnn" / "Xnn" */
 
-/* Hex helpers: decode 2*n hex chars into n bytes (-1 on a bad digit); encode n bytes. */
+/* Hex helpers: decode 2*n hex chars into n bytes (-1 on a bad digit, out then unspecified);
+ * encode n bytes. */
 int rsp_unhex(uint8_t *out, const char *hex, size_t n);
 void rsp_hex(char *out, const uint8_t *in, size_t n);
 int rsp_hexval(int c);

@@ -50,18 +50,42 @@ void sampler_free(struct sampler *s)
 	s->v = NULL;
 }
 
-/* Queue windows covering [addr, end), split so no `m` crosses a page. */
-static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end)
+/*
+ * Queue windows covering [addr, end), split at every page boundary except `cross`. A read that
+ * crosses into an unmapped page fails whole (E14), so a window only crosses a boundary whose
+ * both sides the vCPU's previous sample read: a kernel stack that straddles two pages then
+ * costs one `m` instead of two. If the crossing read fails after all, process() re-reads the
+ * range page by page in the next trip of the same sample.
+ */
+static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cross)
 {
 	while (addr < end && v->nwin < UNWIND_MAX_CHUNKS) {
 		uint64_t pend = (addr | (PAGE - 1)) + 1;
+		int crosses = pend == cross && end > pend && end - addr <= SAMPLE_WINDOW;
+		if (crosses) pend = (pend | (PAGE - 1)) + 1;
 		uint64_t stop = pend < end ? pend : end;
 		struct window *w = &v->win[v->nwin++];
 		w->addr = addr;
 		w->len = (int)(stop - addr);
 		w->ok = 0;
+		w->crosses = crosses && stop > cross;
 		addr = stop;
 	}
+}
+
+/* The page boundary inside [lo, hi) if both of its sides were read (0 if none). */
+static uint64_t read_boundary(const struct vcpu *v)
+{
+	for (int a = 0; a < v->nwin; a++) {
+		const struct window *w = &v->win[a];
+		uint64_t end = w->addr + (uint64_t)w->len;
+		if (!w->ok) continue;
+		if (w->crosses) return (w->addr | (PAGE - 1)) + 1;
+		if (end % PAGE) continue;
+		for (int b = 0; b < v->nwin; b++)
+			if (v->win[b].ok && v->win[b].addr == end) return end;
+	}
+	return 0;
 }
 
 /* Append one vCPU's requests for this trip; returns -1 if the batch buffer is full. */
@@ -87,6 +111,7 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
 		s->st.mem_reads++;
 		s->st.mem_bytes += (uint64_t)v->win[w].len;
+		s->st.cross_reads += (uint64_t)v->win[w].crosses;
 		if (rsp_append(buf, cap, off, req) < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_M, vi, w };
 	}
@@ -122,8 +147,8 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		struct window *w = &v->win[sl->wi];
 		if (v->hg_ok && len == (size_t)w->len * 2 && rsp_unhex(w->data, p, (size_t)w->len) == 0)
 			w->ok = 1;
-		else if (rsp_is_error(p, len))
-			s->st.mem_errors++;
+		else if (rsp_is_error(p, len) && !w->crosses)
+			s->st.mem_errors++; /* a failed crossing read is retried: counted in process() */
 		break;
 	}
 	}
@@ -182,6 +207,19 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 		}
 		return;
 	}
+	/* A crossing read that failed: forget the boundary, re-read page by page next trip. */
+	for (int w = 0; w < v->nwin && !last_trip; w++) {
+		struct window *cw = &v->win[w];
+		if (!cw->crosses || cw->ok) continue;
+		cw->crosses = 0;
+		v->cross_ok = 0;
+		s->st.cross_failed++;
+		v->nwin_trip = v->nwin;
+		v->refetch_lo = cw->addr;
+		v->refetch_hi = cw->addr + (uint64_t)cw->len;
+		add_windows(v, v->refetch_lo, v->refetch_hi, 0);
+		return;
+	}
 	struct unwind_in in = { 0 };
 	struct unwind_out uo;
 	in.pc = arch_reg(l->pc, v->regs, v->nregs);
@@ -225,11 +263,18 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 		if (!already) {
 			v->need = uo.need & ~15ull;
 			v->nwin_trip = v->nwin;
-			add_windows(v, v->need, v->need + SAMPLE_WINDOW);
+			add_windows(v, v->need, v->need + SAMPLE_WINDOW, 0);
 			return;
 		}
 	}
 	v->done = 1;
+	if (v->refetch_hi) { /* page by page it read fine: this gdbstub refuses crossing reads */
+		int all = 1;
+		for (int w = v->nwin_trip; w < v->nwin; w++) all &= v->win[w].ok;
+		if (all && v->nwin_trip < v->nwin) s->cross_off = 1;
+		v->refetch_lo = v->refetch_hi = 0;
+	}
+	if (!same) v->cross_ok = s->cross_off ? 0 : read_boundary(v);
 	v->pred_sp = in.sp;
 	v->pred_top = uo.top;
 	v->have_pred = 1;
@@ -253,8 +298,9 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 }
 
 /* The first trip's stack window: from a little below the predicted stack pointer to a little
- * above what the previous walk read, at most SAMPLE_WINDOW bytes. */
-static void predict(struct vcpu *v)
+ * above what the previous walk read, at most SAMPLE_WINDOW bytes, split at page boundaries
+ * other than `cross` (see add_windows). */
+static void predict(struct vcpu *v, uint64_t cross)
 {
 	uint64_t lo = (v->pred_sp - SAMPLE_SLACK) & ~15ull;
 	uint64_t hi = v->pred_top + SAMPLE_MARGIN;
@@ -262,8 +308,9 @@ static void predict(struct vcpu *v)
 	/* Every `m` costs QEMU a packet: if the slack below sp is all that crosses into the page
 	 * below, give up that slack rather than send a second `m`. */
 	uint64_t top_page = (hi - 1) & ~(PAGE - 1);
-	if ((lo & ~(PAGE - 1)) != top_page && (v->pred_sp & ~(PAGE - 1)) == top_page) lo = top_page;
-	add_windows(v, lo, hi);
+	if ((lo & ~(PAGE - 1)) != top_page && (v->pred_sp & ~(PAGE - 1)) == top_page && cross != top_page)
+		lo = top_page;
+	add_windows(v, lo, hi, cross);
 }
 
 /* A stop vCPU whose Hg was left out was not the one QEMU selected: drop what we read for it. */
@@ -286,9 +333,10 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 		struct vcpu *v = &s->v[i];
 		v->nregs = v->nwin = v->nwin_trip = 0;
 		v->done = v->failed = v->trips = v->elided = 0;
+		v->refetch_lo = v->refetch_hi = 0;
 		/* No window for a vCPU idle where it was (its stack is reused if it did not move), nor
 		 * for one whose last walk read no stack (pc outside the kernel, user mode). */
-		if (v->have_pred && !v->idle_prev && v->pred_top) predict(v);
+		if (v->have_pred && !v->idle_prev && v->pred_top) predict(v, s->cross_off ? 0 : v->cross_ok);
 		/* The stop vCPU goes first in the batch, with no Hg in front of its g. */
 		if (stopped_by_us && elide < 0 && s->g->tids[v->cpu] == s->stop_tid) {
 			elide = i;

@@ -29,8 +29,9 @@ struct sample {
 /* A stack window read from a vCPU. */
 struct window {
 	uint64_t addr;                 /* guest address */
-	int len;                       /* bytes requested (never crossing a page) */
+	int len;                       /* bytes requested (crossing at most vcpu.cross_ok) */
 	int ok;                        /* 1 once read */
+	int crosses;                   /* spans a page boundary (allowed by vcpu.cross_ok) */
 	uint8_t data[SAMPLE_WINDOW];   /* the bytes */
 };
 
@@ -53,6 +54,9 @@ struct vcpu {
 	int nwin;                      /* windows in use this sample */
 	struct window win[UNWIND_MAX_CHUNKS]; /* stack read this sample */
 	int nwin_trip;                 /* windows requested in the current trip start at this index */
+	uint64_t cross_ok;             /* a page boundary whose both sides the last sample read (0 =
+	                                * none): the next window may cross it in one `m` */
+	uint64_t refetch_lo, refetch_hi; /* a failed crossing read, re-read page by page this trip */
 	uint64_t need;                 /* address the walk needs next (0 = done) */
 	int done;                      /* sample finished (or given up) */
 	int failed;                    /* no usable registers: sample dropped */
@@ -68,6 +72,8 @@ struct sampler_stats {
 	uint64_t no_stop_reply;         /* VM was already stopped (0x03 had no stop reply) */
 	uint64_t reg_errors;            /* vCPU samples dropped: registers unreadable */
 	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) */
+	uint64_t cross_reads;           /* `m` reads that crossed a page boundary (see add_windows) */
+	uint64_t cross_failed;          /* ...that failed and were re-read page by page */
 	uint64_t mem_reads;             /* `m` requests sent */
 	uint64_t mem_bytes;             /* bytes they asked for */
 	uint64_t hg_elided;             /* Hg packets saved because the stop vCPU was the one wanted */
@@ -84,6 +90,8 @@ struct sampler {
 	int max_frames;                 /* frame cap */
 	int stop_tid;                   /* thread named by the last stop reply (-1 unknown): QEMU
 					 * selects it for g/m after every stop, so its Hg can be left out */
+	int cross_off;                  /* 1 once a crossing read failed where page-by-page reads
+					 * worked: this gdbstub refuses them, never cross again */
 	int nv;                         /* vCPUs sampled */
 	struct vcpu *v;                 /* their state */
 	struct sampler_stats st;        /* counters */

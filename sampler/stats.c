@@ -57,6 +57,8 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
 	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
 	KV("mem_reads %llu\nmem_bytes %llu\n", (unsigned long long)ss->mem_reads, (unsigned long long)ss->mem_bytes);
+	KV("cross_page_reads %llu\ncross_page_failed %llu\n", (unsigned long long)ss->cross_reads,
+	   (unsigned long long)ss->cross_failed);
 	KV("idle_reused %llu\n", (unsigned long long)ss->idle_reused);
 	KV("hg_elided %llu\nhg_elided_wrong %llu\n", (unsigned long long)ss->hg_elided,
 	   (unsigned long long)ss->hg_wrong);
@@ -85,10 +87,11 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	  stats_pause_pct(st, 50), stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000),
 	  s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
 	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu, round trips %llu, "
-	  "stack reads %llu (%.0f bytes each)\n",
+	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read)\n",
 	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,
 	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips,
-	  (unsigned long long)ss->mem_reads, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0);
+	  (unsigned long long)ss->mem_reads, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0,
+	  (unsigned long long)ss->cross_reads, (unsigned long long)ss->cross_failed);
 	P("gdbsample: unwind stops:");
 	for (int i = 0; i < UW_NSTOPS; i++)
 		P(" %s %llu", unwind_stop_names[i], (unsigned long long)ss->stops[i]);

@@ -123,7 +123,10 @@ static void test_hex(void)
 	char h[9];
 	CHECK(rsp_unhex(b, "deadBEEF", 4) == 0);
 	CHECK(b[0] == 0xde && b[3] == 0xef);
-	CHECK(rsp_unhex(b, "xx", 1) == -1);
+	uint8_t junk[2];
+	CHECK(rsp_unhex(junk, "xx", 1) == -1);
+	CHECK(rsp_unhex(junk, "0g", 1) == -1 && rsp_unhex(junk, "g0", 1) == -1);
+	CHECK(rsp_unhex(junk, "0a0:", 2) == -1 && rsp_unhex(junk, "0aFf", 2) == 0 && junk[1] == 0xff);
 	rsp_hex(h, b, 4);
 	CHECK_STR(h, "deadbeef");
 	uint8_t le[8] = { 0x78, 0x56, 0x34, 0x12, 0, 0, 0, 0x80 };
@@ -131,8 +134,46 @@ static void test_hex(void)
 	CHECK(rsp_le(le, 8) == 0x8000000012345678ull);
 }
 
+static uint8_t sum_of(const char *s)
+{
+	uint8_t sum = 0;
+	while (*s) sum += (uint8_t)*s++;
+	return sum;
+}
+
+/* The fast path for plain runs must agree with byte-by-byte feeding, and overflow is caught. */
+static void test_runs_and_overflow(void)
+{
+	static char big[RSP_PKT_MAX + 64];
+	char pk[80], whole[256], bytes[256], ev[16];
+	struct rsp_dec d;
+	/* an escape ("}]" is ']' ^ 0x20 = '}'), a run length ("b*\"" is b and 5 more) and plain runs */
+	snprintf(pk, sizeof pk, "+$0123}]ab*\"cd#%02x$deadbeef#%02x", sum_of("0123}]ab*\"cd"), sum_of("deadbeef"));
+	rsp_dec_init(&d);
+	run(&d, pk, strlen(pk), whole, sizeof whole);
+	CHECK_STR(whole, "+|0123}abbbbbbcd|deadbeef");
+	rsp_dec_init(&d);
+	bytes[0] = 0;
+	for (size_t i = 0; i < strlen(pk); i++) {
+		run(&d, pk + i, 1, ev, sizeof ev);
+		if (!ev[0]) continue;
+		if (bytes[0]) strcat(bytes, "|");
+		strcat(bytes, i == 0 ? "+" : d.pkt); /* the ack is byte 0; packets end on their last */
+	}
+	CHECK_STR(bytes, whole);
+	/* One byte more than fits: OVER, and the decoder is ready for the next packet. */
+	size_t o = 0;
+	big[o++] = '$';
+	for (size_t i = 0; i < RSP_PKT_MAX + 1; i++) big[o++] = 'a';
+	o += (size_t)snprintf(big + o, sizeof big - o, "#%02x$OK#9a", (uint8_t)('a' * (RSP_PKT_MAX + 1)));
+	rsp_dec_init(&d);
+	run(&d, big, o, whole, sizeof whole);
+	CHECK_STR(whole, "OVER|OK");
+}
+
 void test_rsp(void)
 {
+	test_runs_and_overflow();
 	test_encode();
 	test_decode();
 	test_classify();

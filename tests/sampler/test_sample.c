@@ -13,6 +13,7 @@
 #define STACKLEN 0x2000
 
 static uint8_t mem[2][STACKLEN];
+static int stub_cross; /* 1: `m` may cross a page of the stack (QEMU); 0: E14 (a stricter stub) */
 
 static void put64(int cpu, uint64_t addr, uint64_t v)
 {
@@ -84,7 +85,7 @@ static void stub(int fd, int logfd, int stop_thread, int running)
 			} else if (sscanf(d.pkt, "m%llx,%x", &a, &len) == 2) {
 				uint64_t b = sel ? STACK1 : STACK0;
 				if (a >= b && a + len <= b + STACKLEN && len <= 2048 &&
-				    (a & ~4095ull) == ((a + len - 1) & ~4095ull)) {
+				    (stub_cross || (a & ~4095ull) == ((a + len - 1) & ~4095ull))) {
 					rsp_hex(hex, mem[sel] + (a - b), len);
 					r = hex;
 				} else {
@@ -157,43 +158,59 @@ static void check_chain(const struct sample *s, int cpu)
 	check_chain_flags(s, cpu, 0);
 }
 
-static void test_round_trips(void)
+/* Four samples of two vCPUs; returns the stub's request log. */
+static char *four_samples(struct sampler *s)
 {
 	struct fake f;
-	struct sampler s;
 	struct sample out[2];
 	int n, cpus[2] = { 0, 1 };
 	build();
 	fake_start(&f, 1, 0);
-	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
-
+	CHECK(sampler_init(s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
 	/* First sample: the VM is stopped (just attached), nothing predicted: registers first, then
 	 * the stacks in a second trip, each window within one page. */
-	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+	CHECK(sampler_take(s, out, &n) == 0 && n == 2);
 	check_chain(&out[0], 0);
 	check_chain(&out[1], 1);
-	CHECK(s.st.trips == 2 && s.st.misses == 2 && s.st.hits == 0);
-	CHECK(sampler_resume(&s) == 0);
-
-	/* Next samples: one trip each -- 0x03, then vCPU 0 (the stop vCPU) without Hg. */
+	CHECK(s->st.trips == 2 && s->st.misses == 2 && s->st.hits == 0);
+	CHECK(sampler_resume(s) == 0);
 	for (int i = 0; i < 3; i++) {
-		CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+		CHECK(sampler_take(s, out, &n) == 0 && n == 2);
 		check_chain(&out[0], 0);
 		check_chain(&out[1], 1);
-		CHECK(sampler_resume(&s) == 0);
+		CHECK(sampler_resume(s) == 0);
 	}
-	CHECK(s.st.trips == 5 && s.st.hits == 6 && s.st.misses == 2);
 	/* The first stop reply names the stop vCPU; from the sample after it on, its Hg is left out. */
-	CHECK(s.st.hg_elided == 2 && s.st.hg_wrong == 0 && s.st.mem_errors == 0);
-	if (s.st.hg_elided != 2 || s.st.hg_wrong || s.st.mem_errors)
-		fprintf(stderr, "elided %llu wrong %llu mem errors %llu\n", (unsigned long long)s.st.hg_elided,
-			(unsigned long long)s.st.hg_wrong, (unsigned long long)s.st.mem_errors);
-	sampler_free(&s);
-	char *log = fake_stop(&f);
-	/* The last sample's requests, exactly: one write, no Hg for vCPU 0, windows split at the
-	 * page boundary (0x...0f70 - 128 = 0x...0ef0 up to the page end, then the next page). */
-	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,110\nmffff800000011000,");
+	CHECK(s->st.hg_elided == 2 && s->st.hg_wrong == 0 && s->st.mem_errors == 0);
+	sampler_free(s);
+	return fake_stop(&f);
+}
+
+static void test_round_trips(void)
+{
+	struct sampler s;
+	stub_cross = 1;
+	char *log = four_samples(&s);
+	/* Samples 2-4: one trip each -- 0x03, then vCPU 0 (the stop vCPU) without Hg, and one `m`
+	 * per vCPU across the page boundary both sides of which sample 1 read: from 0x...0f70 - 128
+	 * to 128 bytes above the walk's highest read (0x...1020). */
+	CHECK(s.st.trips == 5 && s.st.hits == 6 && s.st.misses == 2);
+	CHECK(s.st.cross_reads == 6 && s.st.cross_failed == 0 && s.st.mem_reads == 4 + 6);
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,1b0\nHgp1.2\ng\nmffff800000020ef0,1b0\nc\n");
 	CHECK(last != NULL);
+	if (!last) fprintf(stderr, "request log:\n%s\n", log);
+}
+
+static void test_refused_crossing_falls_back_to_pages(void)
+{
+	struct sampler s;
+	stub_cross = 0;
+	char *log = four_samples(&s);
+	/* Sample 2 tries the crossing read, gets E14, re-reads page by page in a second trip (and
+	 * the chains are still whole); page-by-page worked, so it never crosses again. */
+	CHECK(s.st.trips == 6 && s.st.hits == 4 && s.st.misses == 4);
+	CHECK(s.st.cross_reads == 2 && s.st.cross_failed == 2 && s.cross_off == 1);
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,110\nmffff800000011000,");
 	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020ef0,110\nmffff800000021000,") != NULL);
 	if (!last) fprintf(stderr, "request log:\n%s\n", log);
 }
@@ -205,6 +222,7 @@ static void test_wrong_stop_vcpu(void)
 	struct sample out[2];
 	int n, cpus[2] = { 0, 1 };
 	build();
+	stub_cross = 0;
 	fake_start(&f, 2, 1); /* running; it will report vCPU 2 as the stop vCPU */
 	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
 	s.stop_tid = 1; /* we predict vCPU 1 (as QEMU usually reports) */
@@ -257,6 +275,7 @@ void test_sample(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	test_round_trips();
+	test_refused_crossing_falls_back_to_pages();
 	test_wrong_stop_vcpu();
 	test_idle_not_reread();
 }
