@@ -1,5 +1,7 @@
 /* rtt.c: minimal gdbstub client measuring stop/continue cycles -- the benchmark's reference floor.
- * usage: rtt PORT|/unix/path MODE COUNT [MLEN|K]   MODE: floor | one | three | hg | g | m
+ * usage: rtt PORT|/unix/path MODE COUNT [MLEN|K [GAP_US]]   MODE: floor | one | three | hg | g | m
+ *   GAP_US: the guest runs this long between cycles (default 5000); a sample's cost depends on
+ *   it (host threads go idle between sparse samples), so compare clients at the same gap.
  *   floor: 0x03 -> stop reply -> c
  *   hg, g, m: 0x03 + K packets of one kind (Hg1 / g / m rsp,MLEN=2048) in one write, then c:
  *          the slope over K is QEMU's cost per packet of that kind
@@ -55,9 +57,11 @@ static int cmpd(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	if (argc < 4) { fprintf(stderr, "usage: rtt PORT floor|one|three COUNT [MLEN]\n"); return 2; }
+	if (argc < 4) { fprintf(stderr, "usage: rtt PORT floor|one|three COUNT [MLEN [GAP_US]]\n"); return 2; }
 	const char *path = argv[1][0] == '/' ? argv[1] : NULL; /* a unix socket path instead of a port */
 	int port = atoi(argv[1]), count = atoi(argv[3]), mlen = argc > 4 ? atoi(argv[4]) : 512;
+	long gap_us = argc > 5 ? atol(argv[5]) : 5000;
+	if (count < 1 || gap_us < 0 || gap_us > 10000000) { fprintf(stderr, "rtt: bad COUNT or GAP_US\n"); return 2; }
 	const char *mode = argv[2];
 	if (conn_open(&c, NULL, port, path) < 0) { fprintf(stderr, "rtt: %s\n", c.errstr); return 1; }
 	rsp_dec_init(&d);
@@ -94,7 +98,7 @@ int main(int argc, char **argv)
 	}
 	conn_write(&c, "$c#63", 5);
 	double *t = calloc((size_t)count, sizeof *t);
-	struct timespec gap = { 0, 5000000 };
+	struct timespec gap = { gap_us / 1000000, gap_us % 1000000 * 1000 };
 	for (int k = 0; k < count; k++) {
 		nanosleep(&gap, NULL);
 		double t0 = now_us();

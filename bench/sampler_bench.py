@@ -36,9 +36,15 @@ def log(*a):
     print("bench:", *a, file=sys.stderr, flush=True)
 
 
-def rtt(rttbin, port, mode, count, k=512):
-    out = subprocess.run([rttbin, str(port), mode, str(count), str(k)], capture_output=True, text=True,
-                         timeout=120)
+RATE = 100          # Hz: gdbsample's rate in (a, b), and the minimal client's cadence to match
+GAP_US = 1000000 // RATE
+
+
+def rtt(rttbin, port, mode, count, k=512, gap_us=GAP_US):
+    """bench/rtt with the guest running gap_us between cycles: a cycle costs more after a longer
+    gap (the host's threads go idle), so every client in a comparison runs at the same cadence."""
+    out = subprocess.run([rttbin, str(port), mode, str(count), str(k), str(gap_us)], capture_output=True,
+                         text=True, timeout=300)
     m = re.search(r"p50 (\d+) p99 (\d+)", out.stdout)
     if not m:
         raise RuntimeError(f"rtt {mode}: {out.stderr}")
@@ -104,7 +110,7 @@ def bench_unix(a, res):
         floor, ours = [], []
         for _ in range(a.rounds):
             floor.append(rtt(a.rtt, path, "floor", a.cycles)[0])
-            r = subprocess.run([a.gdbsample, "-u", path, "-e", KERNEL, "-q", "-r", "100", "-d", str(a.secs)],
+            r = subprocess.run([a.gdbsample, "-u", path, "-e", KERNEL, "-q", "-r", str(RATE), "-d", str(a.secs)],
                                capture_output=True, text=True, timeout=120)
             ours.append(summary(r.stderr)["p50"])
         res["unix"] = {"floor": statistics.median(floor), "gdbsample": statistics.median(ours)}
@@ -127,7 +133,7 @@ def bench_pause(a, res):
             rows = {"floor": [], "three": [], "one": [], "gdbsample": [], "gdbsample_p99": [], "hits": [0, 0]}
             for rnd in range(a.rounds):
                 rows["floor"].append(rtt(a.rtt, g.gdbport, "floor", a.cycles)[0])
-                s = gdbsample(a.gdbsample, g.gdbport, "-r", "100", "-d", str(a.secs))
+                s = gdbsample(a.gdbsample, g.gdbport, "-r", str(RATE), "-d", str(a.secs))
                 rows["gdbsample"].append(s["p50"])
                 rows["gdbsample_p99"].append(s["p99"])
                 rows["hits"][0] += s["hits"]
@@ -140,8 +146,8 @@ def bench_pause(a, res):
             if smp == 1:  # QEMU's cost per packet, by kind: slope between 1 and 16 packets
                 res["packet"] = {}
                 for kind in ("hg", "g", "m"):
-                    one = statistics.median(rtt(a.rtt, g.gdbport, kind, a.cycles, 1)[0] for _ in range(3))
-                    many = statistics.median(rtt(a.rtt, g.gdbport, kind, a.cycles, 16)[0] for _ in range(3))
+                    one = statistics.median(rtt(a.rtt, g.gdbport, kind, a.cycles, 1, 5000)[0] for _ in range(3))
+                    many = statistics.median(rtt(a.rtt, g.gdbport, kind, a.cycles, 16, 5000)[0] for _ in range(3))
                     res["packet"][kind] = (many - one) / 15.0
                 log("per packet", res["packet"])
         finally:
@@ -270,7 +276,10 @@ def render(res, a):
              "(2 cores; other jobs included).", "",
              "### (a, b, f) Pause per sample", "",
              "Each cell is the median of the rounds' p50s; the floor and gdbsample columns also give the "
-             "lowest and highest round.", "",
+             f"lowest and highest round. Every client runs at {RATE} Hz (the guest runs {GAP_US // 1000} ms between "
+             "stops): a stop costs more the longer the host's threads idled before it (measured on 1 vCPU: "
+             "floor 353 µs at 100 Hz, 302 µs at 200 Hz), so a floor taken at another cadence than gdbsample's "
+             "would skew the ratio.", "",
              "| vCPUs | floor p50 (0x03 → stop reply → c) | minimal client, 3 round trips | minimal client, 1 round trip | **gdbsample** p50 | ratio to floor | gdbsample p99 | prediction hit rate |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for smp, r in p.items():
@@ -339,9 +348,15 @@ NOTES = """### What limits it
   selects the stop vCPU after every stop; checked against the stop reply), the stack window runs
   from 128 bytes below the last stack pointer to just above what the last walk read, a vCPU still
   halted where it was costs only its `g` (its frames are reused), and a vCPU outside the kernel
-  costs no `m`. What remains at 1 vCPU is `g` plus one `m` -- two here, because the 8-deep chain's
-  frames straddle a page boundary and no `m` may cross a page. That is the same packet count as
-  the minimal one-round-trip client, and the two measure alike.
+  costs no `m`, and the window is one `m` even where the frames straddle a page boundary, once the
+  previous sample has read both sides of it (an `m` into an unmapped page fails whole; QEMU
+  otherwise reads across pages). What remains at 1 vCPU is `g` plus one `m`: one packet fewer
+  than the minimal one-round-trip client, which also sends `Hg`.
+- At 1 vCPU the target (1.2x the floor) leaves 0.2 x floor for everything after the stop reply;
+  QEMU alone spends about `g` + one `m` of ~500 bytes in that (the per-packet slopes above) before
+  the client has read a byte, so on this host no client that reads registers and a stack can
+  meet it. Likewise the slowdown targets: the guest's clock is frozen for about the floor on
+  every sample, so at 100 Hz the floor alone is (floor x 100 Hz) of guest time.
 - The highest rate is bounded by the pause plus the client's wake-up per sample; at high rates the
   guest spends most of its wall time stopped, which the table shows.
 """
