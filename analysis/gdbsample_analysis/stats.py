@@ -1,6 +1,8 @@
 """stats.py: the statistics `compare` needs -- score intervals for shares and their difference,
-and the chi-square distribution's tail -- in plain Python (no SciPy here)."""
+the chi-square distribution's tail, and the chance size of a total variation distance -- in plain
+Python (no SciPy here)."""
 import math
+import random
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 
@@ -106,3 +108,25 @@ def chi2_homogeneity(a, b, min_expected=5.0):
 def tvd(p, q):
     """Total variation distance between two distributions given as equal-length share lists."""
     return 0.5 * sum(abs(x - y) for x, y in zip(p, q))
+
+
+def tvd_noise95(a, b, draws=2000, seed=1):
+    """How large the total variation distance between two samples of sizes sum(a) and sum(b),
+    drawn from one and the same distribution (the pooled shares p), gets by chance: its 95th
+    percentile. The share differences are drawn from their normal approximation, whose covariance
+    (diag(p) - p p^T)(1/n_a + 1/n_b) keeps them summing to zero: d_i = sqrt(p_i) Z_i - p_i W with
+    W = sum_j sqrt(p_j) Z_j. Seeded, so the same counts always give the same answer."""
+    na, nb = sum(a), sum(b)
+    if not na or not nb:
+        return 0.0
+    p = [(x + y) / (na + nb) for x, y in zip(a, b)]
+    root = [math.sqrt(x) for x in p]
+    scale = math.sqrt(1.0 / na + 1.0 / nb)
+    rng = random.Random(seed)
+    out = []
+    for _ in range(draws):
+        z = [rng.gauss(0.0, 1.0) for _ in p]
+        w = sum(r * x for r, x in zip(root, z))
+        out.append(0.5 * scale * sum(abs(r * x - q * w) for r, x, q in zip(root, z, p)))
+    out.sort()
+    return out[int(0.95 * draws)]

@@ -70,6 +70,50 @@ def test_chi_square_tail_matches_tables():
     assert stats.tvd([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]) == pytest.approx(0.3)
 
 
+def multinomial_tvd95(p, n1, n2, runs=1000, seed=7):
+    """The exact thing tvd_noise95 approximates: two multinomial samples from p, their TVD's 95th
+    percentile, by brute force."""
+    import bisect
+    import random
+    rng, cum = random.Random(seed), [sum(p[:i + 1]) for i in range(len(p))]
+
+    def draw(n):
+        k = [0] * len(p)
+        for _ in range(n):
+            k[min(bisect.bisect(cum, rng.random()), len(p) - 1)] += 1
+        return [x / n for x in k]
+    t = sorted(stats.tvd(draw(n1), draw(n2)) for _ in range(runs))
+    return t[int(0.95 * runs)]
+
+
+@pytest.mark.parametrize("p,n1,n2", [([.42, .21, .16, .13, .05, .03], 400, 854), ([.9, .1], 50, 5000),
+                                     ([.25] * 4, 100, 100)])
+def test_tvd_noise_matches_brute_force_multinomials(p, n1, n2):
+    """Within 12 %: the brute force itself has ~5 % noise at 1000 runs, the normal approximation
+    a few % more at 50 samples."""
+    approx = stats.tvd_noise95([x * n1 for x in p], [x * n2 for x in p])
+    assert approx == pytest.approx(multinomial_tvd95(p, n1, n2), rel=0.12)
+    assert stats.tvd_noise95([x * n1 * 100 for x in p], [x * n2 * 100 for x in p]) < approx / 8  # ~1/10
+
+
+def test_a_distance_that_noise_explains_is_consistent_one_that_it_cannot_is_not(tmp_path):
+    w = ["work_main", "task_entry"]
+    names = ["split_a", "split_b", "split_c", "irqoff_spin", "irqon_spin", "chain1", "chain2"]
+    # 400 against 854 samples, every share within a few pp: TVD 0.06 is what chance gives there
+    small_in = [168, 84, 64, 52, 20, 8, 4]
+    small_ext = [320, 218, 128, 115, 43, 26, 4]
+    a = write(tmp_path, "in.txt", report(400, [(k, n, w) for k, n in zip(small_in, names)]))
+    b = write(tmp_path, "ext.txt", report(854, [(k, n, w) for k, n in zip(small_ext, names)], source="gdbstub 200 Hz"))
+    r = run("compare", a, b)
+    tvd = float(r.stdout.split("total variation distance ")[1].split()[0])
+    assert tvd > 0.05 and r.returncode == 0 and "differs on" not in r.stdout, r.stdout
+    # 100x the samples, the same shares: no row beyond its tolerance, but the distance is real now
+    a = write(tmp_path, "in2.txt", report(40000, [(100 * k, n, w) for k, n in zip(small_in, names)]))
+    b = write(tmp_path, "ext2.txt", report(85400, [(100 * k, n, w) for k, n in zip(small_ext, names)]))
+    r = run("compare", a, b, "--tolerance", "5")
+    assert r.returncode == 1 and "verdict: differs" in r.stdout and "differs on" not in r.stdout, r.stdout
+
+
 def test_same_shares_are_consistent(tmp_path):
     a = write(tmp_path, "in.txt", split_report(1000, 600, 400))
     b = write(tmp_path, "ext.txt", split_report(2510, 1480, 1010, source="gdbstub 200 Hz"))
