@@ -361,7 +361,8 @@ NOTES = """### What limits it
   client before a whole batch has arrived (SO_RCVLOWAT) was tried and measured no better.
 - gdbsample therefore sends as few packets as it can: the stop vCPU's `Hg` is left out (QEMU
   selects the stop vCPU after every stop; checked against the stop reply), the stack window runs
-  from 128 bytes below the last stack pointer to just above what the last walk read, a vCPU still
+  from 128 bytes below the last stack pointer to what the last walk read (128 bytes more unless
+  that walk reached the chain's end, above which may lie a guard page), a vCPU still
   halted where it was costs only its `g` (its frames are reused), and a vCPU outside the kernel
   costs no `m`, and the window is one `m` even where the frames straddle a page boundary, once the
   previous sample has read both sides of it (an `m` into an unmapped page fails whole; QEMU

@@ -297,13 +297,17 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 	else s->st.misses++;
 }
 
-/* The first trip's stack window: from a little below the predicted stack pointer to a little
- * above what the previous walk read, at most SAMPLE_WINDOW bytes, split at page boundaries
+/* The first trip's stack window: from a little below the predicted stack pointer to what the
+ * previous walk read (a little above, unless it ended the chain), at most SAMPLE_WINDOW bytes,
+ * split at page boundaries
  * other than `cross` (see add_windows). */
 static void predict(struct vcpu *v, uint64_t cross)
 {
 	uint64_t lo = (v->pred_sp - SAMPLE_SLACK) & ~15ull;
-	uint64_t hi = v->pred_top + SAMPLE_MARGIN;
+	/* A walk that reached the chain's end (a zero frame pointer) read the stack's outermost
+	 * frame: nothing above it is ever needed, and above a stack's top there may be a guard page
+	 * (Linux's vmap stacks), so no margin then. */
+	uint64_t hi = v->pred_top + (v->prev_stop == UW_END ? 0 : SAMPLE_MARGIN);
 	if (hi - lo > SAMPLE_WINDOW) hi = lo + SAMPLE_WINDOW;
 	/* Every `m` costs QEMU a packet: if the slack below sp is all that crosses into the page
 	 * below, give up that slack rather than send a second `m`. */

@@ -9,7 +9,8 @@
 #define SAMPLE_MAX_FRAMES 255   /* frames per sample (the capture stores a u8 count) */
 #define SAMPLE_WINDOW 2048      /* bytes of stack read per window (QEMU's `m` limit) */
 #define SAMPLE_SLACK 128        /* window starts this far below the predicted stack pointer */
-#define SAMPLE_MARGIN 128       /* window ends this far above the previous walk's highest read */
+#define SAMPLE_MARGIN 128       /* window ends this far above the previous walk's highest read,
+				 * unless that walk reached the chain's end */
 #define SAMPLE_SPAN 32768       /* frames must lie within this many bytes above sp */
 #define SAMPLE_MAX_TRIPS 3      /* round trips per sample: 1 normally, more on a missed prediction */
 #define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */

@@ -14,6 +14,7 @@
 
 static uint8_t mem[2][STACKLEN];
 static int stub_cross; /* 1: `m` may cross a page of the stack (QEMU); 0: E14 (a stricter stub) */
+static uint64_t stub_sp = 0xf70; /* the stack pointer `g` reports, from the vCPU's stack base */
 
 static void put64(int cpu, uint64_t addr, uint64_t v)
 {
@@ -72,7 +73,7 @@ static void stub(int fd, int logfd, int stop_thread, int running)
 			} else if (!strcmp(d.pkt, "g")) {
 				uint8_t g[148] = { 0 };
 				uint64_t b = sel ? STACK1 : STACK0;
-				uint64_t rip = K + 0x1a, rsp = b + 0xf70, rbp = b + 0xf80;
+				uint64_t rip = K + 0x1a, rsp = b + stub_sp, rbp = b + stub_sp + 0x10;
 				for (int i = 0; i < 8; i++) {
 					g[48 + i] = (uint8_t)(rbp >> (8 * i));
 					g[56 + i] = (uint8_t)(rsp >> (8 * i));
@@ -193,10 +194,10 @@ static void test_round_trips(void)
 	char *log = four_samples(&s);
 	/* Samples 2-4: one trip each -- 0x03, then vCPU 0 (the stop vCPU) without Hg, and one `m`
 	 * per vCPU across the page boundary both sides of which sample 1 read: from 0x...0f70 - 128
-	 * to 128 bytes above the walk's highest read (0x...1020). */
+	 * to the walk's highest read (0x...1020; no margin: the walk reached the chain's end). */
 	CHECK(s.st.trips == 5 && s.st.hits == 6 && s.st.misses == 2);
 	CHECK(s.st.cross_reads == 6 && s.st.cross_failed == 0 && s.st.mem_reads == 4 + 6);
-	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,1b0\nHgp1.2\ng\nmffff800000020ef0,1b0\nc\n");
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,130\nHgp1.2\ng\nmffff800000020ef0,130\nc\n");
 	CHECK(last != NULL);
 	if (!last) fprintf(stderr, "request log:\n%s\n", log);
 }
@@ -210,9 +211,44 @@ static void test_refused_crossing_falls_back_to_pages(void)
 	 * the chains are still whole); page-by-page worked, so it never crosses again. */
 	CHECK(s.st.trips == 6 && s.st.hits == 4 && s.st.misses == 4);
 	CHECK(s.st.cross_reads == 2 && s.st.cross_failed == 2 && s.cross_off == 1);
-	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,110\nmffff800000011000,");
-	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020ef0,110\nmffff800000021000,") != NULL);
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,110\nmffff800000011000,20\n");
+	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020ef0,110\nmffff800000021000,20\n") != NULL);
 	if (!last) fprintf(stderr, "request log:\n%s\n", log);
+}
+
+/* The chain ends 16 bytes below the top of the mapped stack (above it: unmapped, like a guard
+ * page): the window must stop at the chain's end instead of reading into the next page. */
+static void test_no_read_past_the_chains_end(void)
+{
+	struct fake f;
+	struct sampler s;
+	struct sample out[2];
+	int n, cpus[2] = { 0, 1 };
+	memset(mem, 0, sizeof mem);
+	for (int c = 0; c < 2; c++) {
+		uint64_t b = c ? STACK1 : STACK0;
+		put64(c, b + 0x1f80, b + 0x1fa0); put64(c, b + 0x1f88, K + 0x1044 + (uint64_t)c);
+		put64(c, b + 0x1fa0, b + 0x1fe0); put64(c, b + 0x1fa8, K + 0x2088);
+		put64(c, b + 0x1fe0, 0);          put64(c, b + 0x1fe8, K + 0x30cc);
+	}
+	stub_cross = 1;
+	stub_sp = 0x1f70;
+	fake_start(&f, 1, 0);
+	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+	/* Sample 1 knows nothing yet: its 2048-byte read from the frame it needs runs into the
+	 * unmapped page (one E14 per vCPU, counted). From then on the windows end at the chain's end. */
+	for (int i = 0; i < 4; i++) {
+		CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+		check_chain(&out[0], 0);
+		check_chain(&out[1], 1);
+		CHECK(sampler_resume(&s) == 0);
+		CHECK(s.st.mem_errors == 2);
+	}
+	CHECK(s.st.trips == 5 && s.st.cross_reads == 0);
+	sampler_free(&s);
+	char *log = fake_stop(&f);
+	CHECK(strstr(log, "c\n^C\ng\nmffff800000011ef0,100\nHgp1.2\ng\nmffff800000021ef0,100\nc\n") != NULL);
+	stub_sp = 0xf70;
 }
 
 static void test_wrong_stop_vcpu(void)
@@ -276,6 +312,7 @@ void test_sample(void)
 	signal(SIGPIPE, SIG_IGN);
 	test_round_trips();
 	test_refused_crossing_falls_back_to_pages();
+	test_no_read_past_the_chains_end();
 	test_wrong_stop_vcpu();
 	test_idle_not_reread();
 }
