@@ -215,9 +215,8 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 		v->cross_ok = 0;
 		s->st.cross_failed++;
 		v->nwin_trip = v->nwin;
-		v->refetch_lo = cw->addr;
-		v->refetch_hi = cw->addr + (uint64_t)cw->len;
-		add_windows(v, v->refetch_lo, v->refetch_hi, 0);
+		v->refetched = 1;
+		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0);
 		return;
 	}
 	struct unwind_in in = { 0 };
@@ -268,11 +267,11 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 		}
 	}
 	v->done = 1;
-	if (v->refetch_hi) { /* page by page it read fine: this gdbstub refuses crossing reads */
+	if (v->refetched) { /* page by page it read fine: this gdbstub refuses crossing reads */
 		int all = 1;
 		for (int w = v->nwin_trip; w < v->nwin; w++) all &= v->win[w].ok;
 		if (all && v->nwin_trip < v->nwin) s->cross_off = 1;
-		v->refetch_lo = v->refetch_hi = 0;
+		v->refetched = 0;
 	}
 	if (!same) v->cross_ok = s->cross_off ? 0 : read_boundary(v);
 	v->pred_sp = in.sp;
@@ -299,8 +298,7 @@ static void process(struct sampler *s, struct vcpu *v, struct sample *out, int l
 
 /* The first trip's stack window: from a little below the predicted stack pointer to what the
  * previous walk read (a little above, unless it ended the chain), at most SAMPLE_WINDOW bytes,
- * split at page boundaries
- * other than `cross` (see add_windows). */
+ * split at page boundaries other than `cross` (see add_windows). */
 static void predict(struct vcpu *v, uint64_t cross)
 {
 	uint64_t lo = (v->pred_sp - SAMPLE_SLACK) & ~15ull;
@@ -337,10 +335,10 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 		struct vcpu *v = &s->v[i];
 		v->nregs = v->nwin = v->nwin_trip = 0;
 		v->done = v->failed = v->trips = v->elided = 0;
-		v->refetch_lo = v->refetch_hi = 0;
+		v->refetched = 0;
 		/* No window for a vCPU idle where it was (its stack is reused if it did not move), nor
 		 * for one whose last walk read no stack (pc outside the kernel, user mode). */
-		if (v->have_pred && !v->idle_prev && v->pred_top) predict(v, s->cross_off ? 0 : v->cross_ok);
+		if (v->have_pred && !v->idle_prev && v->pred_top) predict(v, v->cross_ok);
 		/* The stop vCPU goes first in the batch, with no Hg in front of its g. */
 		if (stopped_by_us && elide < 0 && s->g->tids[v->cpu] == s->stop_tid) {
 			elide = i;

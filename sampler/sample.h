@@ -56,8 +56,9 @@ struct vcpu {
 	struct window win[UNWIND_MAX_CHUNKS]; /* stack read this sample */
 	int nwin_trip;                 /* windows requested in the current trip start at this index */
 	uint64_t cross_ok;             /* a page boundary whose both sides the last sample read (0 =
-	                                * none): the next window may cross it in one `m` */
-	uint64_t refetch_lo, refetch_hi; /* a failed crossing read, re-read page by page this trip */
+	                                * none, and always 0 once sampler.cross_off): the next
+	                                * window may cross it in one `m` */
+	int refetched;                 /* a failed crossing read is being re-read page by page */
 	uint64_t need;                 /* address the walk needs next (0 = done) */
 	int done;                      /* sample finished (or given up) */
 	int failed;                    /* no usable registers: sample dropped */

@@ -81,7 +81,8 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
     os.makedirs(out, exist_ok=True)
     res = Result(out)
     with Guest(kernel, smp=smp, config=config) as g:
-        irqoff = [pid for pid, w in zip([g.work(w) for w in works], works) if w.split()[0] == "irqoff"]
+        started = [(w, g.work(w)) for w in works]
+        irqoff = [pid for w, pid in started if w.split()[0] == "irqoff"]
         time.sleep(settle)
         gs = subprocess.Popen([gdbsample, "-p", str(g.gdbport), "-r", str(rate), "-e", kernel, "-q",
                                "-f", "capture", "-o", res.capture],
