@@ -23,7 +23,8 @@ include kernel/kernel.mk
 
 # Debian packages the build, the tests and the demo need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
-	    libelf-dev gdb socat chromium \
+	    libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
+	    gdb socat chromium busybox-static cpio \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \

@@ -29,10 +29,33 @@ static const char riscv64_regs[] =
 	R64("s2") R64("s3") R64("s4") R64("s5") R64("s6") R64("s7") R64("s8") R64("s9") R64("s10") R64("s11") 
 	R64("t3") R64("t4") R64("t5") R64("t6") R64("pc");
 
+/* Register names by DWARF number (see unwind.c for the ABIs). */
+static const char *const x86_64_dwarf[] = {
+	"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+	"r14", "r15", "rip",
+};
+static const char *const aarch64_dwarf[] = {
+	"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
+	"x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28",
+	"x29", "x30", "sp", "pc",
+};
+static const char *const riscv64_dwarf[] = {
+	"zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "fp", "s1", "a0", "a1", "a2", "a3", "a4", "a5",
+	"a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+};
+
+/* ELF machine numbers (System V gABI). */
+#define EM_X86_64_ 62
+#define EM_AARCH64_ 183
+#define EM_RISCV_ 243
+
 static const struct arch arches[] = {
-	{ ARCH_X86_64, "x86_64", "i386:x86-64", "rip", "rsp", "rbp", NULL, "eflags", "cs", 0, 8, x86_64_regs },
-	{ ARCH_AARCH64, "aarch64", "aarch64", "pc", "sp", "x29", "x30", "cpsr", NULL, 0, 8, aarch64_regs },
-	{ ARCH_RISCV64, "riscv64", "riscv:rv64", "pc", "sp", "fp", "ra", NULL, NULL, -16, -8, riscv64_regs },
+	{ ARCH_X86_64, "x86_64", "i386:x86-64", "rip", "rsp", "rbp", NULL, "eflags", "cs", 0, 8, x86_64_regs,
+	  &uw_arch_x86_64, x86_64_dwarf, EM_X86_64_ },
+	{ ARCH_AARCH64, "aarch64", "aarch64", "pc", "sp", "x29", "x30", "cpsr", NULL, 0, 8, aarch64_regs,
+	  &uw_arch_aarch64, aarch64_dwarf, EM_AARCH64_ },
+	{ ARCH_RISCV64, "riscv64", "riscv:rv64", "pc", "sp", "fp", "ra", NULL, NULL, -16, -8, riscv64_regs,
+	  &uw_arch_riscv64, riscv64_dwarf, EM_RISCV_ },
 };
 
 const struct arch *arch_find(const char *name)
@@ -105,8 +128,25 @@ int arch_layout_xml(struct layout *l, const char *xml)
 			ERR_SET(l, ERR_PROTO, "target.xml: <reg> without name or bitsize");
 			return -1;
 		}
-		r->size = atoi(buf) / 8;
-		if (!attr(p, "regnum", buf, sizeof buf)) next = atoi(buf);
+		char *e;
+		long bits = strtol(buf, &e, 10);
+		if (*e || bits <= 0 || bits > 4096 || bits % 8) { /* a register is whole bytes, and sane */
+			ERR_SET(l, ERR_PROTO, "target.xml: register %.15s has bitsize %.20s", r->name, buf);
+			return -1;
+		}
+		r->size = (int)(bits / 8);
+		if (!attr(p, "regnum", buf, sizeof buf)) {
+			long rn = strtol(buf, &e, 10);
+			if (*e || rn < 0 || rn > 4096) {
+				ERR_SET(l, ERR_PROTO, "target.xml: register %.15s has regnum %.20s", r->name, buf);
+				return -1;
+			}
+			next = (int)rn;
+		}
+		if (next > 4096) {
+			ERR_SET(l, ERR_PROTO, "target.xml: more register numbers than any architecture has");
+			return -1;
+		}
 		num[l->nregs++] = next++;
 	}
 	/* Offsets by ascending register number (they normally already are in order). */
@@ -131,6 +171,10 @@ int arch_layout_xml(struct layout *l, const char *xml)
 	l->lr = findreg(l, l->arch->lr);
 	l->flags = findreg(l, l->arch->flags);
 	l->mode = findreg(l, l->arch->mode);
+	for (int d = 0; d < l->arch->uw->nregs; d++) {
+		l->dwarf[d] = findreg(l, l->arch->dwarf[d]);
+		if (!l->dwarf[d] && l->arch->id == ARCH_RISCV64 && d == 8) l->dwarf[d] = findreg(l, "s0");
+	}
 	if (!l->pc || !l->sp || !l->fp) {
 		ERR_SET(l, ERR_PROTO, "target.xml lacks %s/%s/%s", l->arch->pc, l->arch->sp, l->arch->fp);
 		return -1;
@@ -147,6 +191,18 @@ uint64_t arch_reg(const struct reg *r, const uint8_t *g, int len)
 {
 	if (!r || r->off + r->size > len) return 0;
 	return rsp_le(g + r->off, r->size > 8 ? 8 : r->size);
+}
+
+void arch_dwarf_regs(const struct layout *l, const uint8_t *g, int len, struct uw_regs *out)
+{
+	out->valid = 0;
+	for (int d = 0; d < l->arch->uw->nregs; d++) {
+		const struct reg *r = l->dwarf[d];
+		out->r[d] = 0;
+		if (!r || r->off + r->size > len) continue;
+		out->r[d] = arch_reg(r, g, len);
+		out->valid |= 1ull << d;
+	}
 }
 
 int arch_is_user(const struct layout *l, const uint8_t *g, int len)

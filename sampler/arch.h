@@ -2,6 +2,7 @@
 #ifndef ARCH_H
 #define ARCH_H
 #include <stdint.h>
+#include "unwind.h"
 
 enum { ARCH_X86_64 = 1, ARCH_AARCH64 = 2, ARCH_RISCV64 = 3 }; /* also the capture header's arch code */
 
@@ -18,6 +19,9 @@ struct arch {
 	int fp_prev;          /* offset from fp of the caller's saved fp */
 	int fp_ret;           /* offset from fp of the return address */
 	const char *fallback; /* target.xml-style register list used when the stub offers none */
+	const struct uw_arch *uw; /* DWARF register numbering for the unwinders */
+	const char *const *dwarf; /* register name of each DWARF number (uw->nregs entries, NULL = none) */
+	int elf_machine;      /* ELF e_machine of its kernels (EM_X86_64 ...) */
 };
 
 /* One register in the `g` reply. */
@@ -37,6 +41,7 @@ struct layout {
 	int gsize;                        /* bytes in a full `g` reply */
 	const struct reg *pc, *sp, *fp;   /* required */
 	const struct reg *lr, *flags, *mode; /* optional (NULL) */
+	const struct reg *dwarf[UW_NREGS]; /* the register of each DWARF number, or NULL */
 	int err;                          /* sticky error code */
 	char errstr[128];                 /* what went wrong */
 };
@@ -49,6 +54,8 @@ int arch_layout_xml(struct layout *l, const char *xml);
 int arch_layout_default(struct layout *l, const struct arch *a);
 /* Read a register's value from a decoded `g` reply of len bytes (0 if beyond it). */
 uint64_t arch_reg(const struct reg *r, const uint8_t *g, int len);
+/* Frame 0 for the unwinders: every register of a decoded `g` reply by DWARF number. */
+void arch_dwarf_regs(const struct layout *l, const uint8_t *g, int len, struct uw_regs *out);
 /* Privilege of a sample: 1 if user mode, 0 kernel, -1 unknown. */
 int arch_is_user(const struct layout *l, const uint8_t *g, int len);
 /* 1 if interrupts are disabled, 0 enabled, -1 unknown. */

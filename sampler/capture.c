@@ -11,12 +11,17 @@
  *     0 magic "GDBSAMP\0"   8 u16 version   10 u16 header size (128)   12 u16 arch
  *    14 u16 ncpu   16 u32 rate_hz   20 u32 max_frames   24 u64 kernel lo   32 u64 kernel hi
  *    40 u64 start (unix ns)   48 u8 id kind   49 u8 id len   50 u16 flags   52 id[32]
- *    84..123 zero   124 u32 CRC-32 of bytes 0..123
+ *    84 s64 kaslr offset (v2)   92 u64 runtime _stext (v2)   100 u8 methods (v2)
+ *    101..123 zero   124 u32 CRC-32 of bytes 0..123
  *   then chunks:
  *     0 u32 "CHNK"   4 u32 type (1 samples, 2 summary)   8 u32 payload bytes
- *    12 u32 records   16 u32 CRC-32 of the payload   20 payload
+ *    12 u32 records   16 u32 CRC-32 (v1: of the payload; v2: of bytes 4..15 and the payload)
+ *    20 payload
  *   a sample record: u64 t_ns, u16 cpu, u8 flags, u8 nframes, u64 frames[nframes]
+ *     v2: flags bit 7 set = then u16 extension bytes, and that many bytes of records
+ *     (u8 type, u8 length, data): type 1 = the indexes (u8 each) of exact frames.
  *   the summary payload: UTF-8 "key value\n" lines, written once at the end.
+ * v2 readers treat an unknown chunk type as damage; unknown extension records are skipped.
  */
 
 static uint32_t crc_table[256];
@@ -63,6 +68,9 @@ void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct captur
 	out[49] = h->id_len;
 	le(out + 50, h->flags, 2);
 	memcpy(out + 52, h->id, 32);
+	le(out + 84, (uint64_t)h->kaslr_offset, 8);
+	le(out + 92, h->stext, 8);
+	out[100] = h->methods;
 	le(out + 124, capture_crc32(out, 124), 4);
 }
 
@@ -72,7 +80,7 @@ int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEA
 	if (rd(in + 124, 4) != capture_crc32(in, 124)) return -2;
 	memset(h, 0, sizeof *h);
 	h->version = (uint16_t)rd(in + 8, 2);
-	if (h->version != CAPTURE_VERSION || rd(in + 10, 2) != CAPTURE_HEADER_SIZE) return -3;
+	if (h->version < 1 || h->version > CAPTURE_VERSION || rd(in + 10, 2) != CAPTURE_HEADER_SIZE) return -3;
 	h->arch = (uint16_t)rd(in + 12, 2);
 	h->ncpu = (uint16_t)rd(in + 14, 2);
 	h->rate_hz = (uint32_t)rd(in + 16, 4);
@@ -84,7 +92,22 @@ int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEA
 	h->id_len = in[49] > 32 ? 32 : in[49];
 	h->flags = (uint16_t)rd(in + 50, 2);
 	memcpy(h->id, in + 52, 32);
+	if (h->version >= 2) {
+		h->kaslr_offset = (int64_t)rd(in + 84, 8);
+		h->stext = rd(in + 92, 8);
+		h->methods = in[100];
+	}
 	return 0;
+}
+
+/* v2 chunk CRC: the header's type, length and count, then the payload. */
+static uint32_t chunk_crc(const uint8_t *hdr, const uint8_t *payload, uint32_t len)
+{
+	uint8_t tmp[12];
+	memcpy(tmp, hdr + 4, 12);
+	uint32_t c = capture_crc32(tmp, 12) ^ 0xffffffffu; /* continue the CRC over the payload */
+	for (uint32_t i = 0; i < len; i++) c = crc_table[(c ^ payload[i]) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
 }
 
 /* ---- writer ---- */
@@ -95,7 +118,7 @@ int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEA
 struct capw {
 	struct writer w;                          /* interface, first */
 	int fd;                                   /* output */
-	uint8_t buf[CAPTURE_CHUNK_HEADER + FLUSH_BYTES + 8 + 8 * SAMPLE_MAX_FRAMES + 16]; /* one chunk */
+	uint8_t buf[CAPTURE_CHUNK_HEADER + FLUSH_BYTES + 16 + 8 * SAMPLE_MAX_FRAMES + 4 + SAMPLE_MAX_FRAMES]; /* one chunk */
 	uint32_t len;                             /* payload bytes buffered */
 	uint32_t count;                           /* records buffered */
 	int64_t last_flush;                       /* pace_now() at the last flush */
@@ -125,7 +148,7 @@ static int flush_chunk(struct capw *c, uint32_t type)
 	le(h + 4, type, 4);
 	le(h + 8, c->len, 4);
 	le(h + 12, c->count, 4);
-	le(h + 16, capture_crc32(h + CAPTURE_CHUNK_HEADER, c->len), 4);
+	le(h + 16, chunk_crc(h, h + CAPTURE_CHUNK_HEADER, c->len), 4);
 	int rc = write_all(c, h, CAPTURE_CHUNK_HEADER + c->len);
 	c->len = c->count = 0;
 	return rc;
@@ -137,10 +160,22 @@ static int capw_add(struct writer *w, const struct sample *s)
 	uint8_t *p = c->buf + CAPTURE_CHUNK_HEADER + c->len;
 	le(p, (uint64_t)s->t_ns, 8);
 	le(p + 8, s->cpu, 2);
-	p[10] = s->flags;
+	p[10] = s->flags & ~CAPS_EXT;
 	p[11] = s->n;
 	for (int i = 0; i < s->n; i++) le(p + 12 + 8 * i, s->frames[i], 8);
-	c->len += 12 + 8u * s->n;
+	uint32_t len = 12 + 8u * s->n;
+	uint8_t *x = p + len + 2; /* extension records after a u16 length */
+	int nx = 0;
+	for (int i = 1; i < s->n; i++)
+		if (unwind_is_exact(s->exact, i)) x[2 + nx++] = (uint8_t)i;
+	if (nx) {
+		p[10] |= CAPS_EXT;
+		x[0] = CAPX_EXACT;
+		x[1] = (uint8_t)nx;
+		le(p + len, 2u + (uint32_t)nx, 2);
+		len += 2 + 2 + (uint32_t)nx;
+	}
+	c->len += len;
 	c->count++;
 	if (c->len >= FLUSH_BYTES || pace_now() - c->last_flush >= FLUSH_NS)
 		return flush_chunk(c, CHUNK_SAMPLES);
@@ -232,13 +267,18 @@ static int next_chunk(struct capture_reader *r)
 		ERR_SET(r, ERR_FORMAT, "truncated chunk at byte %llu", (unsigned long long)r->offset);
 		return -1;
 	}
-	if (capture_crc32(r->buf, len) != rd(h + 16, 4)) {
+	uint32_t want = r->h.version >= 2 ? chunk_crc(h, r->buf, len) : capture_crc32(r->buf, len);
+	if (want != rd(h + 16, 4)) {
 		ERR_SET(r, ERR_FORMAT, "chunk checksum mismatch at byte %llu", (unsigned long long)r->offset);
+		return -1;
+	}
+	r->type = (uint32_t)rd(h + 4, 4);
+	if (r->h.version >= 2 && r->type != CHUNK_SAMPLES && r->type != CHUNK_SUMMARY) {
+		ERR_SET(r, ERR_FORMAT, "unknown chunk type %u at byte %llu", r->type, (unsigned long long)r->offset);
 		return -1;
 	}
 	r->offset += sizeof h + len;
 	r->chunks++;
-	r->type = (uint32_t)rd(h + 4, 4);
 	r->len = len;
 	r->pos = 0;
 	if (r->type == CHUNK_SUMMARY) {
@@ -266,7 +306,23 @@ int capture_next(struct capture_reader *r, struct sample *s)
 	s->flags = p[10];
 	s->n = p[11];
 	for (int i = 0; i < s->n; i++) s->frames[i] = rd(p + 12 + 8 * i, 8);
-	r->pos += 12 + 8u * s->n;
+	memset(s->exact, 0, sizeof s->exact);
+	uint32_t len = 12 + 8u * s->n;
+	if (r->h.version >= 2 && (s->flags & CAPS_EXT)) {
+		uint32_t left = r->len - r->pos - len, xl;
+		if (left < 2 || (xl = (uint32_t)rd(p + len, 2)) > left - 2) {
+			ERR_SET(r, ERR_FORMAT, "sample extension overruns its chunk near byte %llu",
+				(unsigned long long)r->offset);
+			return -1;
+		}
+		for (const uint8_t *x = p + len + 2, *xe = x + xl; x + 2 <= xe && x + 2 + x[1] <= xe; x += 2 + x[1])
+			if (x[0] == CAPX_EXACT)
+				for (int k = 0; k < x[1]; k++)
+					if (x[2 + k] < s->n) s->exact[x[2 + k] >> 6] |= 1ull << (x[2 + k] & 63);
+		len += 2 + xl;
+		s->flags &= ~CAPS_EXT;
+	}
+	r->pos += len;
 	return 1;
 }
 

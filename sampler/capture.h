@@ -7,13 +7,15 @@
 #include "writer.h"
 
 #define CAPTURE_MAGIC "GDBSAMP"    /* 8 bytes with the NUL */
-#define CAPTURE_VERSION 1
+#define CAPTURE_VERSION 2          /* written; version 1 files still read */
 #define CAPTURE_HEADER_SIZE 128
 #define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
 #define CAPTURE_CHUNK_HEADER 20
 #define CAPTURE_CHUNK_MAX (1u << 20)    /* largest payload a reader accepts */
 enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2 };
-enum { CAPF_IDLE_KEPT = 1 };            /* header flag bits */
+enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2 }; /* header flag bits (CAPF_KASLR: kaslr_offset is known) */
+#define CAPS_EXT 0x80                   /* sample flag bit (v2): an extension block follows the frames */
+enum { CAPX_EXACT = 1 };                /* extension records: exact (interrupted) frame indexes */
 
 /* The decoded header. */
 struct capture_header {
@@ -28,6 +30,10 @@ struct capture_header {
 	uint8_t id_kind;        /* SYMID_*: what id holds */
 	uint8_t id_len;         /* bytes of id used */
 	uint8_t id[32];         /* ELF build-id or FNV-1a 64 hash */
+	int64_t kaslr_offset;   /* v2: the guest kernel's KASLR offset (runtime - link address) */
+	uint64_t stext;         /* v2: where the guest's _stext is (0 unknown): a reader's map with
+				 * _stext at S needs an offset of stext - S */
+	uint8_t methods;        /* v2: unwinding methods used, bit 1 << UM_* */
 };
 
 /* Writer: streams chunks to fd, flushing at least every second. */

@@ -3,6 +3,7 @@
 #include "conn.h"
 #include "err.h"
 #include "virt.h"
+#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 
@@ -19,7 +20,11 @@ const char cli_usage[] =
 	"  --domain NAME      the same for a libvirt domain (--connect URI to pick the daemon)\n"
 	"  -r HZ              samples per second, 1-10000 (default 100)\n"
 	"  -d SECONDS         stop after SECONDS (default: until SIGINT/SIGTERM)\n"
-	"  -e ELF             kernel ELF or nm-style symbol map (System.map)\n"
+	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
+	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map\n"
+	"  --unwind METHOD    auto (default: ORC, else DWARF CFI, else frame pointers, per frame),\n"
+	"                     fp, cfi or orc\n"
+	"  --kaslr-offset HEX the guest's KASLR offset (default: found by reading the guest)\n"
 	"  -o FILE            write the result to FILE (default stdout)\n"
 	"  -f FORMAT          report (default), folded or capture\n"
 	"  --chains N         chains in the report (default 8)\n"
@@ -27,7 +32,7 @@ const char cli_usage[] =
 	"  --kernel-range LO:HI  kernel addresses, hex (default the upper half)\n"
 	"  --cpus LIST        vCPUs to sample, e.g. 0,2-3 (default all)\n"
 	"  --idle             report idle samples (default: count and drop them)\n"
-	"  --no-verify        skip checking the ELF against the guest's text\n"
+	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
 	"  -q                 no warnings or progress on stderr (the summary stays)\n";
 
 static int bad(struct opts *o, const char *fmt, const char *a, const char *b)
@@ -67,7 +72,8 @@ static int range(struct opts *o, const char *s)
 	return 0;
 }
 
-enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT };
+enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
+       OPT_UNWIND, OPT_KASLR };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -81,6 +87,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "qmp", required_argument, 0, OPT_QMP },
 		{ "domain", required_argument, 0, OPT_DOMAIN },
 		{ "connect", required_argument, 0, OPT_CONNECT },
+		{ "unwind", required_argument, 0, OPT_UNWIND },
+		{ "kaslr-offset", required_argument, 0, OPT_KASLR },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -129,7 +137,11 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (!*optarg || *e || errno || !(o->duration > 0) || o->duration > 1e7)
 				return bad(o, "-d: bad duration '%.40s' (seconds > 0)%s", optarg, "");
 			break;
-		case 'e': o->elf = optarg; break;
+		case 'e':
+			if (o->nelf == CLI_MAX_ELF) return bad(o, "-e: given more than %s times%s", "4", "");
+			if (!*optarg) return bad(o, "-e: empty file name%s%s", "", "");
+			o->elf[o->nelf++] = optarg;
+			break;
 		case 'o': o->out = optarg; break;
 		case 'f':
 			if (!strcmp(optarg, "report")) o->format = FMT_REPORT;
@@ -164,6 +176,23 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			conns++;
 			break;
 		case OPT_CONNECT: o->uri = optarg; break;
+		case OPT_UNWIND:
+			if (!strcmp(optarg, "auto")) o->unwind = UNWIND_AUTO;
+			else if (!strcmp(optarg, "fp")) o->unwind = UNWIND_FP;
+			else if (!strcmp(optarg, "cfi")) o->unwind = UNWIND_CFI;
+			else if (!strcmp(optarg, "orc")) o->unwind = UNWIND_ORC;
+			else return bad(o, "--unwind: unknown method '%.40s' (auto, fp, cfi or orc)%s", optarg, "");
+			break;
+		case OPT_KASLR: {
+			errno = 0;
+			const char *v = optarg[0] == '-' ? optarg + 1 : optarg;
+			unsigned long long k = strtoull(v, &e, 16);
+			if (!*v || *e || errno || k % 0x1000 || k >= (1ull << 40) || !isxdigit((unsigned char)*v))
+				return bad(o, "--kaslr-offset: expected a page-aligned hex offset, got '%.40s'%s", optarg, "");
+			o->kaslr = optarg[0] == '-' ? -(int64_t)k : (int64_t)k;
+			o->have_kaslr = 1;
+			break;
+		}
 		case ':': {
 			char f[32];
 			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
@@ -182,6 +211,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
+	if ((o->unwind == UNWIND_CFI || o->unwind == UNWIND_ORC) && !o->nelf)
+		return bad(o, "--unwind %s needs the kernel image (-e)%s", o->unwind == UNWIND_CFI ? "cfi" : "orc", "");
 	return 0;
 }
 

@@ -5,6 +5,8 @@
 
 enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
 enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE };
+enum { UNWIND_AUTO, UNWIND_FP, UNWIND_CFI, UNWIND_ORC };
+#define CLI_MAX_ELF 4            /* -e given this many times at most (an image and a map) */
 
 struct opts {
 	int cmd;                 /* CMD_* */
@@ -16,7 +18,11 @@ struct opts {
 	const char *uri;         /* --connect URI for --domain */
 	int rate;                /* -r HZ */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
-	const char *elf;         /* -e ELF or symbol map */
+	const char *elf[CLI_MAX_ELF]; /* -e: kernel ELF, vmlinuz, and/or symbol map */
+	int nelf;                /* how many -e */
+	int unwind;              /* --unwind UNWIND_* */
+	int64_t kaslr;           /* --kaslr-offset */
+	int have_kaslr;          /* --kaslr-offset given */
 	const char *out;         /* -o FILE, NULL = stdout */
 	int format;              /* -f FMT_* */
 	int max_frames;          /* --max-frames */

@@ -7,14 +7,14 @@
 
 static void print_stack(const struct session *ss, const struct sample *s)
 {
-	const struct symtab *t = ss->syms.n ? &ss->syms : NULL;
+	const struct symtab *t = session_syms(ss);
 	char buf[256];
 	printf("cpu%d%s%s%s%s\n", s->cpu, s->flags & SF_IDLE ? " idle" : "",
 	       s->flags & SF_IRQOFF ? " irqs-off" : "", s->flags & SF_USER ? " user" : "",
 	       s->flags & SF_PARTIAL ? " (stack truncated)" : "");
 	for (int i = 0; i < s->n; i++) {
 		uint64_t a = s->frames[i];
-		const struct sym *sym = t ? syms_lookup(t, i ? a - 1 : a) : NULL;
+		const struct sym *sym = t ? syms_frame(t, a, i && !unwind_is_exact(s->exact, i)) : NULL;
 		if (sym) snprintf(buf, sizeof buf, "%s+0x%llx", sym->name, (unsigned long long)(a - sym->addr));
 		else snprintf(buf, sizeof buf, "??");
 		printf("  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);

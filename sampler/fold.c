@@ -27,10 +27,11 @@ static uint64_t strhash(const char *s)
 	return h;
 }
 
-/* Frame name: the leaf's own symbol; callers' symbol holding the call (return address - 1). */
-static void name(const struct symtab *t, uint64_t a, int caller, char *out, size_t cap)
+/* Frame name: the leaf's (and an interrupted pc's) own symbol; a caller's, the symbol holding
+ * the call (return address - 1). */
+static void name(const struct symtab *t, uint64_t a, int is_return, char *out, size_t cap)
 {
-	const struct sym *s = t ? syms_lookup(t, caller ? a - 1 : a) : NULL;
+	const struct sym *s = t ? syms_frame(t, a, is_return) : NULL;
 	if (s) snprintf(out, cap, "%s", s->name);
 	else snprintf(out, cap, "0x%llx", (unsigned long long)a);
 }
@@ -57,7 +58,7 @@ static int fold_add(struct writer *w, const struct sample *s)
 	char line[SAMPLE_MAX_FRAMES * 72 + 16], nm[256];
 	size_t off = (size_t)snprintf(line, sizeof line, "cpu%d", s->cpu);
 	for (int i = s->n - 1; i >= 0; i--) { /* root first */
-		name(f->syms, s->frames[i], i > 0, nm, sizeof nm);
+		name(f->syms, s->frames[i], i > 0 && !unwind_is_exact(s->exact, i), nm, sizeof nm);
 		off += (size_t)snprintf(line + off, sizeof line - off, ";%s", nm);
 		if (off >= sizeof line) off = sizeof line - 1;
 	}

@@ -380,6 +380,44 @@ int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len)
 	return rsp_unhex(out, g->dec.pkt, (size_t)len) ? -2 : 0;
 }
 
+#define BLOCK_BATCH 32 /* `m` requests per write in gdb_read_block (~1 KB of requests) */
+
+int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len)
+{
+	char buf[BLOCK_BATCH * 40], req[64];
+	int unmapped = 0;
+	if (select_cpu(g, cpu) < 0) return -1;
+	for (size_t off = 0; off < len;) {
+		size_t boff = 0, at[BLOCK_BATCH], n[BLOCK_BATCH];
+		int k = 0;
+		for (; k < BLOCK_BATCH && off < len; k++) {
+			n[k] = len - off < GDB_MEM_MAX ? len - off : GDB_MEM_MAX;
+			at[k] = off;
+			snprintf(req, sizeof req, "m%llx,%zx", (unsigned long long)(addr + off), n[k]);
+			if (rsp_append(buf, sizeof buf, &boff, req) < 0) break;
+			off += n[k];
+		}
+		if (gdb_write(g, buf, boff) < 0) return -1;
+		for (int i = 0; i < k;) { /* every reply is read, even after an error, to stay in step */
+			enum gdb_ev ev = gdb_next(g, REQ_TIMEOUT_MS);
+			if (ev == GDB_EV_ERROR) return -1;
+			if (ev == GDB_EV_TIMEOUT) {
+				ERR_SET(g, ERR_TIMEOUT, "no reply to a memory read from %s", g->conn.where);
+				return -1;
+			}
+			if (ev == GDB_EV_PACKET && rsp_is_stop(g->dec.pkt, g->dec.len)) {
+				g->st.stray_stops++;
+				continue;
+			}
+			if (ev != GDB_EV_PACKET || g->dec.len != n[i] * 2 ||
+			    rsp_unhex(out + at[i], g->dec.pkt, n[i]))
+				unmapped = 1;
+			i++;
+		}
+	}
+	return unmapped ? -2 : 0;
+}
+
 void gdb_close(struct gdb *g)
 {
 	conn_close(&g->conn);

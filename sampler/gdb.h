@@ -75,6 +75,9 @@ int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap);
 /* Read len <= GDB_MEM_MAX bytes of vCPU i's memory at addr (Hg + m); 0 ok, -1 error (err not set
  * for E replies, which return -2). */
 int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len);
+/* Read len bytes (any size) of vCPU i's memory at addr, GDB_MEM_MAX per `m`, many `m` per
+ * write; 0 ok, -1 connection error (err set), -2 some of it is unmapped. */
+int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len);
 /* Parse a thread id "p1.2" / "2" (hex) into its thread number; -1 if malformed. */
 int gdb_parse_tid(const char *s, const char **end);
 void gdb_close(struct gdb *g);

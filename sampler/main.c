@@ -27,7 +27,7 @@ static int session_failed(struct session *ss)
 {
 	fprintf(stderr, "gdbsample: %s\n", ss->errstr);
 	session_close(ss);
-	return ss->err == ERR_USAGE ? 2 : 1;
+	return ss->err == ERR_USAGE || ss->err == ERR_FORMAT ? 2 : 1; /* bad flags or input files: 2 */
 }
 
 /* -o FILE or stdout; a capture is never written to a terminal. */
@@ -63,14 +63,21 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	h->klo = o->klo;
 	h->khi = o->khi;
 	h->start_unix_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	h->id_kind = (uint8_t)ss->syms.idkind;
-	h->id_len = (uint8_t)ss->syms.idlen;
-	memcpy(h->id, ss->syms.id, sizeof h->id);
+	const struct symtab *t = &ss->img.syms;
+	h->id_kind = (uint8_t)t->idkind;
+	h->id_len = (uint8_t)t->idlen;
+	memcpy(h->id, t->id, sizeof h->id);
+	if (ss->kaslr.how != KASLR_NONE) {
+		h->flags |= CAPF_KASLR;
+		h->kaslr_offset = ss->kaslr.slide;
+	}
+	if ((t->marks >> MARK_STEXT) & 1) h->stext = t->mark[MARK_STEXT];
+	for (int k = 0; k < ss->nmethods; k++) h->methods |= (uint8_t)(1u << ss->methods[k]);
 }
 
 static struct writer *make_writer(const struct opts *o, struct session *ss, FILE *out, int fd, struct sinks *k)
 {
-	const struct symtab *syms = ss->syms.n ? &ss->syms : NULL;
+	const struct symtab *syms = session_syms(ss);
 	struct capture_header h;
 	switch (o->format) {
 	case FMT_CAPTURE:
@@ -102,10 +109,12 @@ static int cmd_record(const struct opts *o)
 		return 1;
 	}
 	int failed = record_loop(&ss, &k, &st, &p) < 0;                 /* sample until -d or a signal */
-	stats_kv(&st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
+	stats_kv(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
 	session_kv(&ss, kv, sizeof kv);                                 /* how the VM was reached */
+	static char kline[512];
+	session_image_line(&ss, kline, sizeof kline);
 	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
-			       ss.how[0] ? ss.how : NULL };
+			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL };
 	int wfail = w->finish(w, &ri) < 0;                              /* write what we have, always */
 	if (failed) fprintf(stderr, "gdbsample: %s%s\n", ss.errstr,
 			    ss.err == ERR_EOF ? " (QEMU exited?); the samples taken so far were written" : "");
@@ -116,7 +125,7 @@ static int cmd_record(const struct opts *o)
 	}
 	if (ss.how[0] && !failed)
 		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is running\n", ss.g.conn.where);
-	stats_human(&st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
+	stats_human(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
 	fputs(human, stderr);                                           /* the summary, always */
 	w->free(w);
 	if (out != stdout && fclose(out)) wfail = 1;

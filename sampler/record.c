@@ -74,7 +74,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			break;
 		}
 		stats_pause(st, t1 - t0);
-		st->dropped = ss->s.st.reg_errors;
+		st->dropped = ss->s.p.st.reg_errors;
 		for (int i = 0; i < n; i++) {
 			out[i].t_ns = (uint64_t)(t0 - start);
 			if (deliver(ss, k, st, &out[i]) < 0) {

@@ -20,6 +20,7 @@ struct chain {
 	uint64_t count;       /* samples */
 	int n;                /* callers */
 	uint64_t *callers;    /* return addresses, innermost first */
+	uint64_t exact[4];    /* the sample's exact-frame bits (bit k+1: callers[k] is an interrupted pc) */
 	uint64_t hash;        /* of leaf + callers */
 };
 
@@ -64,12 +65,13 @@ static int rep_add(struct writer *w, const struct sample *s)
 	uint64_t h = mix(0xcbf29ce484222325ull, leaf);
 	for (int i = 1; i < s->n; i++) h = mix(h, s->frames[i]);
 	h = mix(h, (uint64_t)s->n);
+	for (int i = 0; i < 4; i++) h = mix(h, s->exact[i]);
 	if (r->n * 2 >= r->tabcap && reindex(r, r->tabcap ? r->tabcap * 2 : 1024) < 0) goto oom;
 	size_t k = h & (r->tabcap - 1);
 	for (; r->tab[k]; k = (k + 1) & (r->tabcap - 1)) {
 		struct chain *c = &r->c[r->tab[k] - 1];
 		if (c->hash != h || c->leaf != leaf || c->n != s->n - 1 ||
-		    memcmp(c->callers, s->frames + 1, (size_t)c->n * 8))
+		    memcmp(c->callers, s->frames + 1, (size_t)c->n * 8) || memcmp(c->exact, s->exact, sizeof c->exact))
 			continue;
 		c->count++;
 		if (sym) {
@@ -94,6 +96,7 @@ static int rep_add(struct writer *w, const struct sample *s)
 	c->count = 1;
 	c->n = s->n - 1;
 	c->hash = h;
+	memcpy(c->exact, s->exact, sizeof c->exact);
 	c->callers = malloc((size_t)(c->n ? c->n : 1) * 8);
 	if (!c->callers) goto oom;
 	memcpy(c->callers, s->frames + 1, (size_t)c->n * 8);
@@ -106,10 +109,11 @@ oom:
 }
 
 /* Caller frames are return addresses: name the function holding the call (addr - 1), print the
- * offset of the return address itself, as a panic backtrace does. */
-static void fmt_caller(const struct symtab *t, uint64_t a, char *out, size_t cap)
+ * offset of the return address itself, as a panic backtrace does. An interrupted pc (exact)
+ * is named by itself. */
+static void fmt_caller(const struct symtab *t, uint64_t a, int exact, char *out, size_t cap)
 {
-	const struct sym *s = t ? syms_lookup(t, a - 1) : NULL;
+	const struct sym *s = t ? syms_frame(t, a, !exact) : NULL;
 	if (s) snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)(a - s->addr));
 	else snprintf(out, cap, "0x%llx", (unsigned long long)a);
 }
@@ -147,6 +151,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 	fprintf(r->out, "%llu samples on %d cpus, %llu dropped, source gdbstub %d Hz\n",
 		(unsigned long long)r->total, ri->ncpu, (unsigned long long)ri->dropped, ri->rate_hz);
 	if (ri->attach) fprintf(r->out, "attached %s\n", ri->attach);
+	if (ri->kernel) fprintf(r->out, "%s\n", ri->kernel);
 	if (!r->total) {
 		if (ri->idle) fprintf(r->out, "no samples: all %llu were idle (--idle keeps them)\n",
 				      (unsigned long long)ri->idle);
@@ -165,7 +170,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 		fprintf(r->out, "%.1f%% %llu %s\n", 100.0 * (double)c->count / (double)r->total,
 			(unsigned long long)c->count, buf);
 		for (int k = 0; k < c->n; k++) {
-			fmt_caller(r->syms, c->callers[k], buf, sizeof buf);
+			fmt_caller(r->syms, c->callers[k], unwind_is_exact(c->exact, k + 1), buf, sizeof buf);
 			fprintf(r->out, "        <- %s\n", buf);
 		}
 	}

@@ -7,12 +7,13 @@
 #include "unwind.h"
 
 #define SAMPLE_MAX_FRAMES 255   /* frames per sample (the capture stores a u8 count) */
-#define SAMPLE_WINDOW 2048      /* bytes of stack read per window (QEMU's `m` limit) */
-#define SAMPLE_SLACK 128        /* window starts this far below the predicted stack pointer */
-#define SAMPLE_MARGIN 128       /* window ends this far above the previous walk's highest read,
-				 * unless that walk reached the chain's end */
-#define SAMPLE_SPAN 32768       /* frames must lie within this many bytes above sp */
-#define SAMPLE_MAX_TRIPS 3      /* round trips per sample: 1 normally, more on a missed prediction */
+#define SAMPLE_WINDOW 2048      /* bytes of stack one `m` reads at most (QEMU's `m` limit) */
+#define SAMPLE_SLACK 256        /* window starts this far below the predicted stack pointer */
+#define SAMPLE_MARGIN 128       /* a stack's window ends this far above the previous walk's highest
+				 * read, unless that walk ended the chain on that stack */
+#define SAMPLE_EXTENT_MAX 4096  /* at most this much of one stack is predicted */
+#define SAMPLE_SPAN 32768       /* one stack's frames lie within this many bytes above its base */
+#define SAMPLE_MAX_TRIPS 4      /* round trips per sample: 1 normally, more on a missed prediction */
 #define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */
 
 /* Sample flags (also the capture's flag bits). */
@@ -24,15 +25,18 @@ struct sample {
 	uint16_t cpu;                          /* vCPU index */
 	uint8_t flags;                         /* SF_* */
 	uint8_t n;                             /* frames used: frames[0] = pc, then return addresses */
+	uint64_t exact[4];                     /* bit i: frames[i] (i > 0) is an interrupted pc (an
+						* interrupt or exception frame's), not a return address */
 	uint64_t frames[SAMPLE_MAX_FRAMES];    /* the chain, leaf first */
 };
 
-/* A stack window read from a vCPU. */
+/* A window of guest memory read from a vCPU. */
 struct window {
 	uint64_t addr;                 /* guest address */
 	int len;                       /* bytes requested (crossing at most vcpu.cross_ok) */
 	int ok;                        /* 1 once read */
 	int crosses;                   /* spans a page boundary (allowed by vcpu.cross_ok) */
+	int text;                      /* kernel text for idle tagging, not stack */
 	uint8_t data[SAMPLE_WINDOW];   /* the bytes */
 };
 
@@ -41,25 +45,30 @@ struct vcpu {
 	int cpu;                       /* vCPU index in gdb->tids */
 	int have_pred;                 /* pred_sp is valid */
 	uint64_t pred_sp;              /* stack pointer at the previous sample: predicts this one's */
-	uint64_t pred_top;             /* one past the highest stack byte the previous walk read */
+	int pred_next;                 /* stacks the previous walk read (0: none, e.g. user mode) */
+	struct uw_extent pred_ext[UW_MAX_EXTENTS]; /* ...[lowest, one past the highest) byte of each */
+	int pred_last;                 /* the stack its last frame was on */
+	uint64_t depth;                /* how deep below the first stack's top recent samples' stack
+					* pointers were (a decaying maximum): the first window reaches
+					* this far down, so a deeper call than the last one still hits */
 	int elided;                    /* this trip's Hg was left out (vCPU is the stop vCPU) */
 	int idle_prev;                 /* the previous sample found it halted in hlt: its stack is
-					 * not read again if pc, sp and fp are unchanged */
+					* not read again if pc, sp and fp are unchanged */
 	uint64_t prev_pc, prev_sp, prev_fp; /* registers of the previous sample */
 	int prev_n;                    /* frames of the previous sample */
 	enum unwind_stop prev_stop;    /* why its walk ended */
+	uint64_t prev_exact[4];        /* ...its exact-frame bits */
 	uint64_t prev_frames[SAMPLE_MAX_FRAMES]; /* ...and the frames themselves */
 	int hg_ok;                     /* this trip's Hg was accepted */
 	int nregs;                     /* bytes in regs (0 = not read yet this sample) */
 	uint8_t regs[1024];            /* decoded `g` reply */
 	int nwin;                      /* windows in use this sample */
-	struct window win[UNWIND_MAX_CHUNKS]; /* stack read this sample */
+	struct window win[UNWIND_MAX_CHUNKS + 1]; /* stack read this sample, and one text byte */
 	int nwin_trip;                 /* windows requested in the current trip start at this index */
 	uint64_t cross_ok;             /* a page boundary whose both sides the last sample read (0 =
-	                                * none, and always 0 once sampler.cross_off): the next
+	                                * none, and always 0 once the plan's cross_off): the next
 	                                * window may cross it in one `m` */
 	int refetched;                 /* a failed crossing read is being re-read page by page */
-	uint64_t need;                 /* address the walk needs next (0 = done) */
 	int done;                      /* sample finished (or given up) */
 	int failed;                    /* no usable registers: sample dropped */
 	int trips;                     /* round trips this sample needed */
@@ -82,33 +91,74 @@ struct sampler_stats {
 	uint64_t idle_reused;           /* idle vCPU samples whose unchanged stack was not re-read */
 	uint64_t hg_wrong;              /* ...of which the stop vCPU turned out different (redone) */
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
+	uint64_t text_reads;            /* kernel text blocks read from the guest to tag idle samples
+					 * (a map without the image's text: once per 64 bytes of text) */
 	uint64_t stops[UW_NSTOPS];      /* why walks ended */
+	uint64_t frames[UM_N];          /* frames each unwinding method produced */
+	uint64_t stops_by[UM_N + 1][UW_NSTOPS]; /* why walks ended, by the method of their last
+					 * step ([UM_N]: no step was taken) */
+};
+
+/* What the sampler needs to know besides the connection. */
+struct sampler_cfg {
+	const struct symtab *syms;      /* kernel text (idle tagging, prologues), or NULL */
+	int nmethods;                   /* unwinding methods, in order of preference (0: frame pointers) */
+	int order[UM_N];                /* ...UM_* each */
+	void *orc;                      /* struct orc_table for UM_ORC */
+	void *cfi;                      /* struct cfi_ctx for UM_CFI */
+	uint64_t klo, khi;              /* kernel range */
+	int max_frames;                 /* frame cap */
+};
+
+/* Kernel text read from the guest, in aligned blocks (text never changes). */
+struct textcache {
+	uint64_t *key;                  /* block address + 1, 0 = empty slot */
+	uint8_t *val;                   /* the blocks' bytes, TEXT_BLOCK per slot */
+	size_t n, cap;                  /* used, slots (a power of two; full: no more entries) */
+};
+
+/* The pure half of sampling (plan.c): which windows each vCPU needs, and what its replies mean. */
+struct plan {
+	const struct layout *l;         /* the `g` layout */
+	struct sampler_cfg cfg;         /* symbols, unwinders, range, frame cap */
+	struct fp_ctx fp;               /* the frame-pointer unwinder's context */
+	struct unwinder uw[UM_N];       /* every method (used or not) */
+	int nmethods;                   /* those in use, in order of preference */
+	const struct unwinder *methods[UM_N];
+	int cross_off;                  /* 1 once a crossing read failed where page-by-page reads
+					 * worked: this gdbstub refuses them, never cross again */
+	struct textcache tc;            /* text bytes read for idle tagging */
+	struct sampler_stats st;        /* counters */
 };
 
 struct sampler {
 	struct gdb *g;                  /* the connection */
-	const struct symtab *syms;      /* kernel symbols and text, or NULL */
-	uint64_t klo, khi;              /* kernel range */
-	int max_frames;                 /* frame cap */
+	struct plan p;                  /* what to ask and what the answers mean */
 	int stop_tid;                   /* thread named by the last stop reply (-1 unknown): QEMU
 					 * selects it for g/m after every stop, so its Hg can be left out */
-	int cross_off;                  /* 1 once a crossing read failed where page-by-page reads
-					 * worked: this gdbstub refuses them, never cross again */
 	int nv;                         /* vCPUs sampled */
 	struct vcpu *v;                 /* their state */
-	struct sampler_stats st;        /* counters */
 	int err;                        /* sticky error code */
 	char errstr[128];               /* what went wrong */
 };
 
 /* Prepare to sample the listed vCPU indexes. */
-int sampler_init(struct sampler *s, struct gdb *g, const struct symtab *syms, const int *cpus,
-		 int ncpus, uint64_t klo, uint64_t khi, int max_frames);
+int sampler_init(struct sampler *s, struct gdb *g, const struct sampler_cfg *cfg, const int *cpus, int ncpus);
 /* Stop the VM and sample every vCPU (VM left stopped); out gets s->nv entries, *nout the
  * number produced (failed vCPUs are counted and skipped). -1 on a connection error. */
 int sampler_take(struct sampler *s, struct sample *out, int *nout);
 /* Resume the VM. */
 int sampler_resume(struct sampler *s);
 void sampler_free(struct sampler *s);
+
+/* plan.c */
+/* Set up the plan (cfg copied; no methods = the frame-pointer walk). */
+void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg);
+/* A new sample: forget v's windows, and queue the ones its previous sample predicts. */
+void plan_first(struct plan *p, struct vcpu *v);
+/* After a trip: 1 if v's sample is finished (out filled, or v->failed), 0 if it queued windows
+ * for another trip (from v->nwin_trip on). last_trip: no more trips are possible. */
+int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip);
+void plan_free(struct plan *p);
 
 #endif

@@ -1,7 +1,8 @@
 # sampler/sampler.mk: builds gdbsample, its C unit tests and its benchmark; included by the top Makefile.
 BUILD ?= build
 SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation
-SAMPLER_LIBS := -lelf
+# libdw (DWARF CFI), libelf, and the codecs a compressed vmlinuz may use (zlib, xz, zstd, lz4).
+SAMPLER_LIBS := -ldw -lelf -lz -llzma -lzstd -llz4
 # libvirt is optional: with libvirt-dev (pkg-config libvirt-qemu) --domain works, without it says so.
 SAMPLER_LIBVIRT := $(shell pkg-config --exists libvirt-qemu libvirt 2>/dev/null && echo yes)
 ifeq ($(SAMPLER_LIBVIRT),yes)
@@ -33,8 +34,14 @@ FORCE:
 $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 	$(CC) -o $@ $^ $(SAMPLER_LIBS)
 
-$(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS)
-	$(CC) -o $@ $^ $(SAMPLER_LIBS)
+$(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf
+	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
+
+# An ELF with known CFI for the CFI unwinder's test (its path is compiled into test_cfi.o).
+$(BUILD)/tests/sampler/cfi_frames.elf: tests/sampler/data/cfi_frames.S
+	@mkdir -p $(dir $@)
+	$(CC) -nostdlib -static -no-pie -Wl,-Ttext=0x401000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
+$(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"'
 
 # The benchmark's minimal reference client (reuses the codec and transport).
 $(BUILD)/rtt: bench/rtt.c $(BUILD)/sampler/conn.o $(BUILD)/sampler/rsp.o

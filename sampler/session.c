@@ -1,4 +1,4 @@
-/* session.c: one attachment to a guest -- symbols, connection, ELF check, guard, sampler. */
+/* session.c: one attachment to a guest -- the kernel image, connection, guard, sampler. */
 #include "session.h"
 #include "err.h"
 #include <stdarg.h>
@@ -21,12 +21,19 @@ static int fail(struct session *ss, int code, const char *what)
 	return -1;
 }
 
+const struct symtab *session_syms(const struct session *ss)
+{
+	return ss->img.syms.n ? &ss->img.syms : NULL;
+}
+
 int session_open(struct session *ss, const struct opts *o)
 {
 	memset(ss, 0, sizeof *ss);
 	ss->o = o;
-	if (o->elf && syms_load(&ss->syms, o->elf) < 0)
-		return fail(ss, ss->syms.err, ss->syms.errstr);
+	int want = o->unwind == UNWIND_FP ? 0 : o->unwind == UNWIND_CFI ? IMG_WANT_CFI
+		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
+	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want) < 0)        /* before touching the VM */
+		return fail(ss, ss->img.err, ss->img.errstr);
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
 	if (kind != ATTACH_GDBSTUB && attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri) < 0)
@@ -53,52 +60,28 @@ int session_open(struct session *ss, const struct opts *o)
 	if (!ss->g.conn.loopback)
 		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "
 			     "to anyone who can reach it", ss->g.conn.where);
-	if (ss->syms.n && ss->syms.machine && ss->g.layout.arch->id == ARCH_X86_64 &&
-	    ss->syms.machine != 62 /* EM_X86_64 */)
-		return fail(ss, ERR_MISMATCH, "the ELF is not x86_64 but the guest is");
+	const struct arch *ga = ss->g.layout.arch;
+	if (ss->img.syms.machine && ss->img.syms.machine != ga->elf_machine) {
+		char msg[96];
+		snprintf(msg, sizeof msg, "the kernel image is not for %s, which the guest is", ga->name);
+		return fail(ss, ERR_MISMATCH, msg);
+	}
 	struct opts *mo = (struct opts *)o;
 	ss->ncpu = cli_cpus(mo, ss->g.ncpu, ss->cpus);
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
-	if (o->elf && o->verify && ss->syms.is_elf && verify_text(ss) < 0) return -1;
-	if (sampler_init(&ss->s, &ss->g, ss->syms.n ? &ss->syms : NULL, ss->cpus, ss->ncpu, o->klo, o->khi,
-			 o->max_frames) < 0)
+	if (o->nelf && locate_kernel(ss) < 0) return -1;                   /* KASLR, tables, unwinders */
+	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
+				   ss->img.has_cfi ? &ss->img.cfi : NULL, o->klo, o->khi, o->max_frames };
+	memcpy(cfg.order, ss->methods, sizeof cfg.order);
+	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
-	return 0;
-}
-
-/* Three 64-byte ranges of the largest executable section: start, middle, end. */
-int verify_text(struct session *ss)
-{
-	const struct symtab *t = &ss->syms;
-	const struct textsec *big = NULL;
-	for (int i = 0; i < t->nsecs; i++)
-		if (!big || t->secs[i].len > big->len) big = &t->secs[i];
-	if (!big || big->len < 64) return 0;
-	uint64_t at[3] = { 0, (big->len / 2) & ~63ull, (big->len - 64) & ~63ull };
-	int compared = 0;
-	for (int k = 0; k < 3; k++) {
-		uint8_t buf[64];
-		uint64_t a = big->addr + at[k];
-		int rc = gdb_mem(&ss->g, ss->cpus[0], a, buf, 64);
-		if (rc == -1) return fail(ss, ss->g.err, ss->g.errstr);
-		if (rc == -2) continue; /* unmapped in this vCPU's page tables (early boot?) */
-		compared++;
-		if (memcmp(buf, big->data + at[k], 64)) {
-			const char *base = strrchr(ss->o->elf, '/');
-			char msg[128];
-			snprintf(msg, sizeof msg, "%s does not match the running guest (text at 0x%llx differs)",
-				 base ? base + 1 : ss->o->elf, (unsigned long long)a);
-			return fail(ss, ERR_MISMATCH, msg);
-		}
-	}
-	if (!compared)
-		session_warn(ss, "could not read the guest's kernel text to check %s against it", ss->o->elf);
 	return 0;
 }
 
 void session_kv(const struct session *ss, char *out, size_t cap)
 {
 	attach_kv(&ss->at, ss->g.conn.where, out, cap);
+	session_image_kv(ss, out, cap);
 }
 
 int session_close(struct session *ss)
@@ -122,6 +105,6 @@ int session_close(struct session *ss)
 		rc = -1;
 	}
 	sampler_free(&ss->s);
-	syms_free(&ss->syms);
+	image_free(&ss->img);
 	return rc;
 }

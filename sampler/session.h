@@ -5,12 +5,17 @@
 #include "cli.h"
 #include "gdb.h"
 #include "guard.h"
+#include "image.h"
+#include "kaslr.h"
 #include "sample.h"
-#include "symbols.h"
 
 struct session {
 	const struct opts *o;          /* options */
-	struct symtab syms;            /* kernel symbols (syms.n == 0 without -e) */
+	struct image img;              /* the kernel as given with -e (img.syms.n == 0 without -e) */
+	struct kaslr kaslr;            /* the KASLR offsets found (or given) */
+	int orc_from_guest;            /* the ORC tables were read from guest memory (map only) */
+	int methods[UM_N];             /* unwinding methods in use, in order of preference */
+	int nmethods;
 	struct attach at;              /* the monitor we opened the gdbstub through (--qmp/--domain) */
 	struct gdb g;                  /* the gdbstub connection */
 	struct guard guard;            /* resumes the guest if we die */
@@ -20,7 +25,7 @@ struct session {
 	int attached;                  /* connected and not yet detached */
 	char how[256];                 /* how the VM was reached, for the report header ("" with -p) */
 	int err;                       /* sticky error code (err.h) */
-	char errstr[128];              /* what went wrong */
+	char errstr[192];              /* what went wrong */
 };
 
 /* Load symbols, connect, check the ELF, start the guard and the sampler. VM left stopped. */
@@ -31,7 +36,14 @@ int session_close(struct session *ss);
 void session_kv(const struct session *ss, char *out, size_t cap);
 /* Print a warning on stderr unless -q. */
 void session_warn(const struct session *ss, const char *fmt, ...);
-/* Compare ranges of kernel text read from the guest with the ELF (0 match, -1 mismatch/err). */
-int verify_text(struct session *ss);
+/* locate.c: find the kernel in the guest (KASLR offsets; ORC tables from guest memory when only
+ * a map was given) and choose the unwinders; VM stopped. */
+int locate_kernel(struct session *ss);
+/* The kernel symbols, or NULL without -e. */
+const struct symtab *session_syms(const struct session *ss);
+/* Append the image lines (image, unwind, kaslr_offset ...) to the key value text. */
+void session_image_kv(const struct session *ss, char *out, size_t cap);
+/* One line for the report header: what unwound and where the kernel was found, or "" */
+void session_image_line(const struct session *ss, char *out, size_t cap);
 
 #endif

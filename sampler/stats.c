@@ -64,6 +64,13 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	   (unsigned long long)ss->hg_wrong);
 	for (int i = 0; i < UW_NSTOPS; i++)
 		KV("unwind_stop_%s %llu\n", unwind_stop_names[i], (unsigned long long)ss->stops[i]);
+	for (int m = 0; m < UM_N; m++) KV("frames_%s %llu\n", unwind_method_names[m], (unsigned long long)ss->frames[m]);
+	for (int m = 0; m <= UM_N; m++)
+		for (int i = 0; i < UW_NSTOPS; i++)
+			if (ss->stops_by[m][i])
+				KV("unwind_stop_%s_%s %llu\n", m < UM_N ? unwind_method_names[m] : "none",
+				   unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
+	KV("text_reads %llu\n", (unsigned long long)ss->text_reads);
 	KV("errors_register %llu\nerrors_memory %llu\nerrors_rejected %llu\nno_stop_reply %llu\n",
 	   (unsigned long long)ss->reg_errors, (unsigned long long)ss->mem_errors,
 	   (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply);
@@ -95,6 +102,23 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	P("gdbsample: unwind stops:");
 	for (int i = 0; i < UW_NSTOPS; i++)
 		P(" %s %llu", unwind_stop_names[i], (unsigned long long)ss->stops[i]);
+	P("\n");
+	P("gdbsample: frames by method:");
+	for (int m = UM_N - 1; m >= 0; m--) /* orc, cfi, fp: the order auto prefers them */
+		P(" %s %llu", unwind_method_names[m], (unsigned long long)ss->frames[m]);
+	P("; stops by method:");
+	int any = 0;
+	for (int m = UM_N; m >= 0; m--) {
+		int first = 1;
+		for (int i = 0; i < UW_NSTOPS; i++) {
+			if (!ss->stops_by[m][i]) continue;
+			P("%s%s %s %llu", first ? (any ? "; " : " ") : ", ", first ? (m < UM_N ? unwind_method_names[m] : "none") : "",
+			  unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
+			first = 0;
+			any = 1;
+		}
+	}
+	if (ss->text_reads) P("; text bytes read %llu", (unsigned long long)ss->text_reads);
 	P("\n");
 	P("gdbsample: errors: registers %llu, memory %llu, rejected %llu, no stop reply %llu, failed rounds %llu, "
 	  "naks %lu, bad checksums %lu; deadlines skipped %llu (max late %.1f ms)\n",

@@ -1,12 +1,28 @@
 /* symbols.c: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #include "symbols.h"
 #include "err.h"
+#include "files.h"
 #include "rsp.h"
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+const char *const symmark_names[MARK_N] = {
+	"_stext", "_etext", "__start_orc_unwind_ip", "__stop_orc_unwind_ip", "__start_orc_unwind",
+	"__stop_orc_unwind", "__start_orc_header", "__stop_orc_header", "linux_banner",
+};
+
+/* Remember addr if name is one of the marks. */
+static void mark(struct symtab *t, const char *name, uint64_t addr)
+{
+	for (int m = 0; m < MARK_N; m++)
+		if (!strcmp(name, symmark_names[m]) && !((t->marks >> m) & 1)) {
+			t->mark[m] = addr;
+			t->marks |= 1u << m;
+		}
+}
 
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 {
@@ -63,6 +79,21 @@ const struct sym *syms_lookup(const struct symtab *t, uint64_t addr)
 	if (s->size && addr - s->addr >= s->size) return NULL;
 	if (!s->size && !t->is_elf && lo + 1 == t->n && addr - s->addr > 0x100000) return NULL;
 	return s;
+}
+
+const struct sym *syms_frame(const struct symtab *t, uint64_t addr, int is_return)
+{
+	return syms_lookup(t, is_return ? addr - 1 : addr);
+}
+
+void syms_relocate(struct symtab *t, int64_t names_slide, int64_t text_slide)
+{
+	uint64_t dn = (uint64_t)(names_slide - t->slide), dt = (uint64_t)(text_slide - t->text_slide);
+	for (size_t i = 0; i < t->n; i++) t->syms[i].addr += dn;
+	for (int m = 0; m < MARK_N; m++) t->mark[m] += dn;
+	for (int i = 0; i < t->nsecs; i++) t->secs[i].addr += dt;
+	t->slide = names_slide;
+	t->text_slide = text_slide;
 }
 
 int syms_byte(const struct symtab *t, uint64_t addr)
@@ -123,6 +154,7 @@ int syms_parse_map(struct symtab *t, const char *text, size_t len)
 		char line[512], name[256], f2[64], f3[64];
 		size_t l = (size_t)(nl - p) < sizeof line - 1 ? (size_t)(nl - p) : sizeof line - 1;
 		memcpy(line, p, l);
+		while (l && line[l - 1] == '\r') l--; /* a map that came through a serial port */
 		line[l] = 0;
 		p = nl + 1;
 		unsigned long long addr, size = 0;
@@ -134,12 +166,15 @@ int syms_parse_map(struct symtab *t, const char *text, size_t len)
 			type = f2[0];
 		} else {
 			if (line[0]) {
+				for (char *c = line; *c; c++) /* never echo control bytes to a terminal */
+					if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
 				ERR_SET(t, ERR_FORMAT, "not an ELF or nm-style symbol map (line: %.40s)", line);
 				return -1;
 			}
 			continue;
 		}
 		good++;
+		mark(t, name, addr);
 		if (strchr("tTwW", type) && syms_add(t, addr, size, name) < 0) return -1;
 	}
 	if (!good) {
@@ -157,7 +192,7 @@ static uint64_t fnv64(const uint8_t *p, size_t n)
 	return h;
 }
 
-static int load_elf(struct symtab *t, const char *path, const uint8_t *file, size_t flen)
+int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t flen)
 {
 	Elf *e = elf_memory((char *)file, flen);
 	GElf_Ehdr eh;
@@ -204,14 +239,16 @@ static int load_elf(struct symtab *t, const char *path, const uint8_t *file, siz
 				GElf_Sym s;
 				if (!gelf_getsym(d, (int)i, &s)) continue;
 				int ty = GELF_ST_TYPE(s.st_info);
+				const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
+				if (!nm || !nm[0]) continue;
+				if (s.st_shndx != SHN_UNDEF) mark(t, nm, s.st_value);
 				if ((ty != STT_FUNC && ty != STT_NOTYPE) || s.st_shndx == SHN_UNDEF ||
 				    s.st_shndx >= SHN_LORESERVE)
 					continue;
 				GElf_Shdr ts;
 				Elf_Scn *tscn = elf_getscn(e, s.st_shndx);
 				if (!tscn || !gelf_getshdr(tscn, &ts) || !(ts.sh_flags & SHF_EXECINSTR)) continue;
-				const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
-				if (!nm || !nm[0] || (ty == STT_NOTYPE && nm[0] == '.')) continue;
+				if (ty == STT_NOTYPE && nm[0] == '.') continue;
 				if (syms_add(t, s.st_value, s.st_size, nm) < 0) break;
 			}
 		}
@@ -223,44 +260,29 @@ static int load_elf(struct symtab *t, const char *path, const uint8_t *file, siz
 		t->idlen = 8;
 		for (int i = 0; i < 8; i++) t->id[i] = (uint8_t)(h >> (8 * i));
 	}
-	if (!t->n) {
-		ERR_SET(t, ERR_FORMAT, "%s: no function symbols (stripped?)", path);
-		return -1;
-	}
 	syms_finish(t);
 	return t->err ? -1 : 0;
 }
 
 int syms_load(struct symtab *t, const char *path)
 {
+	uint8_t *buf;
+	size_t len;
 	memset(t, 0, sizeof *t);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		ERR_SET(t, ERR_SYS, "%s: %s", path, strerror(errno));
-		if (fd >= 0) close(fd);
-		return -1;
-	}
-	uint8_t *buf = malloc((size_t)st.st_size + 1);
-	ssize_t got = 0;
-	while (buf && got < st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)(st.st_size - got));
-		if (n <= 0) break;
-		got += n;
-	}
-	close(fd);
-	if (!buf || got != st.st_size) {
-		ERR_SET(t, ERR_SYS, "%s: cannot read", path);
-		free(buf);
+	if (file_read(path, FILE_MAX_IMAGE, &buf, &len, t->errstr, sizeof t->errstr) < 0) {
+		t->err = ERR_SYS;
 		return -1;
 	}
 	int rc;
 	elf_version(EV_CURRENT);
-	if (st.st_size >= 4 && !memcmp(buf, ELFMAG, SELFMAG)) {
-		rc = load_elf(t, path, buf, (size_t)st.st_size);
+	if (len >= 4 && !memcmp(buf, ELFMAG, SELFMAG)) {
+		rc = syms_add_elf(t, path, buf, len);
+		if (rc == 0 && !t->n) {
+			ERR_SET(t, ERR_FORMAT, "%s: no function symbols (stripped?)", path);
+			rc = -1;
+		}
 	} else {
-		buf[st.st_size] = 0;
-		rc = syms_parse_map(t, (const char *)buf, (size_t)st.st_size);
+		rc = syms_parse_map(t, (const char *)buf, len);
 		if (rc < 0) {
 			char why[128];
 			snprintf(why, sizeof why, "%s", t->errstr);

@@ -21,6 +21,17 @@ struct textsec {
 
 enum { SYMID_NONE = 0, SYMID_BUILD_ID = 1, SYMID_FNV64 = 2 }; /* kinds of symtab.id */
 
+/* Data symbols the sampler needs beyond function names (any symbol type, from a map or .symtab). */
+enum symmark {
+	MARK_STEXT, MARK_ETEXT,                 /* _stext, _etext: the kernel's main text */
+	MARK_ORC_IP_START, MARK_ORC_IP_STOP,    /* __start_orc_unwind_ip, __stop_orc_unwind_ip */
+	MARK_ORC_START, MARK_ORC_STOP,          /* __start_orc_unwind, __stop_orc_unwind */
+	MARK_ORC_HDR_START, MARK_ORC_HDR_STOP,  /* __start_orc_header, __stop_orc_header (6.4+) */
+	MARK_BANNER,                            /* linux_banner: "Linux version ..." */
+	MARK_N
+};
+extern const char *const symmark_names[MARK_N];
+
 struct symtab {
 	struct sym *syms;        /* sorted by addr, one per address */
 	size_t n;                /* entries in syms */
@@ -31,12 +42,19 @@ struct symtab {
 	int idkind;              /* SYMID_* */
 	int idlen;               /* bytes in id */
 	uint8_t id[32];          /* GNU build-id, or FNV-1a 64 of the file */
+	uint64_t mark[MARK_N];   /* addresses of the marks found */
+	uint32_t marks;          /* bit m: mark[m] was found */
+	int64_t slide;           /* added to the names (and marks) by syms_relocate: the KASLR offset */
+	int64_t text_slide;      /* ...and to the text sections */
 	int err;                 /* sticky error code */
 	char errstr[128];        /* what went wrong */
 };
 
 /* Load an ELF, or an nm/System.map style text map (detected by content). */
 int syms_load(struct symtab *t, const char *path);
+/* Add an ELF image's text sections, build-id and function symbols (a stripped image has none:
+ * names then come from a map added with syms_parse_map). */
+int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t len);
 /* Parse an nm-style map ("ADDR [SIZE] TYPE NAME" lines, text symbols kept) from memory. */
 int syms_parse_map(struct symtab *t, const char *text, size_t len);
 /* Add one symbol (used by the loaders and tests); call syms_finish after the last. */
@@ -45,6 +63,12 @@ int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name);
 void syms_finish(struct symtab *t);
 /* The symbol containing addr, or NULL. */
 const struct sym *syms_lookup(const struct symtab *t, uint64_t addr);
+/* The function a frame is in: the leaf and interrupted pcs by their own address, a return
+ * address by the call before it (addr - 1: the call may be its function's last instruction). */
+const struct sym *syms_frame(const struct symtab *t, uint64_t addr, int is_return);
+/* Move the names (and marks) to names_slide and the text to text_slide from where they were
+ * loaded: link addresses become the running guest's. */
+void syms_relocate(struct symtab *t, int64_t names_slide, int64_t text_slide);
 /* The byte of kernel text at addr, or -1 if not in the ELF. */
 int syms_byte(const struct symtab *t, uint64_t addr);
 /* Where pc sits in its function's frame setup (entry, after push rbp, at ret, or body). */

@@ -89,7 +89,7 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 		if (l->count[i] >> 63) l->count[i] = ~l->count[i];
 	printf("\nhottest chains:\n");
 	struct run_info ri = { t->ss->ncpu, t->ss->o->rate, st->end_ns - st->start_ns, st->kept, st->dropped,
-			       st->idle, NULL, NULL };
+			       st->idle, NULL, NULL, NULL };
 	t->chains->finish(t->chains, &ri);
 	fflush(stdout);
 }
@@ -105,7 +105,7 @@ int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct p
 		return ss->err == ERR_USAGE ? 2 : 1;
 	}
 	t.ss = ss;
-	t.lv.syms = ss->syms.n ? &ss->syms : NULL;
+	t.lv.syms = session_syms(ss);
 	t.chains = report_writer_new(stdout, t.lv.syms, TOP_CHAINS);
 	t.fan.add = fan_add;
 	k.text = &t.fan;

@@ -1,26 +1,56 @@
-/* unwind.h: frame-pointer stack walk over the stack chunks read from one vCPU. */
+/* unwind.h: the stack walk -- frame-pointer, DWARF CFI and ORC unwinders behind one interface,
+ * chosen per frame, over the stack memory read from one vCPU. */
 #ifndef UNWIND_H
 #define UNWIND_H
 #include <stdint.h>
 
-/* Why a walk ended; each is counted in the summary. */
+#define UW_NREGS 33          /* DWARF register numbers 0..32 (x86_64 uses 0..16, aarch64 0..32) */
+#define UNWIND_MAX_CHUNKS 8  /* stack windows one walk can see */
+#define UW_MAX_EXTENTS 4     /* distinct stacks one walk may cross (exception, IRQ, task stack) */
+#define UW_MAX_SWITCHES 3    /* stack switches allowed in one walk */
+
+/* The methods, in the order the summary prints them. */
+enum uw_method { UM_FP = 0, UM_CFI, UM_ORC, UM_N };
+extern const char *const unwind_method_names[UM_N];
+
+/* Why a walk ended; each is counted in the summary, per method. */
 enum unwind_stop {
-	UW_END = 0,   /* a zero frame pointer or return address: the chain's natural end */
+	UW_END = 0,   /* the chain's natural end: a zero frame pointer or return address, an ORC
+		       * end-of-stack entry, a CFI frame whose return address is undefined */
+	UW_USER,      /* reached the user-mode context an exception or syscall interrupted */
 	UW_MAXFRAMES, /* --max-frames reached */
 	UW_RANGE,     /* a return address outside the kernel range */
 	UW_UNREAD,    /* the next frame lies outside the memory read so far (need more) */
-	UW_ALIGN,     /* a misaligned frame pointer */
-	UW_LOOP,      /* the frame pointer did not move toward the stack base */
-	UW_SPAN,      /* the frame pointer left the plausible stack span */
+	UW_ALIGN,     /* a misaligned frame pointer or stack pointer */
+	UW_LOOP,      /* the stack pointer did not move toward the stack base */
+	UW_SPAN,      /* the frame left the plausible stack span (or too many stack switches) */
+	UW_NOINFO,    /* no method has unwind information for the pc */
+	UW_BADRULE,   /* the method's rule needs a register it does not have, or is malformed */
 	UW_NSTOPS
 };
 extern const char *const unwind_stop_names[UW_NSTOPS];
 
-/* Where the interrupted pc sits relative to its function's frame setup (x86_64 frames). */
+/* Where an exact pc sits relative to its function's frame setup (frame-pointer method only). */
 enum unwind_pc {
 	PC_BODY = 0,  /* frame set up: fp is this function's frame */
-	PC_AT_ENTRY,  /* before `push fp`, or at `ret`: return address at [sp], fp is the caller's */
+	PC_AT_ENTRY,  /* before `push fp`, or at `ret`: return address at [sp] (or in lr), fp is the caller's */
 	PC_AFTER_PUSH /* after `push fp`, before `mov sp,fp`: return address at [sp+8] */
+};
+
+/* Per-architecture facts the walk needs (DWARF register numbers). */
+struct uw_arch {
+	int sp, fp, ra;       /* stack pointer, frame pointer, return-address column */
+	int lr;               /* register holding the return address at a function's entry, -1 if none */
+	int fp_prev, fp_ret;  /* frame record: offsets from fp of the saved fp and the return address */
+	int nregs;            /* registers numbered 0..nregs-1 */
+	int is_x86;           /* 1 on x86_64 (ORC, pt_regs, CPL from cs) */
+};
+extern const struct uw_arch uw_arch_x86_64, uw_arch_aarch64, uw_arch_riscv64;
+
+/* One frame's registers, by DWARF number. */
+struct uw_regs {
+	uint64_t r[UW_NREGS];  /* values */
+	uint64_t valid;        /* bit n set: r[n] is known */
 };
 
 /* A piece of stack memory read from the guest. */
@@ -30,17 +60,57 @@ struct unwind_chunk {
 	const uint8_t *data;  /* the bytes */
 };
 
-#define UNWIND_MAX_CHUNKS 8
+/* A stack region one walk read from: [lo, hi). */
+struct uw_extent {
+	uint64_t lo, hi;
+};
+
+/* The walk's position: the frame being stepped from, and what the walk has seen. */
+struct uw_cursor {
+	const struct uw_arch *arch;   /* register numbers */
+	uint64_t pc;                  /* this frame's pc */
+	int exact;                    /* pc is where the frame was interrupted (frame 0, or the
+				       * caller of a signal/interrupt frame), not a return address */
+	int depth;                    /* frame index (0 = the stopped pc) */
+	uint64_t span;                /* one stack's frames lie within [base, base + span) */
+	struct uw_regs regs;          /* this frame's registers */
+	enum unwind_stop stop;        /* set by a step that returns US_STOP */
+	uint64_t need;                /* for UW_UNREAD: the address to read */
+	const struct unwind_chunk *chunks; /* memory available */
+	int nchunks;
+	int next;                     /* extents in use */
+	struct uw_extent ext[UW_MAX_EXTENTS]; /* stack read so far, per stack */
+	int cur;                      /* extent of the current stack pointer */
+};
+
+/* What one step returned. */
+enum uw_step {
+	US_OK = 0,  /* the cursor now holds the caller's frame (pc, regs, exact) */
+	US_NOINFO,  /* this method knows nothing about the pc: try the next one */
+	US_END,     /* the frame is the outermost one (UW_END) */
+	US_USER,    /* the caller is the user-mode context (UW_USER) */
+	US_STOP     /* the walk cannot go on: cursor->stop says why (and ->need for UW_UNREAD) */
+};
+
+/* One unwinding method. */
+struct unwinder {
+	int method;    /* UM_* */
+	void *ctx;     /* its tables */
+	/* Step the cursor from its frame to the caller's. */
+	enum uw_step (*step)(void *ctx, struct uw_cursor *c);
+};
 
 /* One walk's inputs. */
 struct unwind_in {
-	uint64_t pc, sp, fp, lr;      /* registers at the stop (lr only on link-register arches) */
-	int has_lr;                   /* lr is meaningful */
-	int fp_prev, fp_ret;          /* frame record layout: saved fp and return address offsets */
+	const struct uw_arch *arch;   /* register numbers */
+	uint64_t pc;                  /* the stopped pc */
+	struct uw_regs regs;          /* the stopped registers */
+	int user;                     /* the vCPU is in user mode: only the pc is recorded */
 	uint64_t klo, khi;            /* kernel range [klo, khi] that frames must fall in */
-	uint64_t span;                /* frames must lie in [sp, sp + span) */
+	uint64_t span;                /* one stack's frames lie within [sp, sp + span) */
 	int max_frames;               /* cap including the pc */
-	enum unwind_pc pc_kind;       /* prologue/epilogue position of pc */
+	int nmethods;                 /* methods[] in use, in order of preference */
+	const struct unwinder *methods[UM_N];
 	int nchunks;                  /* chunks[] in use */
 	struct unwind_chunk chunks[UNWIND_MAX_CHUNKS]; /* memory available */
 };
@@ -49,13 +119,34 @@ struct unwind_in {
 struct unwind_out {
 	int n;                  /* frames written: frames[0] = pc, then return addresses */
 	enum unwind_stop stop;  /* why it ended */
+	int stop_method;        /* method whose step ended it (UM_*), or -1 (before any step) */
 	uint64_t need;          /* for UW_UNREAD: the address that must be read to continue */
-	uint64_t top;           /* one past the highest stack byte the walk read (0 if none) */
+	int nextents;           /* stack regions read */
+	struct uw_extent ext[UW_MAX_EXTENTS]; /* ...each [lowest, one past the highest) byte */
+	int last_extent;        /* the stack the last frame is on */
+	uint64_t exact[4];      /* bit i: frames[i] (i > 0) is an interrupted pc, not a return address */
+	uint16_t by_method[UM_N]; /* frames each method produced */
 };
 
 /* Walk; frames must hold in->max_frames entries. */
 void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out *out);
 /* Read a little-endian 64-bit word from the chunks; 0 ok, -1 if not fully covered. */
-int unwind_read64(const struct unwind_in *in, uint64_t addr, uint64_t *val);
+int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, uint64_t *val);
+/* For a step: read a stack word, recording it in the walk's extents; on failure the cursor
+ * is set up for US_STOP with UW_UNREAD. */
+int uw_read(struct uw_cursor *c, uint64_t addr, uint64_t *val);
+/* Frame i of out is exact (an interrupted pc)? */
+static inline int unwind_is_exact(const uint64_t *exact, int i)
+{
+	return (int)(exact[i >> 6] >> (i & 63)) & 1;
+}
+
+/* The frame-pointer method (unwind_fp.c). pc_kind may be NULL (every pc is PC_BODY). */
+struct fp_ctx {
+	enum unwind_pc (*pc_kind)(const void *arg, uint64_t pc); /* prologue position of an exact pc */
+	const void *arg;        /* its argument */
+	uint64_t span;          /* frames lie within [sp, sp + span) */
+};
+enum uw_step fp_step(void *ctx, struct uw_cursor *c);
 
 #endif

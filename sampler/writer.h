@@ -16,6 +16,7 @@ struct run_info {
 	uint64_t idle;             /* idle vCPU samples (not given to text writers without --idle) */
 	const char *summary;       /* the summary text (key value lines) for the capture trailer */
 	const char *attach;        /* how the VM was reached, for the report header, or NULL (-p/-H/-u) */
+	const char *kernel;        /* the kernel image, unwinders and KASLR offset, or NULL (no -e) */
 };
 
 struct writer {

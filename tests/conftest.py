@@ -5,8 +5,10 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
+# GDBSAMPLE_BUILD points the tests at another build directory (make BUILD=...); default build/.
+BUILD = os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
 KERNEL = os.path.join(BUILD, "kernel.elf")
+KERNEL_NOFP = os.path.join(BUILD, "kernel-nofp.elf")  # the same kernel without frame pointers
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 from guest import Guest  # noqa: E402

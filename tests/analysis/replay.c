@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	/* the run facts gdbsample's record loop gives its writers, from the summary chunk */
 	const char *d = strstr(r.summary, "duration_ns "), *dr = strstr(r.summary, "dropped ");
 	struct run_info ri = { r.h.ncpu, (int)r.h.rate_hz, d ? atoll(d + 12) : (int64_t)last, kept,
-			       dr ? (uint64_t)atoll(dr + 8) : 0, idle, NULL, NULL };
+			       dr ? (uint64_t)atoll(dr + 8) : 0, idle, NULL, NULL, NULL };
 	w->finish(w, &ri);
 	return rc < 0 ? 3 : 0;
 }

@@ -29,5 +29,9 @@ void test_report(void);
 void test_cli(void);
 void test_sample(void);
 void test_qmp(void);
+void test_vmlinuz(void);
+void test_orc(void);
+void test_cfi(void);
+void test_plan(void);
 
 #endif

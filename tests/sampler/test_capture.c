@@ -103,7 +103,7 @@ static void test_header_literal(void)
 	struct capture_header h = { .arch = 1, .ncpu = 2, .rate_hz = 100 }, g;
 	capture_header_encode(b, &h);
 	CHECK(memcmp(b, "GDBSAMP\0", 8) == 0);
-	CHECK(b[8] == 1 && b[9] == 0);      /* version 1, little-endian */
+	CHECK(b[8] == 2 && b[9] == 0);      /* version 2, little-endian */
 	CHECK(b[10] == 128);                /* header size */
 	CHECK(b[16] == 100);                /* rate */
 	CHECK(capture_header_decode(&g, b) == 0 && g.ncpu == 2);

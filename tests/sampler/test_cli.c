@@ -31,7 +31,7 @@ static void test_flags(void)
 		       "--kernel-range ffffffff80000000:ffffffffbfffffff --cpus 0,2-3 --idle -q --chains 3 "
 		       "--no-verify") == 0);
 	CHECK(!strcmp(o.host, "10.0.0.2") && o.port == 4321 && o.rate == 1000 && o.duration == 2.5);
-	CHECK(!strcmp(o.elf, "k.elf") && !strcmp(o.out, "out") && o.format == FMT_FOLDED);
+	CHECK(o.nelf == 1 && !strcmp(o.elf[0], "k.elf") && !strcmp(o.out, "out") && o.format == FMT_FOLDED);
 	CHECK(o.max_frames == 8 && o.klo == 0xffffffff80000000ull && o.khi == 0xffffffffbfffffffull);
 	CHECK(o.idle && o.quiet && o.chains == 3 && !o.verify);
 	int cpus[8];

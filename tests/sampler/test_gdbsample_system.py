@@ -128,12 +128,15 @@ def test_report_folds_chain_like_profile(boot):
     assert re.fullmatch(r"profiled \d+ ms", lines[0]), lines[0]
     m = re.fullmatch(r"(\d+) samples on 1 cpus, (\d+) dropped, source gdbstub 200 Hz", lines[1])
     assert m, lines[1]
-    leafs = [l for l in lines[2:] if re.match(r"\d+\.\d% \d+ ", l)]
+    # -e given: which image, which unwinders, and where the kernel was found
+    assert re.fullmatch(r"kernel kernel\.elf, unwound by cfi,fp, kaslr offset 0x0 \(matched kernel text\)",
+                        lines[2]), lines[2]
+    leafs = [l for l in lines[3:] if re.match(r"\d+\.\d% \d+ ", l)]
     pct = sum(float(l.split("%")[0]) for l in leafs)
     assert leafs and pct <= 100.05
-    top = lines[2]
+    top = lines[3]
     assert re.fullmatch(r"\d+\.\d% \d+ chain6\+0x[0-9a-f]+(\.\.0x[0-9a-f]+)?", top), top
-    callers = [l.strip() for l in lines[3:9]]
+    callers = [l.strip() for l in lines[4:10]]
     assert [c.split("+")[0] for c in callers] == ["<- chain5", "<- chain4", "<- chain3", "<- chain2",
                                                   "<- chain1", "<- work_main"], lines
 
@@ -216,14 +219,16 @@ def capture_samples(path):
         magic, ctype, length, count, crc = struct.unpack_from("<IIIII", data, off)
         assert magic == 0x4B4E4843
         payload = data[off + 20: off + 20 + length]
-        assert zlib.crc32(payload) == crc
+        assert zlib.crc32(data[off + 4: off + 16] + payload) == crc  # v2: type, length, count too
         if ctype == 1:
             p = 0
             for _ in range(count):
                 t, cpu, flags, n = struct.unpack_from("<QHBB", payload, p)
                 frames = struct.unpack_from("<%dQ" % n, payload, p + 12)
-                samples.append((t, cpu, flags, frames))
                 p += 12 + 8 * n
+                if flags & 0x80:  # an extension block (exact frames) follows
+                    p += 2 + struct.unpack_from("<H", payload, p)[0]
+                samples.append((t, cpu, flags & 0x7F, frames))
             assert p == length
         elif ctype == 2:
             summary = payload.decode()
@@ -238,7 +243,7 @@ def test_capture_file_is_readable(boot, tmp_path):
     r = run(g, "-r", "200", "-d", "1.5", "-f", "capture", "-o", str(out))
     assert r.returncode == 0, r.stderr
     hdr, samples, summary = capture_samples(out)
-    assert hdr == {"version": 1, "arch": 1, "ncpu": 2, "rate": 200}
+    assert hdr == {"version": 2, "arch": 1, "ncpu": 2, "rate": 200}
     assert len(samples) >= 400
     assert {cpu for _, cpu, _, _ in samples} == {0, 1}
     # one vCPU runs the chain, the other idles: the idle ones carry flag 1, the others not
@@ -337,7 +342,7 @@ def test_symbol_map_accepted(boot, tmp_path):
     junk.write_text("this is not a symbol map\n")
     r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-e", str(junk), "-d", "1"],
                        capture_output=True, text=True, timeout=30)
-    assert r.returncode == 1 and "not an ELF or nm-style symbol map" in r.stderr
+    assert r.returncode == 2 and "not an ELF or nm-style symbol map" in r.stderr
 
 
 BAD_FLAGS = [

@@ -15,6 +15,10 @@ int main(void)
 	test_cli();
 	test_sample();
 	test_qmp();
+	test_vmlinuz();
+	test_orc();
+	test_cfi();
+	test_plan();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -167,13 +167,13 @@ static char *four_samples(struct sampler *s)
 	int n, cpus[2] = { 0, 1 };
 	build();
 	fake_start(&f, 1, 0);
-	CHECK(sampler_init(s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+	CHECK(sampler_init(s, f.g, &(struct sampler_cfg){ .syms = NULL, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
 	/* First sample: the VM is stopped (just attached), nothing predicted: registers first, then
 	 * the stacks in a second trip, each window within one page. */
 	CHECK(sampler_take(s, out, &n) == 0 && n == 2);
 	check_chain(&out[0], 0);
 	check_chain(&out[1], 1);
-	CHECK(s->st.trips == 2 && s->st.misses == 2 && s->st.hits == 0);
+	CHECK(s->p.st.trips == 2 && s->p.st.misses == 2 && s->p.st.hits == 0);
 	CHECK(sampler_resume(s) == 0);
 	for (int i = 0; i < 3; i++) {
 		CHECK(sampler_take(s, out, &n) == 0 && n == 2);
@@ -182,7 +182,7 @@ static char *four_samples(struct sampler *s)
 		CHECK(sampler_resume(s) == 0);
 	}
 	/* The first stop reply names the stop vCPU; from the sample after it on, its Hg is left out. */
-	CHECK(s->st.hg_elided == 2 && s->st.hg_wrong == 0 && s->st.mem_errors == 0);
+	CHECK(s->p.st.hg_elided == 2 && s->p.st.hg_wrong == 0 && s->p.st.mem_errors == 0);
 	sampler_free(s);
 	return fake_stop(&f);
 }
@@ -192,12 +192,14 @@ static void test_round_trips(void)
 	struct sampler s;
 	stub_cross = 1;
 	char *log = four_samples(&s);
-	/* Samples 2-4: one trip each -- 0x03, then vCPU 0 (the stop vCPU) without Hg, and one `m`
-	 * per vCPU across the page boundary both sides of which sample 1 read: from 0x...0f70 - 128
-	 * to the walk's highest read (0x...1020; no margin: the walk reached the chain's end). */
-	CHECK(s.st.trips == 5 && s.st.hits == 6 && s.st.misses == 2);
-	CHECK(s.st.cross_reads == 6 && s.st.cross_failed == 0 && s.st.mem_reads == 4 + 6);
-	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,130\nHgp1.2\ng\nmffff800000020ef0,130\nc\n");
+	/* Sample 1 reads each stack from the frame it needs to the end of its 16 KiB stack area,
+	 * at most 4 KiB, in page-sized `m`s (3 per vCPU). Samples 2-4: one trip each -- 0x03, then
+	 * vCPU 0 (the stop vCPU) without Hg, and one `m` per vCPU across the page boundary both
+	 * sides of which sample 1 read: from 0x...0f70 - 256 to the walk's highest read
+	 * (0x...1020; no margin: the walk reached the chain's end). */
+	CHECK(s.p.st.trips == 5 && s.p.st.hits == 6 && s.p.st.misses == 2);
+	CHECK(s.p.st.cross_reads == 6 && s.p.st.cross_failed == 0 && s.p.st.mem_reads == 6 + 6);
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010e70,1b0\nHgp1.2\ng\nmffff800000020e70,1b0\nc\n");
 	CHECK(last != NULL);
 	if (!last) fprintf(stderr, "request log:\n%s\n", log);
 }
@@ -209,10 +211,10 @@ static void test_refused_crossing_falls_back_to_pages(void)
 	char *log = four_samples(&s);
 	/* Sample 2 tries the crossing read, gets E14, re-reads page by page in a second trip (and
 	 * the chains are still whole); page-by-page worked, so it never crosses again. */
-	CHECK(s.st.trips == 6 && s.st.hits == 4 && s.st.misses == 4);
-	CHECK(s.st.cross_reads == 2 && s.st.cross_failed == 2 && s.cross_off == 1);
-	const char *last = strstr(log, "c\n^C\ng\nmffff800000010ef0,110\nmffff800000011000,20\n");
-	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020ef0,110\nmffff800000021000,20\n") != NULL);
+	CHECK(s.p.st.trips == 6 && s.p.st.hits == 4 && s.p.st.misses == 4);
+	CHECK(s.p.st.cross_reads == 2 && s.p.st.cross_failed == 2 && s.p.cross_off == 1);
+	const char *last = strstr(log, "c\n^C\ng\nmffff800000010e70,190\nmffff800000011000,20\n");
+	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020e70,190\nmffff800000021000,20\n") != NULL);
 	if (!last) fprintf(stderr, "request log:\n%s\n", log);
 }
 
@@ -234,20 +236,21 @@ static void test_no_read_past_the_chains_end(void)
 	stub_cross = 1;
 	stub_sp = 0x1f70;
 	fake_start(&f, 1, 0);
-	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
-	/* Sample 1 knows nothing yet: its 2048-byte read from the frame it needs runs into the
-	 * unmapped page (one E14 per vCPU, counted). From then on the windows end at the chain's end. */
+	CHECK(sampler_init(&s, f.g, &(struct sampler_cfg){ .syms = NULL, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
+	/* Sample 1 knows nothing yet: its read-ahead from the frame it needs runs into the
+	 * unmapped page (two page-split E14s per vCPU, counted). From then on the windows end at
+	 * the chain's end. */
 	for (int i = 0; i < 4; i++) {
 		CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
 		check_chain(&out[0], 0);
 		check_chain(&out[1], 1);
 		CHECK(sampler_resume(&s) == 0);
-		CHECK(s.st.mem_errors == 2);
+		CHECK(s.p.st.mem_errors == 4);
 	}
-	CHECK(s.st.trips == 5 && s.st.cross_reads == 0);
+	CHECK(s.p.st.trips == 5 && s.p.st.cross_reads == 0);
 	sampler_free(&s);
 	char *log = fake_stop(&f);
-	CHECK(strstr(log, "c\n^C\ng\nmffff800000011ef0,100\nHgp1.2\ng\nmffff800000021ef0,100\nc\n") != NULL);
+	CHECK(strstr(log, "c\n^C\ng\nmffff800000011e70,180\nHgp1.2\ng\nmffff800000021e70,180\nc\n") != NULL);
 	stub_sp = 0xf70;
 }
 
@@ -260,12 +263,12 @@ static void test_wrong_stop_vcpu(void)
 	build();
 	stub_cross = 0;
 	fake_start(&f, 2, 1); /* running; it will report vCPU 2 as the stop vCPU */
-	CHECK(sampler_init(&s, f.g, NULL, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+	CHECK(sampler_init(&s, f.g, &(struct sampler_cfg){ .syms = NULL, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
 	s.stop_tid = 1; /* we predict vCPU 1 (as QEMU usually reports) */
 	f.g->running = 1;
 	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
 	/* g and m were answered for vCPU 2 while we thought vCPU 1: detected and redone. */
-	CHECK(s.st.hg_wrong == 1);
+	CHECK(s.p.st.hg_wrong == 1);
 	check_chain(&out[0], 0);
 	check_chain(&out[1], 1);
 	CHECK(s.stop_tid == 2);
@@ -290,7 +293,7 @@ static void test_idle_not_reread(void)
 	t.nsecs = 1;
 	build();
 	fake_start(&f, 1, 0);
-	CHECK(sampler_init(&s, f.g, &t, cpus, 2, 0xffff800000000000ull, ~0ull, 64) == 0);
+	CHECK(sampler_init(&s, f.g, &(struct sampler_cfg){ .syms = &t, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
 	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
 	CHECK(out[0].flags == SF_IDLE && out[1].flags == SF_IDLE);
 	CHECK(sampler_resume(&s) == 0);
@@ -298,7 +301,7 @@ static void test_idle_not_reread(void)
 	/* Unchanged registers: the previous walk is reused, no stack read, still one trip. */
 	check_chain_flags(&out[0], 0, SF_IDLE);
 	check_chain_flags(&out[1], 1, SF_IDLE);
-	CHECK(s.st.idle_reused == 2 && s.st.trips == 3);
+	CHECK(s.p.st.idle_reused == 2 && s.p.st.trips == 3);
 	sampler_free(&s);
 	char *log = fake_stop(&f);
 	CHECK(strstr(log, "c\n^C\nHgp1.1\ng\nHgp1.2\ng\n") != NULL);

@@ -1,4 +1,5 @@
-/* test_unwind.c: the frame-pointer walk on synthetic stack memory. */
+/* test_unwind.c: the walk -- the frame-pointer method and the per-frame dispatcher -- on
+ * synthetic stack memory. */
 #include "check.h"
 #include "../../sampler/unwind.h"
 
@@ -12,20 +13,43 @@ static void put64(uint64_t addr, uint64_t v)
 	for (int i = 0; i < 8; i++) mem[addr - STACK + i] = (uint8_t)(v >> (8 * i));
 }
 
-static void setup(struct unwind_in *in, uint64_t pc, uint64_t sp, uint64_t fp)
+static enum unwind_pc kind_now = PC_BODY; /* what the fake "text" says about every exact pc */
+static enum unwind_pc kind_of(const void *arg, uint64_t pc)
+{
+	(void)arg;
+	(void)pc;
+	return kind_now;
+}
+static struct fp_ctx fpc = { kind_of, NULL, 16384 };
+static struct unwinder fpu = { UM_FP, &fpc, fp_step };
+
+static void set_reg(struct unwind_in *in, int r, uint64_t v)
+{
+	in->regs.r[r] = v;
+	in->regs.valid |= 1ull << r;
+}
+
+static void setup_arch(struct unwind_in *in, const struct uw_arch *a, uint64_t pc, uint64_t sp, uint64_t fp)
 {
 	memset(in, 0, sizeof *in);
+	in->arch = a;
 	in->pc = pc;
-	in->sp = sp;
-	in->fp = fp;
-	in->fp_prev = 0;
-	in->fp_ret = 8;
+	set_reg(in, a->sp, sp);
+	set_reg(in, a->fp, fp);
 	in->klo = 0xffffffff80000000ull;
 	in->khi = ~0ull;
 	in->span = 16384;
 	in->max_frames = 64;
+	in->nmethods = 1;
+	in->methods[0] = &fpu;
 	in->nchunks = 1;
 	in->chunks[0] = (struct unwind_chunk){ STACK, sizeof mem, mem };
+	kind_now = PC_BODY;
+}
+
+static void setup(struct unwind_in *in, uint64_t pc, uint64_t sp, uint64_t fp)
+{
+	setup_arch(in, &uw_arch_x86_64, pc, sp, fp);
 }
 
 /* A normal three-deep chain ending in a zero frame pointer. */
@@ -103,9 +127,9 @@ static void test_out_of_range(void)
 	unwind_walk(&in, f, &out);
 	CHECK(out.stop == UW_SPAN && out.n == 3);
 
-	setup(&in, K(0x1a), STACK + 0x110, STACK + 0x100); /* fp below sp */
+	setup(&in, K(0x1a), STACK + 0x110, STACK + 0x100); /* fp below sp: points back down */
 	unwind_walk(&in, f, &out);
-	CHECK(out.stop == UW_SPAN && out.n == 1);
+	CHECK(out.stop == UW_LOOP && out.n == 1);
 }
 
 static void test_chunks(void)
@@ -139,7 +163,7 @@ static void test_prologue(void)
 	 * function: its return address is at [sp], and fp is still the caller's frame. */
 	put64(STACK + 0xe0, K(0x1055));
 	setup(&in, K(0x5000), STACK + 0xe0, STACK + 0x100);
-	in.pc_kind = PC_AT_ENTRY;
+	kind_now = PC_AT_ENTRY;
 	unwind_walk(&in, f, &out);
 	CHECK(out.stop == UW_END && out.n == 5);
 	CHECK(f[0] == K(0x5000) && f[1] == K(0x1055) && f[2] == K(0x1044));
@@ -147,26 +171,25 @@ static void test_prologue(void)
 	/* After `push rbp`: the saved rbp is at [sp], the return address at [sp+8]. */
 	put64(STACK + 0xd8, STACK + 0x100);
 	setup(&in, K(0x5001), STACK + 0xd8, STACK + 0x100);
-	in.pc_kind = PC_AFTER_PUSH;
+	kind_now = PC_AFTER_PUSH;
 	unwind_walk(&in, f, &out);
 	CHECK(out.stop == UW_END && out.n == 5 && f[1] == K(0x1055));
 
 	/* Without the pc kind the caller would be lost (walk starts at the caller's frame). */
-	in.pc_kind = PC_BODY;
+	kind_now = PC_BODY;
 	unwind_walk(&in, f, &out);
 	CHECK(out.n == 4 && f[1] == K(0x1044));
 
 	/* Link-register architectures take the return address from lr at entry. */
-	setup(&in, K(0x5000), STACK + 0xe0, STACK + 0x100);
-	in.pc_kind = PC_AT_ENTRY;
-	in.has_lr = 1;
-	in.lr = K(0x1077);
+	setup_arch(&in, &uw_arch_aarch64, K(0x5000), STACK + 0xe0, STACK + 0x100);
+	kind_now = PC_AT_ENTRY;
+	set_reg(&in, 30, K(0x1077));
 	unwind_walk(&in, f, &out);
 	CHECK(out.n == 5 && f[1] == K(0x1077));
 
 	/* The return-address slot itself not read: ask for it. */
 	setup(&in, K(0x5000), STACK + 0x2000, STACK + 0x100);
-	in.pc_kind = PC_AT_ENTRY;
+	kind_now = PC_AT_ENTRY;
 	unwind_walk(&in, f, &out);
 	CHECK(out.stop == UW_UNREAD && out.need == STACK + 0x2000);
 }
@@ -180,9 +203,7 @@ static void test_riscv_layout(void)
 	/* riscv64: fp points just above the record: [fp-16] = saved fp, [fp-8] = ra. */
 	put64(STACK + 0x100 - 16, STACK + 0x200); put64(STACK + 0x100 - 8, K(0x10));
 	put64(STACK + 0x200 - 16, 0);             put64(STACK + 0x200 - 8, K(0x20));
-	setup(&in, K(0x1), STACK + 0x80, STACK + 0x100);
-	in.fp_prev = -16;
-	in.fp_ret = -8;
+	setup_arch(&in, &uw_arch_riscv64, K(0x1), STACK + 0x80, STACK + 0x100);
 	unwind_walk(&in, f, &out);
 	CHECK(out.stop == UW_END && out.n == 3 && f[1] == K(0x10) && f[2] == K(0x20));
 }

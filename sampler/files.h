@@ -1,0 +1,13 @@
+/* files.h: whole-file input for the loaders (read to EOF, bounded; /proc files report size 0). */
+#ifndef FILES_H
+#define FILES_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define FILE_MAX_IMAGE (1ull << 31) /* the largest kernel image or map we read (2 GiB) */
+
+/* Read path whole into a malloc'd, NUL-terminated buffer; -1 with a one-line message in err
+ * (missing, a directory, unreadable, larger than max). */
+int file_read(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *err, size_t errcap);
+
+#endif

@@ -1,0 +1,183 @@
+/* image.c: the guest kernel as given with -e -- an ELF, a compressed vmlinuz, a symbol map, or an
+ * image and a map together: names, text, and whichever unwind tables the image carries. */
+#include "image.h"
+#include "err.h"
+#include "files.h"
+#include "vmlinuz.h"
+#include <stdlib.h>
+
+static const char *base(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static void what_add(struct image *im, const char *fmt, const char *a, const char *b)
+{
+	size_t o = strlen(im->what);
+	snprintf(im->what + o, sizeof im->what - o, fmt, o ? " + " : "", a, b);
+}
+
+static Elf_Scn *section(Elf *e, const char *name, GElf_Shdr *sh)
+{
+	size_t shstr;
+	Elf_Scn *s = NULL;
+	if (elf_getshdrstrndx(e, &shstr)) return NULL;
+	while ((s = elf_nextscn(e, s))) {
+		const char *n;
+		if (gelf_getshdr(s, sh) && (n = elf_strptr(e, shstr, sh->sh_name)) && !strcmp(n, name)) return s;
+	}
+	return NULL;
+}
+
+static const uint8_t *section_bytes(Elf *e, const char *name, size_t *len, uint64_t *addr)
+{
+	GElf_Shdr sh;
+	Elf_Scn *s = section(e, name, &sh);
+	Elf_Data *d = s && sh.sh_type == SHT_PROGBITS ? elf_getdata(s, NULL) : NULL;
+	if (!d || !d->d_buf) return NULL;
+	*len = d->d_size;
+	if (addr) *addr = sh.sh_addr;
+	return d->d_buf;
+}
+
+/* The ELF's own tables: ORC (.orc_unwind_ip, .orc_unwind, .orc_header) and CFI. */
+static int load_tables(struct image *im, const char *path, int want)
+{
+	size_t iplen, elen, hlen = 0;
+	uint64_t ipaddr;
+	const uint8_t *ips = section_bytes(im->elf, ".orc_unwind_ip", &iplen, &ipaddr);
+	const uint8_t *ents = section_bytes(im->elf, ".orc_unwind", &elen, NULL);
+	const uint8_t *hdr = section_bytes(im->elf, ".orc_header", &hlen, NULL);
+	if ((want & IMG_WANT_ORC) && ips && ents) {
+		if (orc_load(&im->orc, ips, iplen, ipaddr, ents, elen, hdr, hlen, im->text_lo, im->text_hi) < 0) {
+			ERR_SET(im, ERR_FORMAT, "%s: %s", base(path), im->orc.errstr);
+			return -1;
+		}
+		im->has_orc = 1;
+	}
+	if (want & IMG_WANT_CFI) {
+		GElf_Ehdr eh;
+		int nregs = gelf_getehdr(im->elf, &eh) && eh.e_machine == EM_X86_64 ? uw_arch_x86_64.nregs
+			    : eh.e_machine == EM_AARCH64 ? uw_arch_aarch64.nregs : uw_arch_riscv64.nregs;
+		im->has_cfi = cfi_open(&im->cfi, im->elf, nregs) == 0;
+	}
+	return 0;
+}
+
+/* An ELF image (from a file or a vmlinuz payload): text, symbols if any, tables. Takes buf. */
+static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len, int want)
+{
+	im->elfbuf = buf;
+	im->elflen = len;
+	if (syms_add_elf(&im->syms, base(path), buf, len) < 0) {
+		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
+		return -1;
+	}
+	im->elf = elf_memory((char *)buf, len);
+	if (!im->elf) {
+		ERR_SET(im, ERR_FORMAT, "%s: bad ELF: %s", base(path), elf_errmsg(-1));
+		return -1;
+	}
+	for (int i = 0; i < im->syms.nsecs; i++) {
+		const struct textsec *s = &im->syms.secs[i];
+		if (!im->text_lo || s->addr < im->text_lo) im->text_lo = s->addr;
+		if (s->addr + s->len > im->text_hi) im->text_hi = s->addr + s->len;
+	}
+	return load_tables(im, path, want);
+}
+
+int image_load(struct image *im, const char *const *paths, int npaths, int want)
+{
+	memset(im, 0, sizeof *im);
+	elf_version(EV_CURRENT);
+	for (int i = 0; i < npaths; i++) {
+		uint8_t *buf;
+		size_t len;
+		char why[160];
+		const char *p = paths[i];
+		if (file_read(p, FILE_MAX_IMAGE, &buf, &len, why, sizeof why) < 0) {
+			ERR_SET(im, ERR_USAGE, "-e %s", why);
+			return -1;
+		}
+		int is_elf = len >= 4 && !memcmp(buf, ELFMAG, SELFMAG), is_bz = vmlinuz_is_bzimage(buf, len);
+		if ((is_elf || is_bz) && im->elfbuf) {
+			free(buf);
+			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)", base(p));
+			return -1;
+		}
+		if (is_elf) {
+			if (load_elf(im, p, buf, len, want) < 0) return -1;
+			what_add(im, "%s%s%s", base(p), "");
+		} else if (is_bz) {
+			struct vmlinuz z = { 0 };
+			uint8_t *elf;
+			size_t elflen;
+			int rc = vmlinuz_extract(&z, buf, len, &elf, &elflen);
+			free(buf);
+			if (rc < 0) {
+				ERR_SET(im, ERR_FORMAT, "%s: %s", base(p), z.errstr);
+				return -1;
+			}
+			im->codec = z.codec;
+			if (load_elf(im, p, elf, elflen, want) < 0) return -1;
+			what_add(im, "%s%s (%s payload)", base(p), z.codec);
+		} else {
+			if (!len) {
+				free(buf);
+				ERR_SET(im, ERR_USAGE, "-e %s: empty file", base(p));
+				return -1;
+			}
+			if (im->has_map) {
+				free(buf);
+				ERR_SET(im, ERR_USAGE, "-e %s: a second symbol map (give at most one)", base(p));
+				return -1;
+			}
+			size_t before = im->syms.n;
+			int rc = syms_parse_map(&im->syms, (const char *)buf, len);
+			int placeholder = strstr((const char *)buf, "The real System.map is in") != NULL;
+			free(buf);
+			if (rc < 0) {
+				ERR_SET(im, ERR_FORMAT, "-e %s: %s", base(p), im->syms.errstr);
+				return -1;
+			}
+			if (placeholder && im->syms.n == before) {
+				ERR_SET(im, ERR_FORMAT, "-e %s: Debian's placeholder System.map (the real one is in the "
+					"-dbg package); give a kallsyms dump of the guest", base(p));
+				return -1;
+			}
+			im->has_map = 1;
+			what_add(im, "%s%s%s", base(p), "");
+		}
+	}
+	if (!im->syms.n) {
+		ERR_SET(im, ERR_USAGE, "no function names: %s has no symbols; give a System.map or a kallsyms "
+			"dump too (-e MAP)", npaths ? base(paths[0]) : "the image");
+		return -1;
+	}
+	/* Keep the ELF only while libdw reads CFI from it: a decompressed distro image is ~60 MB. */
+	if (!im->has_cfi && im->elf) {
+		elf_end(im->elf);
+		im->elf = NULL;
+		free(im->elfbuf);
+		im->elfbuf = NULL;
+	}
+	return 0;
+}
+
+void image_relocate(struct image *im, int64_t text_slide, int64_t names_slide)
+{
+	syms_relocate(&im->syms, names_slide, text_slide);
+	im->orc.bias = (uint64_t)text_slide;
+	im->cfi.bias = (uint64_t)text_slide;
+}
+
+void image_free(struct image *im)
+{
+	if (im->has_orc) orc_free(&im->orc);
+	if (im->has_cfi) cfi_free(&im->cfi);
+	if (im->elf) elf_end(im->elf);
+	free(im->elfbuf);
+	syms_free(&im->syms);
+	memset(im, 0, sizeof *im);
+}

@@ -1,0 +1,40 @@
+/* image.h: the guest kernel as given with -e -- an ELF, a compressed vmlinuz, a symbol map, or an
+ * image and a map together: names, text, and whichever unwind tables the image carries. */
+#ifndef IMAGE_H
+#define IMAGE_H
+#include <gelf.h>
+#include "symbols.h"
+#include "unwind_cfi.h"
+#include "unwind_orc.h"
+
+#define IMAGE_MAX_FILES 4
+
+/* What to load besides names and text. */
+enum { IMG_WANT_ORC = 1, IMG_WANT_CFI = 2 };
+
+struct image {
+	struct symtab syms;         /* names (.symtab or a map) and text (ELF); relocated once the
+				     * KASLR offset is known */
+	uint8_t *elfbuf;            /* the ELF (the file, or a vmlinuz's payload), or NULL */
+	size_t elflen;              /* its size */
+	Elf *elf;                   /* libelf handle on elfbuf (kept while CFI needs it) */
+	const char *codec;          /* a vmlinuz payload's compression ("xz" ...), or NULL */
+	int has_orc;                /* orc holds the image's ORC tables */
+	struct orc_table orc;       /* ...(link addresses: bias = the KASLR offset) */
+	int has_cfi;                /* cfi holds the image's .eh_frame/.debug_frame */
+	struct cfi_ctx cfi;         /* ...(bias likewise) */
+	int has_map;                /* a text map gave names */
+	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
+	char what[256];             /* what was loaded, for the report: "vmlinuz-6.1 (xz) + kallsyms" */
+	int err;                    /* sticky error code */
+	char errstr[160];           /* what went wrong */
+};
+
+/* Load one to IMAGE_MAX_FILES files (at most one ELF or vmlinuz, at most one map). */
+int image_load(struct image *im, const char *const *paths, int npaths, int want);
+/* Apply the KASLR offsets (kaslr.h): names and text move to the guest's addresses, the image's
+ * tables subtract the text's offset from every pc they look up. */
+void image_relocate(struct image *im, int64_t text_slide, int64_t names_slide);
+void image_free(struct image *im);
+
+#endif

@@ -1,0 +1,55 @@
+/* kaslr.h: the running guest's KASLR offset against the image or map given, found by reading
+ * guest memory where the image says known bytes are. */
+#ifndef KASLR_H
+#define KASLR_H
+#include <stdint.h>
+#include "symbols.h"
+
+#define KASLR_ALIGN 0x200000ull          /* x86_64 CONFIG_PHYSICAL_ALIGN: the offset's granule */
+#define KASLR_TOP 0xffffffffc0000000ull  /* the kernel image mapping ends here (1 GiB from
+					  * __START_KERNEL_map); the image must fit below it */
+#define KASLR_PROBES 9                   /* text windows compared per candidate (odd: one is the
+					  * section's middle) */
+#define KASLR_PROBE_LEN 64               /* ...bytes each */
+#define KASLR_MIN_MATCH 90               /* percent of all probed bytes that must match, and half
+					  * of each probe's: boot-time patching (alternatives,
+					  * relocations, static keys) rewrites a few bytes here and
+					  * there -- Debian's 6.1 matched 96 %, its worst probe 80 % --
+					  * but never a whole window, as another build does */
+
+/* How the offset was found. */
+enum kaslr_how { KASLR_NONE = 0, KASLR_TEXT, KASLR_BANNER, KASLR_ASSUMED, KASLR_FORCED };
+extern const char *const kaslr_how_names[];
+
+struct kaslr {
+	int64_t slide;        /* runtime address - link address of the image's text */
+	enum kaslr_how how;   /* how it was found */
+	int64_t names_slide;  /* the same for the names: the image's slide when they come from its
+			       * .symtab, 0 for a map dumped from this boot's /proc/kallsyms, the
+			       * image's slide again for its System.map */
+	enum kaslr_how names_how; /* how that was found */
+	int match_pct;        /* KASLR_TEXT: percent of probed bytes that matched */
+	int candidates;       /* offsets tried */
+	int err;              /* sticky error code */
+	char errstr[160];     /* what went wrong */
+};
+
+/* Read len bytes of guest memory at addr: 0 ok, -1 unreadable (unmapped), -2 the connection
+ * failed (err in the caller's context). */
+typedef int (*kaslr_read_fn)(void *arg, uint64_t addr, uint8_t *buf, int len);
+
+/*
+ * Find the offsets. With text (an ELF or vmlinuz): compare KASLR_PROBES windows of the largest
+ * text section at every candidate offset (only those that put pc inside the text, when a
+ * kernel-mode pc is known); the best must match >= KASLR_MIN_MATCH %. Names from a map: the
+ * candidate where the map's linux_banner reads "Linux version " (else, beside an image, the
+ * map's _stext against the image's text start). Offset 0 is tried first, so our own
+ * kernel and a map dumped from this boot cost one read. -1 if nothing matches (the image or
+ * map is not this guest's) or on a connection error (-2 from rd).
+ */
+int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, int have_pc, uint64_t pc,
+		 kaslr_read_fn rd, void *arg);
+/* Check a forced offset the same way; 0 matches, -1 not (k->errstr says how badly). */
+int kaslr_check(struct kaslr *k, const struct symtab *t, int64_t slide, kaslr_read_fn rd, void *arg);
+
+#endif

@@ -1,0 +1,329 @@
+/* plan.c: the pure half of sampling -- which memory each vCPU's sample needs, given its previous
+ * sample, and what the replies mean (unwind, idle, flags). No I/O: sample.c sends and receives. */
+#include "sample.h"
+#include "unwind_cfi.h"
+#include "unwind_orc.h"
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE 4096ull
+#define STACK_ALIGN 16384ull /* kernel stacks end at a multiple of this (Linux THREAD_SIZE on x86_64) */
+#define TEXTCACHE_MAX (1u << 14) /* text blocks remembered (then every new pc costs a read) */
+#define TEXT_BLOCK 64            /* bytes of text read and kept at a time */
+
+static enum unwind_pc pc_kind(const void *syms, uint64_t pc)
+{
+	return syms_pc_kind(syms, pc);
+}
+
+void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg)
+{
+	memset(p, 0, sizeof *p);
+	p->l = l;
+	p->cfg = *cfg;
+	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, cfg->syms, SAMPLE_SPAN };
+	p->uw[UM_FP] = (struct unwinder){ UM_FP, &p->fp, fp_step };
+	p->uw[UM_CFI] = (struct unwinder){ UM_CFI, cfg->cfi, cfi_step };
+	p->uw[UM_ORC] = (struct unwinder){ UM_ORC, cfg->orc, orc_step };
+	for (int k = 0; k < cfg->nmethods && k < UM_N; k++)
+		if ((cfg->order[k] == UM_FP) || (cfg->order[k] == UM_CFI && cfg->cfi) ||
+		    (cfg->order[k] == UM_ORC && cfg->orc))
+			p->methods[p->nmethods++] = &p->uw[cfg->order[k]];
+	if (!p->nmethods) p->methods[p->nmethods++] = &p->uw[UM_FP];
+	if (p->cfg.max_frames > SAMPLE_MAX_FRAMES) p->cfg.max_frames = SAMPLE_MAX_FRAMES;
+}
+
+void plan_free(struct plan *p)
+{
+	free(p->tc.key);
+	free(p->tc.val);
+	p->tc.key = NULL;
+	p->tc.val = NULL;
+}
+
+/* ---- the text byte before a pc (is the vCPU halted in hlt?) ---- */
+
+/* Text read from the guest is kept in aligned TEXT_BLOCK-byte blocks: one read serves every pc
+ * of a loop, and text never changes. */
+static uint64_t tc_slot(const struct textcache *c, uint64_t block)
+{
+	uint64_t h = (block + 1) * 0x9e3779b97f4a7c15ull;
+	return (h >> 32) & (c->cap - 1);
+}
+
+/* The cached byte at addr, or -1. */
+static int tc_get(const struct textcache *c, uint64_t addr)
+{
+	uint64_t block = addr & ~(uint64_t)(TEXT_BLOCK - 1);
+	if (!c->cap) return -1;
+	for (uint64_t j = tc_slot(c, block); c->key[j]; j = (j + 1) & (c->cap - 1))
+		if (c->key[j] == block + 1) return c->val[j * TEXT_BLOCK + (addr - block)];
+	return -1;
+}
+
+/* Remember a block (all zeros if it could not be read: not hlt, and never asked again). */
+static void tc_put(struct textcache *c, uint64_t block, const uint8_t *data)
+{
+	if (!c->cap) {
+		c->key = calloc(2 * TEXTCACHE_MAX, sizeof *c->key);
+		c->val = malloc(2 * TEXTCACHE_MAX * TEXT_BLOCK);
+		if (!c->key || !c->val) {
+			free(c->key);
+			free(c->val);
+			c->key = NULL;
+			c->val = NULL;
+			return;
+		}
+		c->cap = 2 * TEXTCACHE_MAX;
+	}
+	if (c->n >= TEXTCACHE_MAX) return;
+	uint64_t j = tc_slot(c, block);
+	while (c->key[j] && c->key[j] != block + 1) j = (j + 1) & (c->cap - 1);
+	if (!c->key[j]) c->n++;
+	c->key[j] = block + 1;
+	if (data) memcpy(c->val + j * TEXT_BLOCK, data, TEXT_BLOCK);
+	else memset(c->val + j * TEXT_BLOCK, 0, TEXT_BLOCK);
+}
+
+/* The kernel byte at addr: from the image's text, else from what the guest gave; -1 unknown. */
+static int text_byte(const struct plan *p, uint64_t addr)
+{
+	int b = p->cfg.syms ? syms_byte(p->cfg.syms, addr) : -1;
+	return b >= 0 ? b : tc_get(&p->tc, addr);
+}
+
+/* ---- windows ---- */
+
+/*
+ * Queue windows covering [addr, end), split at SAMPLE_WINDOW and at every page boundary except
+ * `cross`. A read that crosses into an unmapped page fails whole (E14), so a window only
+ * crosses a boundary whose both sides the vCPU's previous sample read: a kernel stack that
+ * straddles two pages then costs one `m` instead of two. If the crossing read fails after all,
+ * the next trip re-reads the range page by page.
+ */
+static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cross)
+{
+	while (addr < end && v->nwin < UNWIND_MAX_CHUNKS) {
+		uint64_t pend = (addr | (PAGE - 1)) + 1;
+		if (pend == cross) pend = (pend | (PAGE - 1)) + 1;
+		uint64_t stop = pend < end ? pend : end;
+		if (stop - addr > SAMPLE_WINDOW) stop = addr + SAMPLE_WINDOW;
+		struct window *w = &v->win[v->nwin++];
+		w->addr = addr;
+		w->len = (int)(stop - addr);
+		w->ok = w->text = 0;
+		w->crosses = cross && addr < cross && stop > cross;
+		addr = stop;
+	}
+}
+
+/* A page boundary both of whose sides were read this sample (0 if none). */
+static uint64_t read_boundary(const struct vcpu *v)
+{
+	for (int a = 0; a < v->nwin; a++) {
+		const struct window *w = &v->win[a];
+		uint64_t end = w->addr + (uint64_t)w->len;
+		if (!w->ok || w->text) continue;
+		if (w->crosses) return (w->addr | (PAGE - 1)) + 1;
+		if (end % PAGE) continue;
+		for (int b = 0; b < v->nwin; b++)
+			if (v->win[b].ok && !v->win[b].text && v->win[b].addr == end) return end;
+	}
+	return 0;
+}
+
+/*
+ * The first trip's windows: for each stack the previous walk read, from a little below where it
+ * began (the predicted stack pointer, for the first) to a little above its highest read --
+ * no margin above the stack on which the chain ended: that was its outermost frame, and above
+ * a stack's top there may be a guard page (Linux's vmap stacks), which would fail the read.
+ */
+void plan_first(struct plan *p, struct vcpu *v)
+{
+	v->nwin = v->nwin_trip = 0;
+	v->refetched = 0;
+	if (!v->have_pred || v->idle_prev || !v->pred_next) return;
+	uint64_t cross = p->cross_off ? 0 : v->cross_ok;
+	int ended = v->prev_stop == UW_END || v->prev_stop == UW_USER;
+	for (int k = 0; k < v->pred_next; k++) {
+		const struct uw_extent *e = &v->pred_ext[k];
+		uint64_t lo = k ? e->lo : e->hi - v->depth < v->pred_sp ? e->hi - v->depth : v->pred_sp;
+		lo = (lo - (k ? 0 : SAMPLE_SLACK)) & ~15ull;
+		if (k == 0 && e->hi - lo > SAMPLE_EXTENT_MAX) lo = (e->hi - SAMPLE_EXTENT_MAX) & ~15ull;
+		uint64_t hi = e->hi + (ended && k == v->pred_last ? 0 : SAMPLE_MARGIN);
+		if (hi <= lo) continue;
+		if (hi - lo > SAMPLE_EXTENT_MAX) hi = lo + SAMPLE_EXTENT_MAX;
+		/* Every `m` costs QEMU a packet: if the slack below sp is all that crosses into the
+		 * page below, give up that slack rather than send a second `m`. */
+		uint64_t top_page = (hi - 1) & ~(PAGE - 1);
+		if (k == 0 && (lo & ~(PAGE - 1)) != top_page && (v->pred_sp & ~(PAGE - 1)) == top_page &&
+		    cross != top_page)
+			lo = top_page;
+		add_windows(v, lo, hi, cross);
+	}
+}
+
+/* ---- replies ---- */
+
+static int in_kernel(const struct plan *p, uint64_t a)
+{
+	return a >= p->cfg.klo && a <= p->cfg.khi;
+}
+
+/* Queue the text block holding addr for the next trip. */
+static void want_text(struct vcpu *v, uint64_t addr)
+{
+	struct window *w = &v->win[v->nwin++];
+	w->addr = addr & ~(uint64_t)(TEXT_BLOCK - 1);
+	w->len = TEXT_BLOCK;
+	w->ok = w->crosses = 0;
+	w->text = 1;
+}
+
+int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip)
+{
+	const struct layout *l = p->l;
+	struct sampler_stats *st = &p->st;
+	if (!v->nregs) {
+		if (!last_trip) return 0;
+		v->failed = 1;
+		st->reg_errors++;
+		return 1;
+	}
+	/* A crossing read that failed: forget the boundary, re-read page by page next trip. */
+	for (int w = 0; w < v->nwin && !last_trip; w++) {
+		struct window *cw = &v->win[w];
+		if (!cw->crosses || cw->ok) continue;
+		cw->crosses = 0;
+		v->cross_ok = 0;
+		st->cross_failed++;
+		v->nwin_trip = v->nwin;
+		v->refetched = 1;
+		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0);
+		return 0;
+	}
+	for (int w = 0; w < v->nwin; w++) /* text that arrived (unreadable text: not hlt) */
+		if (v->win[w].text) tc_put(&p->tc, v->win[w].addr, v->win[w].ok ? v->win[w].data : NULL);
+
+	struct unwind_in in;
+	struct unwind_out uo;
+	memset(&in, 0, offsetof(struct unwind_in, chunks));
+	in.arch = l->arch->uw;
+	in.pc = arch_reg(l->pc, v->regs, v->nregs);
+	arch_dwarf_regs(l, v->regs, v->nregs, &in.regs);
+	in.user = arch_is_user(l, v->regs, v->nregs) == 1;
+	in.klo = p->cfg.klo;
+	in.khi = p->cfg.khi;
+	in.span = SAMPLE_SPAN;
+	in.max_frames = p->cfg.max_frames;
+	in.nmethods = p->nmethods;
+	memcpy(in.methods, p->methods, sizeof in.methods);
+	for (int w = 0; w < v->nwin; w++)
+		if (v->win[w].ok && !v->win[w].text && in.nchunks < UNWIND_MAX_CHUNKS)
+			in.chunks[in.nchunks++] = (struct unwind_chunk){ v->win[w].addr, (uint32_t)v->win[w].len,
+									 v->win[w].data };
+	uint64_t sp = arch_reg(l->sp, v->regs, v->nregs), fp = arch_reg(l->fp, v->regs, v->nregs);
+	/* Still halted where the previous sample found it: while in hlt nothing above sp changed
+	 * (interrupts only use the stack below it), so the previous walk stands. */
+	int same = v->idle_prev && in.pc == v->prev_pc && sp == v->prev_sp && fp == v->prev_fp &&
+		   v->prev_n <= p->cfg.max_frames;
+	if (same) {
+		memcpy(out->frames, v->prev_frames, (size_t)v->prev_n * sizeof out->frames[0]);
+		memset(&uo, 0, sizeof uo);
+		uo.n = v->prev_n;
+		uo.stop = v->prev_stop;
+		uo.stop_method = -1;
+		memcpy(uo.exact, v->prev_exact, sizeof uo.exact);
+		st->idle_reused++;
+	} else {
+		unwind_walk(&in, out->frames, &uo);
+	}
+	int more = 0;
+	/* The walk wants memory we have not read: fetch it next trip unless it is hopeless. */
+	if (uo.stop == UW_UNREAD && !last_trip && v->nwin < UNWIND_MAX_CHUNKS) {
+		int already = 0;
+		for (int w = 0; w < v->nwin; w++)
+			if (!v->win[w].text && uo.need >= v->win[w].addr &&
+			    uo.need - v->win[w].addr < (uint64_t)v->win[w].len)
+				already = 1; /* it was requested and failed (unmapped): give up */
+		if (!already) {
+			/* Read ahead to the next STACK_ALIGN boundary, where a kernel stack (Linux: 16 KiB,
+			 * aligned so) ends and a guard page may begin. The windows split at pages, so an
+			 * unmapped page costs only its own read. */
+			uint64_t lo = uo.need & ~15ull, hi = (lo | (STACK_ALIGN - 1)) + 1;
+			if (hi - lo < 16) hi += PAGE; /* the word itself straddles the boundary */
+			if (hi - lo > SAMPLE_EXTENT_MAX) hi = lo + SAMPLE_EXTENT_MAX;
+			if (!more) v->nwin_trip = v->nwin;
+			more = 1;
+			add_windows(v, lo, hi, 0);
+		}
+	}
+	/* Idle is a halted vCPU: the byte before its pc is `hlt`. Given symbols but no image text
+	 * (a map), ask the guest once per pc. */
+	int idle = -1;
+	if (p->cfg.syms && !in.user && in_kernel(p, in.pc)) {
+		idle = text_byte(p, in.pc - 1);
+		int asked = 0;
+		for (int w = 0; w < v->nwin; w++) asked |= v->win[w].text; /* once a sample, even if it failed */
+		if (idle < 0 && !asked && !last_trip && p->tc.n < TEXTCACHE_MAX) {
+			if (!more) v->nwin_trip = v->nwin;
+			more = 1;
+			want_text(v, in.pc - 1);
+			st->text_reads++;
+		}
+		if (idle >= 0) idle = idle == 0xf4; /* hlt (Intel SDM vol 2) */
+	}
+	if (more) return 0;
+
+	if (v->refetched) { /* page by page it read fine: this gdbstub refuses crossing reads */
+		int all = 1, any = 0;
+		for (int w = v->nwin_trip; w < v->nwin; w++)
+			if (!v->win[w].text) {
+				all &= v->win[w].ok;
+				any = 1;
+			}
+		if (all && any) p->cross_off = 1;
+		v->refetched = 0;
+	}
+	/* What this walk read predicts the next sample's windows -- unless it read no kernel stack
+	 * (user mode, a pc outside the kernel): then the previous prediction stands. */
+	int read_stack = uo.nextents && uo.ext[0].hi > uo.ext[0].lo;
+	if (!same && read_stack) {
+		v->cross_ok = p->cross_off ? 0 : read_boundary(v);
+		v->pred_next = uo.nextents;
+		memcpy(v->pred_ext, uo.ext, sizeof v->pred_ext);
+		v->pred_last = uo.last_extent;
+		uint64_t d = uo.ext[0].hi - sp;
+		v->depth = d > v->depth - v->depth / 64 ? d : v->depth - v->depth / 64;
+		if (v->depth > SAMPLE_EXTENT_MAX) v->depth = SAMPLE_EXTENT_MAX;
+		v->pred_sp = sp;
+		v->have_pred = 1;
+	}
+	if (!same) {
+		memcpy(v->prev_frames, out->frames, (size_t)uo.n * sizeof out->frames[0]);
+		memcpy(v->prev_exact, uo.exact, sizeof v->prev_exact);
+	}
+	v->prev_pc = in.pc;
+	v->prev_sp = sp;
+	v->prev_fp = fp;
+	v->prev_n = uo.n;
+	v->prev_stop = uo.stop;
+	out->cpu = (uint16_t)v->cpu;
+	out->n = (uint8_t)uo.n;
+	memcpy(out->exact, uo.exact, sizeof out->exact);
+	out->flags = 0;
+	if (in.user) out->flags |= SF_USER;
+	if (arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
+	if (idle == 1) out->flags |= SF_IDLE;
+	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
+	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;
+	st->stops[uo.stop]++;
+	if (!same) {
+		st->stops_by[uo.stop_method < 0 ? UM_N : uo.stop_method][uo.stop]++;
+		for (int m = 0; m < UM_N; m++) st->frames[m] += uo.by_method[m];
+	}
+	if (v->trips == 1) st->hits++;
+	else st->misses++;
+	return 1;
+}

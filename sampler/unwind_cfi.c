@@ -1,0 +1,203 @@
+/* unwind_cfi.c: the DWARF CFI unwinder -- .eh_frame/.debug_frame through libdw, rules cached per pc. */
+#include "unwind_cfi.h"
+#include "err.h"
+#include <dwarf.h>
+#include <stdlib.h>
+
+int cfi_open(struct cfi_ctx *c, Elf *elf, int nregs)
+{
+	memset(c, 0, sizeof *c);
+	c->elf = elf;
+	c->nregs = nregs;
+	c->eh = dwarf_getcfi_elf(elf);
+	c->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL); /* NULL when the image has no DWARF */
+	if (c->dw) c->dbg = dwarf_getcfi(c->dw);
+	if (!c->eh && !c->dbg) {
+		cfi_free(c);
+		ERR_SET(c, ERR_FORMAT, "no .eh_frame or .debug_frame");
+		return -1;
+	}
+	return 0;
+}
+
+void cfi_free(struct cfi_ctx *c)
+{
+	if (c->eh) dwarf_cfi_end(c->eh);
+	if (c->dw) dwarf_end(c->dw); /* also ends dbg */
+	free(c->keys);
+	free(c->rules);
+	c->eh = c->dbg = NULL;
+	c->dw = NULL;
+	c->keys = NULL;
+	c->rules = NULL;
+	c->n = c->cap = 0;
+}
+
+/*
+ * libdw describes each register's rule as a short DWARF expression (libdw.h,
+ * dwarf_frame_register): none with a null pointer = same value; none with ops_mem = undefined;
+ * DW_OP_call_frame_cfa [DW_OP_plus_uconst N] = saved at CFA+N; ... DW_OP_stack_value = the
+ * value CFA+N itself; DW_OP_regx R = in register R. Anything longer is a general expression,
+ * which we do not evaluate: the register becomes unknown.
+ */
+static void compile_reg(Dwarf_Frame *fr, int r, struct cfi_rule *ru)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+	ru->how[r] = CFI_UNDEF;
+	if (dwarf_frame_register(fr, r, mem, &ops, &nops) != 0) return;
+	if (nops == 0) {
+		ru->how[r] = ops ? CFI_UNDEF : CFI_SAME;
+		return;
+	}
+	int val = ops[nops - 1].atom == DW_OP_stack_value;
+	size_t k = nops - (size_t)val;
+	if (ops[0].atom == DW_OP_call_frame_cfa && (k == 1 || (k == 2 && ops[1].atom == DW_OP_plus_uconst))) {
+		int64_t off = k == 2 ? (int64_t)ops[1].number : 0; /* negative offsets arrive wrapped */
+		if (off < INT32_MIN || off > INT32_MAX) return;
+		ru->how[r] = val ? CFI_VAL_CFA : CFI_AT_CFA;
+		ru->arg[r] = (int32_t)off;
+	} else if (ops[0].atom == DW_OP_regx && nops == 1 && ops[0].number < UW_NREGS) {
+		ru->how[r] = CFI_REG;
+		ru->arg[r] = (int32_t)ops[0].number;
+	}
+}
+
+static void compile(struct cfi_ctx *c, uint64_t pc, struct cfi_rule *ru)
+{
+	Dwarf_Frame *fr = NULL;
+	memset(ru, 0, sizeof *ru);
+	if ((!c->eh || dwarf_cfi_addrframe(c->eh, pc, &fr) != 0) &&
+	    (!c->dbg || dwarf_cfi_addrframe(c->dbg, pc, &fr) != 0))
+		return; /* no FDE covers pc */
+	ru->found = 1;
+	c->compiled++;
+	bool signal = false;
+	int ra = dwarf_frame_info(fr, NULL, NULL, &signal);
+	Dwarf_Op *ops;
+	size_t nops;
+	if (ra >= 0 && ra < c->nregs && dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
+		int atom = ops[0].atom;
+		if (atom == DW_OP_bregx && ops[0].number < (Dwarf_Word)c->nregs) {
+			ru->cfa_reg = (uint8_t)ops[0].number;
+			ru->cfa_off = (int64_t)ops[0].number2;
+			ru->usable = 1;
+		} else if (atom >= DW_OP_breg0 && atom <= DW_OP_breg31 && atom - DW_OP_breg0 < c->nregs) {
+			ru->cfa_reg = (uint8_t)(atom - DW_OP_breg0);
+			ru->cfa_off = (int64_t)ops[0].number;
+			ru->usable = 1;
+		}
+	}
+	ru->ra = (uint8_t)(ra >= 0 && ra < UW_NREGS ? ra : 0);
+	ru->signal = signal;
+	for (int r = 0; r < c->nregs; r++) compile_reg(fr, r, ru);
+	if (ru->usable && ru->how[ru->ra] == CFI_SAME && ra == 16 && c->nregs == 17)
+		ru->usable = 0; /* x86_64's return-address column is not a register: "same" says nothing */
+	free(fr);
+}
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	return k ^ (k >> 33);
+}
+
+static int grow(struct cfi_ctx *c)
+{
+	size_t ncap = c->cap ? c->cap * 2 : 4096;
+	uint64_t *nk = calloc(ncap, sizeof *nk);
+	struct cfi_rule *nr = malloc(ncap * sizeof *nr);
+	if (!nk || !nr) {
+		free(nk);
+		free(nr);
+		return -1;
+	}
+	for (size_t i = 0; i < c->cap; i++) {
+		if (!c->keys[i]) continue;
+		size_t j = mix(c->keys[i]) & (ncap - 1);
+		while (nk[j]) j = (j + 1) & (ncap - 1);
+		nk[j] = c->keys[i];
+		nr[j] = c->rules[i];
+	}
+	free(c->keys);
+	free(c->rules);
+	c->keys = nk;
+	c->rules = nr;
+	c->cap = ncap;
+	return 0;
+}
+
+const struct cfi_rule *cfi_rule_at(struct cfi_ctx *c, uint64_t pc)
+{
+	if ((c->n + 1) * 2 > c->cap && grow(c) < 0) return NULL;
+	uint64_t key = pc + 1;
+	size_t j = mix(key) & (c->cap - 1);
+	for (; c->keys[j]; j = (j + 1) & (c->cap - 1))
+		if (c->keys[j] == key) {
+			c->hits++;
+			return &c->rules[j];
+		}
+	compile(c, pc, &c->rules[j]);
+	c->keys[j] = key;
+	c->n++;
+	return &c->rules[j];
+}
+
+/* The caller's value of register r under rule ru, given the CFA; 1 known, 0 unknown, -1 the
+ * stack word is not read yet (cursor set up for US_STOP). */
+static int value(struct uw_cursor *c, const struct cfi_rule *ru, int r, uint64_t cfa, uint64_t *v)
+{
+	switch (ru->how[r]) {
+	case CFI_SAME:
+		*v = c->regs.r[r];
+		return (int)((c->regs.valid >> r) & 1);
+	case CFI_AT_CFA:
+		return uw_read(c, cfa + (uint64_t)(int64_t)ru->arg[r], v) ? -1 : 1;
+	case CFI_VAL_CFA:
+		*v = cfa + (uint64_t)(int64_t)ru->arg[r];
+		return 1;
+	case CFI_REG:
+		*v = c->regs.r[ru->arg[r]];
+		return (int)((c->regs.valid >> ru->arg[r]) & 1);
+	}
+	return 0;
+}
+
+/*
+ * One step: CFA from the rule's register and offset, each register of the caller by its rule
+ * (the stack pointer is the CFA unless the rule says otherwise -- an interrupt frame restores
+ * it from the hardware frame), the caller's pc from the return-address column. A frame whose
+ * return address is undefined is the outermost one.
+ */
+enum uw_step cfi_step(void *ctx, struct uw_cursor *c)
+{
+	struct cfi_ctx *x = ctx;
+	const struct uw_arch *a = c->arch;
+	const struct cfi_rule *ru = cfi_rule_at(x, (c->exact ? c->pc : c->pc - 1) - x->bias);
+	if (!ru || !ru->found) return US_NOINFO;
+	if (!ru->usable || !((c->regs.valid >> ru->cfa_reg) & 1)) goto bad;
+	if (ru->how[ru->ra] == CFI_UNDEF) return US_END;
+	uint64_t cfa = c->regs.r[ru->cfa_reg] + (uint64_t)ru->cfa_off, v;
+	struct uw_regs n = { .valid = 0 };
+	for (int r = 0; r < x->nregs; r++) {
+		int k = value(c, ru, r, cfa, &v);
+		if (k < 0) return US_STOP;
+		if (k) {
+			n.r[r] = v;
+			n.valid |= 1ull << r;
+		}
+	}
+	if (!((n.valid >> ru->ra) & 1)) goto bad;
+	if (ru->how[a->sp] == CFI_UNDEF || ru->how[a->sp] == CFI_SAME) { /* by definition */
+		n.r[a->sp] = cfa;
+		n.valid |= 1ull << a->sp;
+	}
+	c->pc = n.r[ru->ra];
+	c->regs = n;
+	c->exact = ru->signal;
+	return US_OK;
+bad:
+	c->stop = UW_BADRULE;
+	return US_STOP;
+}

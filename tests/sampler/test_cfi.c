@@ -1,0 +1,127 @@
+/* test_cfi.c: the DWARF CFI unwinder through libdw on an ELF with known CFI
+ * (tests/sampler/data/cfi_frames.S), over stacks built to match it. */
+#include "check.h"
+#include "../../sampler/files.h"
+#include "../../sampler/symbols.h"
+#include "../../sampler/unwind_cfi.h"
+#include <stdlib.h>
+
+#define S 0x7ff000001000ull /* the stack's base address in these tests */
+
+static uint8_t mem[0x400];
+
+static void put(uint64_t a, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) mem[a - S + (uint64_t)i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t addr(const struct symtab *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->syms[i].name, name)) return t->syms[i].addr;
+	return 0;
+}
+
+static struct unwinder cfiu;
+
+static void setup(struct unwind_in *in, uint64_t pc, uint64_t sp, uint64_t bp)
+{
+	memset(in, 0, sizeof *in);
+	in->arch = &uw_arch_x86_64;
+	in->pc = pc;
+	in->regs.r[7] = sp;
+	in->regs.r[6] = bp;
+	in->regs.r[3] = 0x3333; /* rbx */
+	in->regs.valid = 1u << 7 | 1u << 6 | 1u << 3;
+	in->klo = 0x400000;
+	in->khi = 0x4fffff;
+	in->span = 0x10000;
+	in->max_frames = 16;
+	in->nmethods = 1;
+	in->methods[0] = &cfiu;
+	in->nchunks = 1;
+	in->chunks[0] = (struct unwind_chunk){ S, sizeof mem, mem };
+}
+
+void test_cfi(void)
+{
+	struct symtab t;
+	struct cfi_ctx c;
+	uint8_t *buf;
+	size_t len;
+	char err[160];
+	CHECK(file_read(CFI_FRAMES_ELF, FILE_MAX_IMAGE, &buf, &len, err, sizeof err) == 0);
+	if (!buf) {
+		fprintf(stderr, "test_cfi: %s\n", err);
+		return;
+	}
+	memset(&t, 0, sizeof t);
+	elf_version(EV_CURRENT);
+	CHECK(syms_add_elf(&t, "cfi_frames.elf", buf, len) == 0);
+	Elf *e = elf_memory((char *)buf, len);
+	CHECK(e && cfi_open(&c, e, uw_arch_x86_64.nregs) == 0);
+	cfiu = (struct unwinder){ UM_CFI, &c, cfi_step };
+	uint64_t inner = addr(&t, "inner"), inner_body = addr(&t, "inner_body"), outer_ret = addr(&t, "outer_ret");
+	uint64_t start_ret = addr(&t, "start_ret"), trapper = addr(&t, "trapper");
+	CHECK(inner && inner_body && outer_ret && start_ret && trapper);
+
+	/* inner's body (frame pointer set up) <- outer (rbx saved, 32 bytes of room) <- start,
+	 * whose return address is undefined: the end. */
+	struct unwind_in in;
+	struct unwind_out out;
+	uint64_t f[16];
+	memset(mem, 0, sizeof mem);
+	put(S + 0x100, 0x5555);          /* inner's saved rbp */
+	put(S + 0x108, outer_ret);       /* inner's return address */
+	put(S + 0x110 + 32, 0xb0b0);     /* outer's saved rbx (outer's CFA is S + 0x140) */
+	put(S + 0x110 + 40, start_ret);  /* outer's return address (CFA - 8) */
+	setup(&in, inner_body, S + 0x100, S + 0x100);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 3);
+	CHECK(f[0] == inner_body && f[1] == outer_ret && f[2] == start_ret);
+	CHECK(out.by_method[UM_CFI] == 2 && out.stop_method == UM_CFI);
+	CHECK(out.nextents == 1 && out.ext[0].hi == S + 0x140);
+	/* Each pc's rule came from libdw once; the same walk again asks libdw nothing. */
+	uint64_t compiled = c.compiled, hits = c.hits;
+	CHECK(compiled == 3);
+	unwind_walk(&in, f, &out);
+	CHECK(out.n == 3 && c.compiled == compiled && c.hits == hits + 3);
+	/* The rule at outer's return address restores rbx from its slot. */
+	const struct cfi_rule *ru = cfi_rule_at(&c, outer_ret - 1);
+	CHECK(ru && ru->found && ru->usable && ru->cfa_reg == 7 && ru->cfa_off == 48);
+	CHECK(ru->how[3] == CFI_AT_CFA && ru->arg[3] == -16 && ru->how[16] == CFI_AT_CFA && ru->arg[16] == -8);
+
+	/* An interrupt (signal frame) at inner + 1, after its push but before rbp is set: the
+	 * interrupted pc must be looked up as is (CFA = rsp + 16 there); as a return address
+	 * (pc - 1, CFA = rsp + 8) the walk would read the saved rbp as a return address. */
+	memset(mem, 0, sizeof mem);
+	uint64_t tf = S + 0x40;          /* the hardware frame */
+	put(tf, inner + 1);              /* rip */
+	put(tf + 8, 0x10);               /* cs */
+	put(tf + 24, S + 0x100);         /* rsp: inner's, after its push */
+	put(S + 0x100, 0x5555);
+	put(S + 0x108, outer_ret);
+	put(S + 0x110 + 32, 0xb0b0);
+	put(S + 0x110 + 40, start_ret);
+	setup(&in, trapper, tf, 0x7777);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4);
+	CHECK(f[1] == inner + 1 && f[2] == outer_ret && f[3] == start_ret);
+	CHECK(unwind_is_exact(out.exact, 1) && !unwind_is_exact(out.exact, 2));
+	CHECK(cfi_rule_at(&c, trapper)->signal == 1);
+
+	/* No FDE covers the pc: no information (another method may know it). */
+	setup(&in, 0x401f00, S + 0x100, 0);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_NOINFO && out.n == 1);
+	/* The return address's slot not read yet: the walk asks for it. */
+	setup(&in, inner_body, S + 0x100, S + 0x100);
+	in.chunks[0].len = 0x108;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_UNREAD && out.need == S + 0x108);
+
+	cfi_free(&c);
+	elf_end(e);
+	syms_free(&t);
+	free(buf);
+}
