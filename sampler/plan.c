@@ -181,6 +181,26 @@ static void want_text(struct vcpu *v, uint64_t addr)
 	w->text = 1;
 }
 
+void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_in *in)
+{
+	const struct layout *l = p->l;
+	memset(in, 0, offsetof(struct unwind_in, chunks));
+	in->arch = l->arch->uw;
+	in->pc = arch_reg(l->pc, v->regs, v->nregs);
+	arch_dwarf_regs(l, v->regs, v->nregs, &in->regs);
+	in->user = arch_is_user(l, v->regs, v->nregs) == 1;
+	in->klo = p->cfg.klo;
+	in->khi = p->cfg.khi;
+	in->span = SAMPLE_SPAN;
+	in->max_frames = p->cfg.max_frames;
+	in->nmethods = p->nmethods;
+	memcpy(in->methods, p->methods, sizeof in->methods);
+	for (int w = 0; w < v->nwin; w++)
+		if (v->win[w].ok && !v->win[w].text && in->nchunks < UNWIND_MAX_CHUNKS)
+			in->chunks[in->nchunks++] = (struct unwind_chunk){ v->win[w].addr, (uint32_t)v->win[w].len,
+									   v->win[w].data };
+}
+
 int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip)
 {
 	const struct layout *l = p->l;
@@ -208,21 +228,7 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 
 	struct unwind_in in;
 	struct unwind_out uo;
-	memset(&in, 0, offsetof(struct unwind_in, chunks));
-	in.arch = l->arch->uw;
-	in.pc = arch_reg(l->pc, v->regs, v->nregs);
-	arch_dwarf_regs(l, v->regs, v->nregs, &in.regs);
-	in.user = arch_is_user(l, v->regs, v->nregs) == 1;
-	in.klo = p->cfg.klo;
-	in.khi = p->cfg.khi;
-	in.span = SAMPLE_SPAN;
-	in.max_frames = p->cfg.max_frames;
-	in.nmethods = p->nmethods;
-	memcpy(in.methods, p->methods, sizeof in.methods);
-	for (int w = 0; w < v->nwin; w++)
-		if (v->win[w].ok && !v->win[w].text && in.nchunks < UNWIND_MAX_CHUNKS)
-			in.chunks[in.nchunks++] = (struct unwind_chunk){ v->win[w].addr, (uint32_t)v->win[w].len,
-									 v->win[w].data };
+	plan_walk_input(p, v, &in);
 	uint64_t sp = arch_reg(l->sp, v->regs, v->nregs), fp = arch_reg(l->fp, v->regs, v->nregs);
 	/* Still halted where the previous sample found it: while in hlt nothing above sp changed
 	 * (interrupts only use the stack below it), so the previous walk stands. */

@@ -159,6 +159,8 @@ void plan_first(struct plan *p, struct vcpu *v);
 /* After a trip: 1 if v's sample is finished (out filled, or v->failed), 0 if it queued windows
  * for another trip (from v->nwin_trip on). last_trip: no more trips are possible. */
 int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip);
+/* The walk's inputs from v's registers and the stack read so far (chunks point into v). */
+void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_in *in);
 void plan_free(struct plan *p);
 
 #endif

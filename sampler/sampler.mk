@@ -47,6 +47,10 @@ $(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)
 $(BUILD)/rtt: bench/rtt.c $(BUILD)/sampler/conn.o $(BUILD)/sampler/rsp.o
 	$(CC) $(SAMPLER_CFLAGS) -o $@ $^
 
+# Host CPU per stack walk for each unwinding method, on stacks sampled from a live guest.
+$(BUILD)/walk-bench: bench/walk_bench.c $(SAMPLER_LIB_OBJS)
+	$(CC) $(SAMPLER_CFLAGS) -o $@ $^ $(SAMPLER_LIBS)
+
 .PHONY: sampler-unit sampler-system sampler-bench
 # C unit tests: codec, unwinder, pacer, capture, symbols, report (prints "N passed, N failed").
 sampler-unit: $(BUILD)/sampler-tests

@@ -46,27 +46,42 @@ int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, ui
 
 /* The extent (one stack) an address belongs to: one it lies within a stack span above (or a
  * little below), else a new one. -1 if all are taken. */
-static int extent_of(struct uw_cursor *c, uint64_t addr, uint64_t span)
+static int extent_of(struct uw_walk *w, uint64_t addr)
 {
-	for (int i = 0; i < c->next; i++)
-		if (addr + EXTENT_BELOW >= c->ext[i].lo && addr - c->ext[i].lo < span) {
-			if (addr < c->ext[i].lo) c->ext[i].lo = addr;
+	for (int i = 0; i < w->next; i++)
+		if (addr + EXTENT_BELOW >= w->ext[i].lo && addr - w->ext[i].lo < w->span) {
+			if (addr < w->ext[i].lo) w->ext[i].lo = addr;
 			return i;
 		}
-	if (c->next == UW_MAX_EXTENTS) return -1;
-	c->ext[c->next] = (struct uw_extent){ addr, addr };
-	return c->next++;
+	if (w->next == UW_MAX_EXTENTS) return -1;
+	w->ext[w->next] = (struct uw_extent){ addr, addr };
+	return w->next++;
 }
 
-int uw_read(struct uw_cursor *c, uint64_t addr, uint64_t *val)
+int uw_read(struct uw_walk *w, uint64_t addr, uint64_t *val)
 {
-	if (unwind_read64_chunks(c->chunks, c->nchunks, addr, val)) {
-		c->stop = UW_UNREAD;
-		c->need = addr;
+	/* Reads cluster: try the chunk and the stack of the previous read first. */
+	const struct unwind_chunk *ch = &w->chunks[w->last_chunk];
+	if (w->last_chunk < w->nchunks && addr >= ch->addr && ch->len >= 8 && addr - ch->addr <= ch->len - 8) {
+		const uint8_t *p = ch->data + (addr - ch->addr);
+		uint64_t v = 0;
+		for (int k = 7; k >= 0; k--) v = v << 8 | p[k];
+		*val = v;
+	} else if (unwind_read64_chunks(w->chunks, w->nchunks, addr, val)) {
+		w->stop = UW_UNREAD;
+		w->need = addr;
 		return -1;
+	} else {
+		for (int i = 0; i < w->nchunks; i++)
+			if (addr >= w->chunks[i].addr && addr - w->chunks[i].addr < w->chunks[i].len) w->last_chunk = i;
 	}
-	int e = extent_of(c, addr, c->span);
-	if (e >= 0 && addr + 8 > c->ext[e].hi) c->ext[e].hi = addr + 8;
+	struct uw_extent *e = &w->ext[w->cur];
+	if (!(w->cur < w->next && addr >= e->lo && addr - e->lo < w->span)) {
+		int k = extent_of(w, addr);
+		if (k < 0) return 0;
+		e = &w->ext[k];
+	}
+	if (addr + 8 > e->hi) e->hi = addr + 8;
 	return 0;
 }
 
@@ -81,49 +96,45 @@ static int in_kernel(const struct unwind_in *in, uint64_t a)
  * or exception frame switched stacks), at most UW_MAX_SWITCHES times and never back to a stack
  * the walk has left. Returns UW_NSTOPS if the step is sound.
  */
-static enum unwind_stop check_step(const struct unwind_in *in, struct uw_cursor *c, uint64_t sp,
-				   const struct uw_cursor *t, int *switches, uint32_t *left)
+static enum unwind_stop check_step(const struct unwind_in *in, struct uw_walk *w, const struct uw_frame *f,
+				   const struct uw_frame *t, int *switches, uint32_t *left)
 {
 	const struct uw_arch *a = in->arch;
+	uint64_t sp = f->regs.r[a->sp];
 	if (!((t->regs.valid >> a->sp) & 1)) return UW_BADRULE;
 	uint64_t nsp = t->regs.r[a->sp];
 	if (nsp & 7) return UW_ALIGN;
 	/* Up the same stack -- or not at all where nothing was pushed (a return address still in
 	 * the link register), as long as the pc moved. */
 	if (nsp > sp && nsp - sp < in->span) return UW_NSTOPS;
-	if (nsp == sp && t->pc != c->pc) return UW_NSTOPS;
+	if (nsp == sp && t->pc != f->pc) return UW_NSTOPS;
 	if (nsp <= sp && sp - nsp < in->span) return UW_LOOP;
 	if (++*switches > UW_MAX_SWITCHES) return UW_SPAN;
-	*left |= 1u << c->cur;
-	struct uw_cursor tmp = *t;
-	int e = extent_of(&tmp, nsp, in->span);
+	*left |= 1u << w->cur;
+	int e = extent_of(w, nsp);
 	if (e < 0) return UW_SPAN;
 	if ((*left >> e) & 1) return UW_LOOP; /* back to a stack it already left */
-	c->next = tmp.next;
-	memcpy(c->ext, tmp.ext, sizeof c->ext);
-	c->cur = e;
+	w->cur = e;
 	return UW_NSTOPS;
 }
 
 void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out *out)
 {
 	const struct uw_arch *a = in->arch;
-	struct uw_cursor c;
+	struct uw_walk w = { .arch = a, .span = in->span, .chunks = in->chunks, .nchunks = in->nchunks };
+	struct uw_frame buf[2], *f = &buf[0], *t = &buf[1]; /* the frame and its caller, swapped per step */
 	int n = 0, switches = 0;
 	uint32_t left = 0;
-	memset(out, 0, sizeof *out);
-	memset(&c, 0, sizeof c);
+	memset(out->exact, 0, sizeof out->exact);
+	memset(out->by_method, 0, sizeof out->by_method);
 	out->stop_method = -1;
-	c.arch = a;
-	c.span = in->span;
-	c.pc = in->pc;
-	c.exact = 1;
-	c.regs = in->regs;
-	c.chunks = in->chunks;
-	c.nchunks = in->nchunks;
-	if ((c.regs.valid >> a->sp) & 1) {
-		c.ext[0] = (struct uw_extent){ c.regs.r[a->sp], c.regs.r[a->sp] };
-		c.next = 1;
+	out->need = 0;
+	f->pc = in->pc;
+	f->exact = 1;
+	f->regs = in->regs;
+	if ((f->regs.valid >> a->sp) & 1) {
+		w.ext[0] = (struct uw_extent){ f->regs.r[a->sp], f->regs.r[a->sp] };
+		w.next = 1;
 	}
 	frames[n++] = in->pc;
 	if (in->user) {
@@ -139,51 +150,41 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 			out->stop = UW_MAXFRAMES;
 			break;
 		}
-		uint64_t sp = c.regs.r[a->sp];
-		struct uw_cursor t;
 		enum uw_step r = US_NOINFO;
 		int m = in->nmethods ? in->methods[0]->method : -1;
+		w.depth = n - 1;
 		for (int k = 0; k < in->nmethods && r == US_NOINFO; k++) {
-			t = c;
-			t.depth = n;
-			r = in->methods[k]->step(in->methods[k]->ctx, &t);
+			r = in->methods[k]->step(in->methods[k]->ctx, &w, f, t);
 			if (r != US_NOINFO) m = in->methods[k]->method;
 		}
 		out->stop_method = m;
 		if (r == US_NOINFO) { out->stop = UW_NOINFO; break; }
-		/* Whatever the step decided, the memory it read is part of the walk's extent. */
-		c.next = t.next;
-		memcpy(c.ext, t.ext, sizeof c.ext);
 		if (r == US_END) { out->stop = UW_END; break; }
 		if (r == US_USER) { out->stop = UW_USER; break; }
 		if (r == US_STOP) {
-			out->stop = t.stop;
-			out->need = t.need;
+			out->stop = w.stop;
+			out->need = w.need;
 			break;
 		}
-		if (t.pc == 0) { out->stop = UW_END; break; }
-		if (!in_kernel(in, t.pc)) {
+		if (t->pc == 0) { out->stop = UW_END; break; }
+		if (!in_kernel(in, t->pc)) {
 			/* An interrupt or exception frame whose context is outside the kernel interrupted
 			 * user mode: that is where a kernel stack begins. A return address there is junk. */
-			out->stop = t.exact ? UW_USER : UW_RANGE;
+			out->stop = t->exact ? UW_USER : UW_RANGE;
 			break;
 		}
-		enum unwind_stop bad = check_step(in, &c, sp, &t, &switches, &left);
+		enum unwind_stop bad = check_step(in, &w, f, t, &switches, &left);
 		if (bad != UW_NSTOPS) { out->stop = bad; break; }
-		int cur = c.cur, next = c.next;
-		struct uw_extent ext[UW_MAX_EXTENTS];
-		memcpy(ext, c.ext, sizeof ext);
-		c = t;
-		c.cur = cur;
-		c.next = next;
-		memcpy(c.ext, ext, sizeof ext);
-		if (c.exact) out->exact[n >> 6] |= 1ull << (n & 63);
+		if (t->exact) out->exact[n >> 6] |= 1ull << (n & 63);
 		out->by_method[m]++;
-		frames[n++] = c.pc;
+		frames[n++] = t->pc;
+		struct uw_frame *x = f; /* the caller is the next step's frame */
+		f = t;
+		t = x;
 	}
 done:
 	out->n = n;
-	out->nextents = c.next;
-	memcpy(out->ext, c.ext, sizeof out->ext);
-	out->last_extent = c.cur;
+	out->nextents = w.next;
+	memcpy(out->ext, w.ext, sizeof out->ext);
+	out->last_extent = w.cur;
 }

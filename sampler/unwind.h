@@ -65,39 +65,45 @@ struct uw_extent {
 	uint64_t lo, hi;
 };
 
-/* The walk's position: the frame being stepped from, and what the walk has seen. */
-struct uw_cursor {
-	const struct uw_arch *arch;   /* register numbers */
+/* One frame: its pc and registers. */
+struct uw_frame {
 	uint64_t pc;                  /* this frame's pc */
 	int exact;                    /* pc is where the frame was interrupted (frame 0, or the
 				       * caller of a signal/interrupt frame), not a return address */
-	int depth;                    /* frame index (0 = the stopped pc) */
+	struct uw_regs regs;          /* this frame's registers (regs.valid says which) */
+};
+
+/* The walk's view of stack memory, what it has read of it, and why a step stopped it. */
+struct uw_walk {
+	const struct uw_arch *arch;   /* register numbers */
+	int depth;                    /* index of the frame being stepped from (0 = the stopped pc) */
 	uint64_t span;                /* one stack's frames lie within [base, base + span) */
-	struct uw_regs regs;          /* this frame's registers */
-	enum unwind_stop stop;        /* set by a step that returns US_STOP */
-	uint64_t need;                /* for UW_UNREAD: the address to read */
 	const struct unwind_chunk *chunks; /* memory available */
 	int nchunks;
+	int last_chunk;               /* the chunk the previous read came from */
 	int next;                     /* extents in use */
 	struct uw_extent ext[UW_MAX_EXTENTS]; /* stack read so far, per stack */
 	int cur;                      /* extent of the current stack pointer */
+	enum unwind_stop stop;        /* set by a step that returns US_STOP */
+	uint64_t need;                /* for UW_UNREAD: the address to read */
 };
 
 /* What one step returned. */
 enum uw_step {
-	US_OK = 0,  /* the cursor now holds the caller's frame (pc, regs, exact) */
+	US_OK = 0,  /* the caller's frame is filled in (pc, regs, exact) */
 	US_NOINFO,  /* this method knows nothing about the pc: try the next one */
 	US_END,     /* the frame is the outermost one (UW_END) */
 	US_USER,    /* the caller is the user-mode context (UW_USER) */
-	US_STOP     /* the walk cannot go on: cursor->stop says why (and ->need for UW_UNREAD) */
+	US_STOP     /* the walk cannot go on: walk->stop says why (and ->need for UW_UNREAD) */
 };
 
 /* One unwinding method. */
 struct unwinder {
 	int method;    /* UM_* */
 	void *ctx;     /* its tables */
-	/* Step the cursor from its frame to the caller's. */
-	enum uw_step (*step)(void *ctx, struct uw_cursor *c);
+	/* From frame f to its caller. Returns US_NOINFO without touching anything; reads stack
+	 * memory only through uw_read. */
+	enum uw_step (*step)(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 };
 
 /* One walk's inputs. */
@@ -132,9 +138,9 @@ struct unwind_out {
 void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out *out);
 /* Read a little-endian 64-bit word from the chunks; 0 ok, -1 if not fully covered. */
 int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, uint64_t *val);
-/* For a step: read a stack word, recording it in the walk's extents; on failure the cursor
- * is set up for US_STOP with UW_UNREAD. */
-int uw_read(struct uw_cursor *c, uint64_t addr, uint64_t *val);
+/* For a step: read a stack word, recording it in the walk's extents; on failure the walk is
+ * set up for US_STOP with UW_UNREAD. */
+int uw_read(struct uw_walk *w, uint64_t addr, uint64_t *val);
 /* Frame i of out is exact (an interrupted pc)? */
 static inline int unwind_is_exact(const uint64_t *exact, int i)
 {
@@ -147,6 +153,6 @@ struct fp_ctx {
 	const void *arg;        /* its argument */
 	uint64_t span;          /* frames lie within [sp, sp + span) */
 };
-enum uw_step fp_step(void *ctx, struct uw_cursor *c);
+enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 
 #endif

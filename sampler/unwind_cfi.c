@@ -145,21 +145,22 @@ const struct cfi_rule *cfi_rule_at(struct cfi_ctx *c, uint64_t pc)
 }
 
 /* The caller's value of register r under rule ru, given the CFA; 1 known, 0 unknown, -1 the
- * stack word is not read yet (cursor set up for US_STOP). */
-static int value(struct uw_cursor *c, const struct cfi_rule *ru, int r, uint64_t cfa, uint64_t *v)
+ * stack word is not read yet (the walk set up for US_STOP). */
+static int value(struct uw_walk *w, const struct uw_frame *f, const struct cfi_rule *ru, int r, uint64_t cfa,
+		 uint64_t *v)
 {
 	switch (ru->how[r]) {
 	case CFI_SAME:
-		*v = c->regs.r[r];
-		return (int)((c->regs.valid >> r) & 1);
+		*v = f->regs.r[r];
+		return (int)((f->regs.valid >> r) & 1);
 	case CFI_AT_CFA:
-		return uw_read(c, cfa + (uint64_t)(int64_t)ru->arg[r], v) ? -1 : 1;
+		return uw_read(w, cfa + (uint64_t)(int64_t)ru->arg[r], v) ? -1 : 1;
 	case CFI_VAL_CFA:
 		*v = cfa + (uint64_t)(int64_t)ru->arg[r];
 		return 1;
 	case CFI_REG:
-		*v = c->regs.r[ru->arg[r]];
-		return (int)((c->regs.valid >> ru->arg[r]) & 1);
+		*v = f->regs.r[ru->arg[r]];
+		return (int)((f->regs.valid >> ru->arg[r]) & 1);
 	}
 	return 0;
 }
@@ -170,34 +171,35 @@ static int value(struct uw_cursor *c, const struct cfi_rule *ru, int r, uint64_t
  * it from the hardware frame), the caller's pc from the return-address column. A frame whose
  * return address is undefined is the outermost one.
  */
-enum uw_step cfi_step(void *ctx, struct uw_cursor *c)
+enum uw_step cfi_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller)
 {
 	struct cfi_ctx *x = ctx;
-	const struct uw_arch *a = c->arch;
-	const struct cfi_rule *ru = cfi_rule_at(x, (c->exact ? c->pc : c->pc - 1) - x->bias);
+	const struct uw_arch *a = w->arch;
+	const struct cfi_rule *ru = cfi_rule_at(x, (f->exact ? f->pc : f->pc - 1) - x->bias);
 	if (!ru || !ru->found) return US_NOINFO;
-	if (!ru->usable || !((c->regs.valid >> ru->cfa_reg) & 1)) goto bad;
+	if (!ru->usable || !((f->regs.valid >> ru->cfa_reg) & 1)) goto bad;
 	if (ru->how[ru->ra] == CFI_UNDEF) return US_END;
-	uint64_t cfa = c->regs.r[ru->cfa_reg] + (uint64_t)ru->cfa_off, v;
-	struct uw_regs n = { .valid = 0 };
+	uint64_t cfa = f->regs.r[ru->cfa_reg] + (uint64_t)ru->cfa_off, v;
+	struct uw_regs *n = &caller->regs;
+	n->valid = 0;
 	for (int r = 0; r < x->nregs; r++) {
-		int k = value(c, ru, r, cfa, &v);
+		if (ru->how[r] == CFI_UNDEF) continue;
+		int k = value(w, f, ru, r, cfa, &v);
 		if (k < 0) return US_STOP;
 		if (k) {
-			n.r[r] = v;
-			n.valid |= 1ull << r;
+			n->r[r] = v;
+			n->valid |= 1ull << r;
 		}
 	}
-	if (!((n.valid >> ru->ra) & 1)) goto bad;
+	if (!((n->valid >> ru->ra) & 1)) goto bad;
 	if (ru->how[a->sp] == CFI_UNDEF || ru->how[a->sp] == CFI_SAME) { /* by definition */
-		n.r[a->sp] = cfa;
-		n.valid |= 1ull << a->sp;
+		n->r[a->sp] = cfa;
+		n->valid |= 1ull << a->sp;
 	}
-	c->pc = n.r[ru->ra];
-	c->regs = n;
-	c->exact = ru->signal;
+	caller->pc = n->r[ru->ra];
+	caller->exact = ru->signal;
 	return US_OK;
 bad:
-	c->stop = UW_BADRULE;
+	w->stop = UW_BADRULE;
 	return US_STOP;
 }

@@ -40,7 +40,7 @@ int cfi_open(struct cfi_ctx *c, Elf *elf, int nregs);
 /* The rule for image address pc (cached). NULL only when out of memory. */
 const struct cfi_rule *cfi_rule_at(struct cfi_ctx *c, uint64_t pc);
 /* The unwinder's step (ctx: struct cfi_ctx). */
-enum uw_step cfi_step(void *ctx, struct uw_cursor *c);
+enum uw_step cfi_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 void cfi_free(struct cfi_ctx *c);
 
 #endif

@@ -11,64 +11,65 @@
  * Our kernel's interrupt entry builds a record from the interrupted rbp/rip, so the chain
  * goes on into the interrupted code.
  */
-enum uw_step fp_step(void *ctx, struct uw_cursor *c)
+enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller)
 {
-	const struct fp_ctx *f = ctx;
-	const struct uw_arch *a = c->arch;
-	uint64_t sp = c->regs.r[a->sp], fp = c->regs.r[a->fp], ra, prev;
-	int have_sp = (c->regs.valid >> a->sp) & 1, have_fp = (c->regs.valid >> a->fp) & 1;
-	enum unwind_pc kind = c->exact && f && f->pc_kind ? f->pc_kind(f->arg, c->pc) : PC_BODY;
+	const struct fp_ctx *x = ctx;
+	const struct uw_arch *a = w->arch;
+	uint64_t sp = f->regs.r[a->sp], fp = f->regs.r[a->fp], ra, prev;
+	int have_sp = (f->regs.valid >> a->sp) & 1, have_fp = (f->regs.valid >> a->fp) & 1;
+	enum unwind_pc kind = f->exact && x && x->pc_kind ? x->pc_kind(x->arg, f->pc) : PC_BODY;
 	if (kind != PC_BODY) {
 		if (!have_sp) goto bad;
 		uint64_t nsp;
 		if (a->lr >= 0 && kind == PC_AT_ENTRY) {
-			if (!((c->regs.valid >> a->lr) & 1)) goto bad;
-			ra = c->regs.r[a->lr];
+			if (!((f->regs.valid >> a->lr) & 1)) goto bad;
+			ra = f->regs.r[a->lr];
 			nsp = sp;
 		} else {
 			uint64_t at = sp + (kind == PC_AFTER_PUSH ? 8 : 0);
-			if (uw_read(c, at, &ra)) return US_STOP;
+			if (uw_read(w, at, &ra)) return US_STOP;
 			nsp = at + 8;
 		}
 		if (!ra) return US_END;
-		c->regs.valid = (have_fp ? 1ull << a->fp : 0) | 1ull << a->sp;
-		c->regs.r[a->sp] = nsp;
-		c->pc = ra;
-		c->exact = 0;
+		caller->regs.valid = (have_fp ? 1ull << a->fp : 0) | 1ull << a->sp;
+		caller->regs.r[a->sp] = nsp;
+		caller->regs.r[a->fp] = fp;
+		caller->pc = ra;
+		caller->exact = 0;
 		return US_OK;
 	}
 	if (!have_fp) goto bad;
 	if (fp == 0) return US_END;
 	if (fp & 7) {
-		c->stop = UW_ALIGN;
+		w->stop = UW_ALIGN;
 		return US_STOP;
 	}
 	/* A frame record below the stack pointer points back down: a loop. One far above it is not
 	 * on this stack (the frame-pointer chain never switches stacks; CFI and ORC do). */
-	uint64_t span = f ? f->span : 32768;
+	uint64_t span = x ? x->span : 32768;
 	if (have_sp && fp < sp) {
-		c->stop = sp - fp < span ? UW_LOOP : UW_SPAN;
+		w->stop = sp - fp < span ? UW_LOOP : UW_SPAN;
 		return US_STOP;
 	}
 	if (have_sp && fp - sp >= span) {
-		c->stop = UW_SPAN;
+		w->stop = UW_SPAN;
 		return US_STOP;
 	}
-	if (uw_read(c, fp + (uint64_t)(int64_t)a->fp_ret, &ra) ||
-	    uw_read(c, fp + (uint64_t)(int64_t)a->fp_prev, &prev)) {
+	if (uw_read(w, fp + (uint64_t)(int64_t)a->fp_ret, &ra) ||
+	    uw_read(w, fp + (uint64_t)(int64_t)a->fp_prev, &prev)) {
 		int lo = a->fp_prev < a->fp_ret ? a->fp_prev : a->fp_ret;
-		c->need = fp + (uint64_t)(int64_t)lo; /* fetch the record from its lowest word */
+		w->need = fp + (uint64_t)(int64_t)lo; /* fetch the record from its lowest word */
 		return US_STOP;
 	}
 	if (!ra) return US_END;
 	int hi = a->fp_prev > a->fp_ret ? a->fp_prev : a->fp_ret;
-	c->regs.valid = 1ull << a->sp | 1ull << a->fp;
-	c->regs.r[a->sp] = fp + (uint64_t)(int64_t)(hi + 8);
-	c->regs.r[a->fp] = prev;
-	c->pc = ra;
-	c->exact = 0;
+	caller->regs.valid = 1ull << a->sp | 1ull << a->fp;
+	caller->regs.r[a->sp] = fp + (uint64_t)(int64_t)(hi + 8);
+	caller->regs.r[a->fp] = prev;
+	caller->pc = ra;
+	caller->exact = 0;
 	return US_OK;
 bad:
-	c->stop = UW_BADRULE;
+	w->stop = UW_BADRULE;
 	return US_STOP;
 }

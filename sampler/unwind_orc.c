@@ -88,7 +88,8 @@ int orc_load(struct orc_table *t, const uint8_t *ips, size_t iplen, uint64_t ipa
 	}
 	t->ip = malloc(n * sizeof *t->ip);
 	t->e = malloc(entlen);
-	if (!t->ip || !t->e) {
+	t->cache = calloc(ORC_CACHE, sizeof *t->cache);
+	if (!t->ip || !t->e || !t->cache) {
 		orc_free(t);
 		ERR_SET(t, ERR_SYS, "out of memory");
 		return -1;
@@ -113,26 +114,36 @@ int orc_load(struct orc_table *t, const uint8_t *ips, size_t iplen, uint64_t ipa
 int orc_find(struct orc_table *t, uint64_t pc, struct orc_entry *out)
 {
 	t->lookups++;
-	if (!t->n || pc < t->text_lo || pc >= t->text_hi || pc < t->ip[0]) {
+	struct orc_hit *h = t->cache ? &t->cache[(pc * 0x9e3779b97f4a7c15ull) >> 52 & (ORC_CACHE - 1)] : NULL;
+	if (h && h->pc == pc + 1) {
+		if (!h->found) t->misses++;
+		*out = h->e;
+		return h->found ? 0 : -1;
+	}
+	int found = t->n && pc >= t->text_lo && pc < t->text_hi && pc >= t->ip[0];
+	if (found) {
+		size_t lo = 0, hi = t->n; /* the last entry starting at or below pc */
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (t->ip[mid] <= pc) lo = mid;
+			else hi = mid;
+		}
+		orc_decode(t->layout, t->e + 6 * lo, out);
+	} else {
 		t->misses++;
-		return -1;
 	}
-	size_t lo = 0, hi = t->n; /* the last entry starting at or below pc */
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->ip[mid] <= pc) lo = mid;
-		else hi = mid;
-	}
-	orc_decode(t->layout, t->e + 6 * lo, out);
-	return 0;
+	if (h) *h = (struct orc_hit){ pc + 1, found, found ? *out : (struct orc_entry){ 0 } };
+	return found ? 0 : -1;
 }
 
 void orc_free(struct orc_table *t)
 {
 	free(t->ip);
 	free(t->e);
+	free(t->cache);
 	t->ip = NULL;
 	t->e = NULL;
+	t->cache = NULL;
 	t->n = 0;
 }
 
@@ -148,10 +159,10 @@ static const int ptregs_off[16] = {
 #define IRET_SP 24
 enum { R_DX = 1, R_DI = 5, R_BP = 6, R_SP = 7, R_R10 = 10, R_R13 = 13 };
 
-static int reg(const struct uw_cursor *c, int r, uint64_t *v)
+static int reg(const struct uw_frame *f, int r, uint64_t *v)
 {
-	if (!((c->regs.valid >> r) & 1)) return -1;
-	*v = c->regs.r[r];
+	if (!((f->regs.valid >> r) & 1)) return -1;
+	*v = f->regs.r[r];
 	return 0;
 }
 
@@ -161,12 +172,12 @@ static int reg(const struct uw_cursor *c, int r, uint64_t *v)
  * below that stack pointer (call), or the pc of the register frame there (regs: a full
  * pt_regs; regs-partial: the hardware iret frame) -- then its frame pointer.
  */
-enum uw_step orc_step(void *ctx, struct uw_cursor *c)
+enum uw_step orc_step(void *ctx, struct uw_walk *w, const struct uw_frame *c, struct uw_frame *caller)
 {
 	struct orc_table *t = ctx;
 	struct orc_entry o;
 	uint64_t sp, nbp;
-	if (!c->arch->is_x86) return US_NOINFO;
+	if (!w->arch->is_x86) return US_NOINFO;
 	if (orc_find(t, (c->exact ? c->pc : c->pc - 1) - t->bias, &o)) return US_NOINFO;
 	if (o.type == ORC_END) return US_END;
 	if (o.type == ORC_UNDEF) goto bad; /* objtool marked it: no valid unwind state here */
@@ -177,12 +188,12 @@ enum uw_step orc_step(void *ctx, struct uw_cursor *c)
 	case ORC_REG_BP: if (!have_bp) goto bad; sp = obp + (uint64_t)(int64_t)o.sp_off; break;
 	case ORC_REG_SP_INDIRECT:
 		if (!have_sp) goto bad;
-		if (uw_read(c, osp, &sp)) goto stop;
+		if (uw_read(w, osp, &sp)) goto stop;
 		sp += (uint64_t)(int64_t)o.sp_off;
 		break;
 	case ORC_REG_BP_INDIRECT:
 		if (!have_bp) goto bad;
-		if (uw_read(c, obp + (uint64_t)(int64_t)o.sp_off, &sp)) goto stop;
+		if (uw_read(w, obp + (uint64_t)(int64_t)o.sp_off, &sp)) goto stop;
 		break;
 	case ORC_REG_R10: if (reg(c, R_R10, &sp)) goto bad; break;
 	case ORC_REG_R13: if (reg(c, R_R13, &sp)) goto bad; break;
@@ -190,29 +201,31 @@ enum uw_step orc_step(void *ctx, struct uw_cursor *c)
 	case ORC_REG_DX: if (reg(c, R_DX, &sp)) goto bad; break;
 	default: goto bad;
 	}
-	struct uw_regs n = { .valid = 0 };
+	struct uw_regs *n = &caller->regs;
 	uint64_t pc, cs = 0;
+	n->valid = 0;
 	int have_cs = 0;
 	switch (o.type) {
 	case ORC_CALL:
-		if (uw_read(c, sp - 8, &pc)) goto stop;
-		n.r[R_SP] = sp;
-		n.valid = 1ull << R_SP;
+		if (uw_read(w, sp - 8, &pc)) goto stop;
+		n->r[R_SP] = sp;
+		n->valid = 1ull << R_SP;
 		break;
 	case ORC_REGS: /* the whole pt_regs: every register of the interrupted context */
+		if (uw_read(w, sp + PT_IP, &pc) || uw_read(w, sp + PT_CS, &cs)) goto stop;
+		if ((cs & 3) == 3) return US_USER; /* a syscall or interrupt from user mode: the end */
 		for (int r = 0; r < 16; r++) {
-			if (uw_read(c, sp + (uint64_t)ptregs_off[r], &n.r[r])) goto stop;
-			n.valid |= 1ull << r;
+			if (uw_read(w, sp + (uint64_t)ptregs_off[r], &n->r[r])) goto stop;
+			n->valid |= 1ull << r;
 		}
-		if (uw_read(c, sp + PT_IP, &pc) || uw_read(c, sp + PT_CS, &cs)) goto stop;
 		have_cs = 1;
 		break;
 	case ORC_REGS_PARTIAL: /* only the iret frame: the other registers are still the callee's */
-		n = c->regs;
-		if (uw_read(c, sp + IRET_IP, &pc) || uw_read(c, sp + IRET_CS, &cs) ||
-		    uw_read(c, sp + IRET_SP, &n.r[R_SP]))
+		*n = c->regs;
+		if (uw_read(w, sp + IRET_IP, &pc) || uw_read(w, sp + IRET_CS, &cs) ||
+		    uw_read(w, sp + IRET_SP, &n->r[R_SP]))
 			goto stop;
-		n.valid |= 1ull << R_SP;
+		n->valid |= 1ull << R_SP;
 		have_cs = 1;
 		break;
 	default:
@@ -222,31 +235,30 @@ enum uw_step orc_step(void *ctx, struct uw_cursor *c)
 	case ORC_REG_UNDEFINED: /* unchanged -- or, after a full register frame, the saved one */
 		if (o.type == ORC_REGS) break;
 		if (have_bp) {
-			n.r[R_BP] = obp;
-			n.valid |= 1ull << R_BP;
+			n->r[R_BP] = obp;
+			n->valid |= 1ull << R_BP;
 		}
 		break;
 	case ORC_REG_PREV_SP:
-		if (uw_read(c, sp + (uint64_t)(int64_t)o.bp_off, &nbp)) goto stop;
-		n.r[R_BP] = nbp;
-		n.valid |= 1ull << R_BP;
+		if (uw_read(w, sp + (uint64_t)(int64_t)o.bp_off, &nbp)) goto stop;
+		n->r[R_BP] = nbp;
+		n->valid |= 1ull << R_BP;
 		break;
 	case ORC_REG_BP:
 		if (!have_bp) goto bad;
-		if (uw_read(c, obp + (uint64_t)(int64_t)o.bp_off, &nbp)) goto stop;
-		n.r[R_BP] = nbp;
-		n.valid |= 1ull << R_BP;
+		if (uw_read(w, obp + (uint64_t)(int64_t)o.bp_off, &nbp)) goto stop;
+		n->r[R_BP] = nbp;
+		n->valid |= 1ull << R_BP;
 		break;
 	default:
 		goto bad;
 	}
-	c->regs = n;
-	c->pc = pc;
-	c->exact = o.signal;
+	caller->pc = pc;
+	caller->exact = o.signal;
 	if (have_cs && (cs & 3) == 3) return US_USER; /* the frame interrupted user mode */
 	return US_OK;
 bad:
-	c->stop = UW_BADRULE;
+	w->stop = UW_BADRULE;
 	return US_STOP;
 stop:
 	return US_STOP; /* uw_read set UW_UNREAD and the address */

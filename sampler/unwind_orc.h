@@ -26,6 +26,16 @@ struct orc_entry {
 enum { ORC_REG_UNDEFINED = 0, ORC_REG_PREV_SP, ORC_REG_DX, ORC_REG_DI, ORC_REG_BP, ORC_REG_SP,
        ORC_REG_R10, ORC_REG_R13, ORC_REG_BP_INDIRECT, ORC_REG_SP_INDIRECT };
 
+#define ORC_CACHE 4096 /* lookups remembered: a sample's pcs repeat, a binary search over the
+			* ~400 000 entries of a distro kernel costs a cache miss a step */
+
+/* A remembered lookup. */
+struct orc_hit {
+	uint64_t pc;             /* table address looked up + 1 (0 = empty) */
+	int found;               /* an entry covers it */
+	struct orc_entry e;      /* that entry, decoded */
+};
+
 struct orc_table {
 	enum orc_layout layout;  /* how the entries are laid out */
 	size_t n;                /* entries */
@@ -35,6 +45,7 @@ struct orc_table {
 	uint64_t bias;           /* subtract from a guest pc to get a table address (the KASLR slide
 				  * for tables from an image; 0 for tables read from guest memory) */
 	uint64_t lookups, misses; /* for the summary: lookups, and those with no entry */
+	struct orc_hit *cache;   /* recent lookups, direct-mapped by pc (ORC_CACHE slots) */
 	int err;                 /* sticky error code */
 	char errstr[128];        /* what went wrong */
 };
@@ -55,6 +66,6 @@ int orc_find(struct orc_table *t, uint64_t pc, struct orc_entry *out);
 void orc_decode(enum orc_layout l, const uint8_t raw[6], struct orc_entry *out);
 void orc_free(struct orc_table *t);
 /* The unwinder's step (ctx: struct orc_table). */
-enum uw_step orc_step(void *ctx, struct uw_cursor *c);
+enum uw_step orc_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 
 #endif

@@ -25,13 +25,16 @@ def folded_rows(text):
 
 @pytest.fixture
 def boot():
-    """boot(smp=2, ...) -> a started Guest; every guest is stopped by pid at teardown."""
+    """boot(smp=2, kernel=KERNEL, ...) -> a started Guest; every guest is stopped by pid at teardown."""
     if not os.path.exists(KERNEL):
         pytest.fail(f"{KERNEL} is missing: run `make kernel` (make test builds it)")
     guests = []
 
-    def start(smp=2, **kw):
-        g = Guest(KERNEL, smp=smp, **kw)
+    def start(smp=2, kernel=None, **kw):
+        path = kernel or KERNEL
+        if not os.path.exists(path):
+            pytest.fail(f"{path} is missing: run `make kernel` (make test builds it)")
+        g = Guest(path, smp=smp, **kw)
         guests.append(g)
         return g.start()
 
@@ -50,3 +53,8 @@ def shared_guest():
         yield g.start()
     finally:
         g.stop()
+
+
+# The two builds of the test kernel the sampler is checked on: frame pointers in every function,
+# and none (DWARF CFI only, as most kernels are built).
+KERNELS = {"fp": KERNEL, "nofp": KERNEL_NOFP}

@@ -114,6 +114,13 @@ boot_long:
 	movabs $boot_high, %rax		/* leave the identity map for the upper half */
 	jmp *%rax
 boot_high:
+	/*
+	 * CFI: the outermost frame of the boot CPU, whose idle loop runs under kmain forever.
+	 * An undefined return address is how DWARF says "no caller": unwinders stop here
+	 * cleanly instead of reading past the top of boot_stack.
+	 */
+	.cfi_startproc
+	.cfi_undefined rip
 	movabs $boot_stack_top, %rsp
 	xor %ebp, %ebp			/* ends every frame-pointer walk on the boot CPU */
 	movabs $boot_start_info, %rdi
@@ -121,6 +128,7 @@ boot_high:
 4:	cli
 	hlt
 	jmp 4b
+	.cfi_endproc
 
 	.section .rodata
 	.balign 16

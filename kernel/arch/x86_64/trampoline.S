@@ -48,6 +48,15 @@ tr_64:
 	mov %rax, %rsp
 	movabs TR(tr_entry), %rax
 	xor %ebp, %ebp			/* ends the frame-pointer chain of the AP's idle task */
+	/*
+	 * A zero return address for ap_main, which is jumped to, not called: a CFI unwinder ends
+	 * a walk at a zero return address. Without it ap_main's "return address" is the word past
+	 * the top of the AP's stack: today the lowest word of the AP's NMI stack, zero only
+	 * because cpu_init happens to allocate that right after. It also gives ap_main the
+	 * RSP % 16 == 8 of any function entry. This runs from the low copy, outside the ELF's
+	 * addresses, so CFI here could not help.
+	 */
+	pushq $0
 	jmp *%rax
 
 	.balign 8
