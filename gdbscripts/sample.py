@@ -92,15 +92,17 @@ def vcpu_halted(thread):
     return "halted" in (thread.details or "")
 
 
-def frames_of(max_frames):
-    """[(pc, name)] of the selected thread, innermost first, until GDB cannot name a frame."""
+def frames_of(max_frames, physical=False):
+    """[(pc, name)] of the selected thread, innermost first, until GDB cannot name a frame;
+    physical: leave out the frames GDB makes for inlined calls (they have no stack frame)."""
     out = []
     frame = gdb.newest_frame()
     while frame is not None and len(out) < max_frames:
         name = frame.name()
         if name is None:
             break
-        out.append((frame.pc() & MASK64, name))
+        if not (physical and frame.type() == gdb.INLINE_FRAME):
+            out.append((frame.pc() & MASK64, name))
         try:
             frame = frame.older()
         except gdb.error:  # unwinder gave up (unreadable memory)
@@ -114,12 +116,12 @@ def vcpu_index(thread):
     return thread.ptid[1] - 1
 
 
-def record_stacks(max_frames=64):
-    """{cpu: (halted, [(pc, name)])} for every vCPU of the stopped VM."""
+def record_stacks(max_frames=64, physical=False):
+    """{cpu: (halted, [(pc, name)])} for every vCPU of the stopped VM (see frames_of)."""
     stacks = {}
     for thread in gdb.selected_inferior().threads():
         thread.switch()
-        stacks[vcpu_index(thread)] = (vcpu_halted(thread), frames_of(max_frames))
+        stacks[vcpu_index(thread)] = (vcpu_halted(thread), frames_of(max_frames, physical))
     return stacks
 
 

@@ -74,7 +74,7 @@ def main():
             try:
                 if tick:
                     stop_in_tick(tick_cpu)
-                stacks = sample.record_stacks()
+                stacks = sample.record_stacks(physical=True)  # gdbsample walks stack frames, not inlined calls
             finally:
                 sample.disconnect()  # the VM stays paused for gdbsample
             r = subprocess.run(dump_cmd, capture_output=True, text=True, timeout=30)

@@ -25,15 +25,18 @@ def test_frame_agreement_helper():
     assert frame_agreement(["a", "b"], ["a", "b", "c", "d"]) == (2, 4)
 
 
-def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path):
+@pytest.mark.parametrize("build", ["fp", "nofp"])
+def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path, build):
+    """On both builds (frame pointers, and DWARF CFI only), including stops in the timer
+    interrupt's handler reached through the entry stub's signal frame."""
     if not os.path.exists(gdbrun.GDBSAMPLE):
         pytest.fail(f"{gdbrun.GDBSAMPLE} is missing: run `make gdbsample`")
-    g = boot(smp=2)
+    g = boot(smp=2, kernel=conftest.KERNELS[build])
     pid = g.work("chain 6")
     cpu = next(t["cpu"] for t in g.ps() if t["pid"] == pid)  # QEMU vCPU index == kernel cpu id
     out = tmp_path / "stops.jsonl"
     t0 = time.monotonic()
-    r = gdbrun.gdb_batch(["-x", DRIVER], timeout=120,
+    r = gdbrun.gdb_batch(["-x", DRIVER], timeout=120, elf=conftest.KERNELS[build],
                          env={"ORACLE_PORT": str(g.gdbport), "ORACLE_STOPS": str(STOPS),
                               "ORACLE_OUT": str(out), "ORACLE_GDBSAMPLE": gdbrun.GDBSAMPLE,
                               "ORACLE_TICK_EVERY": str(TICK_EVERY), "ORACLE_TICK_CPU": str(cpu)})
