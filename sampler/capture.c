@@ -297,7 +297,7 @@ int capture_next(struct capture_reader *r, struct sample *s)
 		if (rc <= 0) return rc;
 	}
 	const uint8_t *p = r->buf + r->pos;
-	if (r->len - r->pos < 12 || r->len - r->pos < 12 + 8u * p[11]) {
+	if (r->len - r->pos < 12 || r->len - r->pos < 12 + 8u * p[11] || !p[11]) {
 		ERR_SET(r, ERR_FORMAT, "sample overruns its chunk near byte %llu", (unsigned long long)r->offset);
 		return -1;
 	}
@@ -318,7 +318,8 @@ int capture_next(struct capture_reader *r, struct sample *s)
 		for (const uint8_t *x = p + len + 2, *xe = x + xl; x + 2 <= xe && x + 2 + x[1] <= xe; x += 2 + x[1])
 			if (x[0] == CAPX_EXACT)
 				for (int k = 0; k < x[1]; k++)
-					if (x[2 + k] < s->n) s->exact[x[2 + k] >> 6] |= 1ull << (x[2 + k] & 63);
+					if (x[2 + k] && x[2 + k] < s->n) /* frame 0 is always exact */
+						s->exact[x[2 + k] >> 6] |= 1ull << (x[2 + k] & 63);
 		len += 2 + xl;
 		s->flags &= ~CAPS_EXT;
 	}

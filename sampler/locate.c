@@ -148,10 +148,12 @@ void session_image_kv(const struct session *ss, char *out, size_t cap)
 	if (ss->img.has_orc)
 		KV("orc %s, %zu entries%s\n", orc_layout_names[ss->img.orc.layout], ss->img.orc.n,
 		   ss->orc_from_guest ? ", read from guest memory" : "");
-	KV("kaslr_offset 0x%llx\nkaslr_how %s\n", (unsigned long long)ss->kaslr.slide, kaslr_how_names[ss->kaslr.how]);
-	if (ss->kaslr.names_slide != ss->kaslr.slide || ss->kaslr.names_how != ss->kaslr.how)
-		KV("kaslr_names_offset 0x%llx\nkaslr_names_how %s\n", (unsigned long long)ss->kaslr.names_slide,
-		   kaslr_how_names[ss->kaslr.names_how]);
+	int64_t k = ss->kaslr.slide, nk = ss->kaslr.names_slide;
+	KV("kaslr_offset %s0x%llx\nkaslr_how %s\n", k < 0 ? "-" : "", (unsigned long long)(k < 0 ? -k : k),
+	   kaslr_how_names[ss->kaslr.how]);
+	if (nk != k || ss->kaslr.names_how != ss->kaslr.how)
+		KV("kaslr_names_offset %s0x%llx\nkaslr_names_how %s\n", nk < 0 ? "-" : "",
+		   (unsigned long long)(nk < 0 ? -nk : nk), kaslr_how_names[ss->kaslr.names_how]);
 #undef KV
 }
 

@@ -1,14 +1,20 @@
 """capture.py: streaming reader for gdbsample's binary capture format (docs/capture-format.md).
 
-Layout (all integers little-endian):
+Layout (all integers little-endian; version 2 is written, version 1 still reads):
   header, 128 bytes:
-     0 magic "GDBSAMP\\0"  8 u16 version (1)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
+     0 magic "GDBSAMP\\0"  8 u16 version (1 or 2)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
     16 u32 rate_hz  20 u32 max_frames  24 u64 kernel lo  32 u64 kernel hi  40 u64 start (unix ns)
-    48 u8 id kind  49 u8 id len  50 u16 flags  52 id[32]  84..123 reserved  124 u32 CRC-32 of 0..123
+    48 u8 id kind  49 u8 id len  50 u16 flags  52 id[32]
+    v2: 84 s64 KASLR offset (valid if flags bit 1)  92 u64 runtime _stext (0 unknown)  100 u8 methods
+    (v1: 84..123 reserved)  124 u32 CRC-32 of 0..123
   chunks, back to back until the end of the file:
      0 u32 "CHNK"  4 u32 type (1 samples, 2 summary)  8 u32 payload bytes (<= 1 MiB)
-    12 u32 records  16 u32 CRC-32 of the payload  20 payload
+    12 u32 records  16 u32 CRC-32 (v1: of the payload; v2: of bytes 4..15, then the payload)
+    20 payload
+    v2: an unknown chunk type is damage (v1: skipped)
   sample record: u64 t_ns, u16 cpu, u8 flags, u8 n (>= 1), u64 frames[n] (pc, then return addresses)
+    v2, flags bit 7 set: u16 L, then L bytes of extension records (u8 type, u8 len, data); type 1
+    = the indexes (u8 each) of exact frames (interrupted pcs). Bit 7 is not a sample flag.
   summary payload: UTF-8 "key value" lines, written once, last.
 
 Parsing (parse_header, parse_samples, parse_summary) works on bytes; Capture feeds it from the file
@@ -23,23 +29,30 @@ FLAG_IDLE = 1      # halted in hlt
 FLAG_IRQOFF = 2    # interrupts off
 FLAG_USER = 4      # user mode: only the pc was recorded
 FLAG_PARTIAL = 8   # the walk stopped early
+FLAG_EXT = 0x80    # v2: an extension block follows the frames (stripped from Sample.flags)
 
 HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are in the file
+HEADER_FLAG_KASLR = 2                     # header flags bit 1 (v2): the KASLR offset is known
 MAGIC = b"GDBSAMP\0"
-VERSION = 1
+VERSIONS = (1, 2)                         # versions this reader knows
 HEADER_SIZE = 128
 CHUNK_MAGIC = 0x4B4E4843                  # "CHNK" little-endian
 CHUNK_HEADER = struct.Struct("<IIIII")    # magic, type, payload length, records, CRC
 CHUNK_SAMPLES = 1
 CHUNK_SUMMARY = 2
 CHUNK_MAX = 1 << 20                       # largest payload a reader accepts
+EXT_EXACT = 1                             # extension record: indexes of exact frames
 ARCHES = {1: "x86_64", 2: "aarch64", 3: "riscv64"}
 ID_KINDS = {0: "none", 1: "build-id", 2: "fnv1a64"}
+METHODS = {0: "fp", 1: "cfi", 2: "orc"}   # header `methods` bits: unwinding methods used
 
-HEADER = struct.Struct("<8sHHHHIIQQQBBH32s40sI")
+HEADER = struct.Struct("<8sHHHHIIQQQBBH32sqQB23xI")
 RECORD = struct.Struct("<QHBB")           # t_ns, cpu, flags, frame count
+NO_EXACT = frozenset()                    # shared by every sample without exact frames
 
-Sample = collections.namedtuple("Sample", "time_ns cpu flags frames")
+# exact: indexes of the frames that are interrupted pcs (named by their own address), not return
+# addresses; empty for version 1 and most samples.
+Sample = collections.namedtuple("Sample", "time_ns cpu flags frames exact", defaults=(NO_EXACT,))
 
 
 class CaptureError(Exception):
@@ -51,47 +64,87 @@ def parse_header(data):
     if len(data) < HEADER_SIZE:
         raise CaptureError("truncated header (%d of %d bytes)" % (len(data), HEADER_SIZE))
     (magic, version, hsize, arch, ncpus, rate, maxf, klo, khi, start, idkind, idlen, flags,
-     kid, _reserved, crc) = HEADER.unpack_from(data)
+     kid, kaslr, stext, methods, crc) = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise CaptureError("not a gdbsample capture (bad magic)")
     if zlib.crc32(data[:124]) != crc:
         raise CaptureError("header checksum mismatch")
-    if version != VERSION or hsize != HEADER_SIZE:
+    if version not in VERSIONS or hsize != HEADER_SIZE:
         raise CaptureError("unsupported capture version %d (header size %d); this reader knows "
-                           "version %d" % (version, hsize, VERSION))
+                           "versions %s" % (version, hsize, " and ".join(map(str, VERSIONS))))
+    if version < 2:   # bytes 84..123 were reserved
+        kaslr, stext, methods = 0, 0, 0
     return dict(version=version, arch=arch, ncpus=ncpus, rate_hz=rate, max_frames=maxf,
                 kernel_lo=klo, kernel_hi=khi, start_ns=start, kernel_id_kind=idkind,
-                kernel_id=kid[:min(idlen, 32)], flags=flags)
+                kernel_id=kid[:min(idlen, 32)], flags=flags,
+                kaslr_offset=kaslr if version >= 2 and flags & HEADER_FLAG_KASLR else None,
+                stext=stext, methods=methods)
+
+
+def chunk_crc(head, payload, version):
+    """The CRC a chunk header should carry: v1 of the payload, v2 of header bytes 4..15 too."""
+    if version >= 2:
+        return zlib.crc32(payload, zlib.crc32(head[4:16]))
+    return zlib.crc32(payload)
+
+
+def parse_extension(data, n):
+    """A v2 extension block -> frozenset of exact frame indexes (1..n-1; others are ignored).
+    Unknown record types are skipped; a record running past the block ends it (as the C reader)."""
+    exact = None
+    pos, end = 0, len(data)
+    while pos + 2 <= end:
+        rtype, rlen = data[pos], data[pos + 1]
+        if pos + 2 + rlen > end:
+            break
+        if rtype == EXT_EXACT:
+            idx = {i for i in data[pos + 2:pos + 2 + rlen] if 0 < i < n}
+            exact = idx if exact is None else exact | idx
+        pos += 2 + rlen
+    return frozenset(exact) if exact else NO_EXACT
 
 
 _frame_structs = {}
 
 
-def parse_samples(payload, records):
+def parse_samples(payload, records, version=1):
     """A samples payload -> list of Sample; raises ValueError if it is inconsistent."""
     out = []
+    append, new, none = out.append, tuple.__new__, NO_EXACT   # new(Sample, ...): no Python frame
     pos, end = 0, len(payload)
     unpack = RECORD.unpack_from
+    structs = _frame_structs
+    ext = FLAG_EXT if version >= 2 else 0   # v1: bit 7 is nothing special
     while pos < end:
         if end - pos < 12:
             raise ValueError("sample record cut off at payload byte %d" % pos)
         t, cpu, flags, n = unpack(payload, pos)
+        nxt = pos + 12 + 8 * n
         if n == 0:
             raise ValueError("sample with no frames at payload byte %d" % pos)
-        if end - pos < 12 + 8 * n:
+        if end < nxt:
             raise ValueError("sample overruns its chunk at payload byte %d" % pos)
-        fs = _frame_structs.get(n)
+        fs = structs.get(n)
         if fs is None:
-            fs = _frame_structs[n] = struct.Struct("<%dQ" % n)
-        out.append(Sample(t, cpu, flags, fs.unpack_from(payload, pos + 12)))
-        pos += 12 + 8 * n
+            fs = structs[n] = struct.Struct("<%dQ" % n)
+        if not flags & ext:
+            append(new(Sample, (t, cpu, flags, fs.unpack_from(payload, pos + 12), none)))
+            pos = nxt
+            continue
+        if end - nxt < 2 or end - nxt - 2 < payload[nxt] | payload[nxt + 1] << 8:
+            raise ValueError("sample extension overruns its chunk at payload byte %d" % pos)
+        xend = nxt + 2 + (payload[nxt] | payload[nxt + 1] << 8)
+        append(Sample(t, cpu, flags & ~FLAG_EXT, fs.unpack_from(payload, pos + 12),
+                      parse_extension(payload[nxt + 2:xend], n)))
+        pos = xend
     if len(out) != records:
         raise ValueError("chunk holds %d samples but its header says %d" % (len(out), records))
     return out
 
 
 def parse_summary(payload):
-    """Summary text -> dict; numbers become int or float, other values stay str."""
+    """Summary text -> dict; numbers become int or float, other values stay str (the rest of the
+    line: values may contain spaces)."""
     out = {}
     for line in payload.decode("utf-8", "replace").splitlines():
         key, _, value = line.strip().partition(" ")
@@ -123,7 +176,7 @@ class Capture:
             fields = parse_header(head)
         except CaptureError as e:
             raise CaptureError("%s: %s" % (path, e)) from None
-        self.version = fields["version"]            # format version (1)
+        self.version = fields["version"]            # format version (1 or 2)
         self.arch = fields["arch"]                  # 1 x86_64, 2 aarch64, 3 riscv64
         self.ncpus = fields["ncpus"]                # vCPUs sampled
         self.rate_hz = fields["rate_hz"]            # requested rate
@@ -133,7 +186,10 @@ class Capture:
         self.start_ns = fields["start_ns"]          # run start, ns since the Unix epoch
         self.kernel_id_kind = fields["kernel_id_kind"]  # 0 none, 1 build-id, 2 FNV-1a 64
         self.kernel_id = fields["kernel_id"]        # id bytes (kernel_id_kind says what)
-        self.flags = fields["flags"]                # bit 0: idle samples included
+        self.flags = fields["flags"]                # bit 0: idle samples included, bit 1: KASLR known
+        self.kaslr_offset = fields["kaslr_offset"]  # runtime - link address of the text; None unknown
+        self.stext = fields["stext"]                # runtime address of _stext, 0 unknown (v1: 0)
+        self.methods = fields["methods"]            # unwinding methods used, bit 1 << k (METHODS)
         self.intact = None          # after samples(): True if every byte was read cleanly
         self.problem = None         # after samples(): one line, what was lost and where
         self.summary = {}           # the summary chunk, {} if absent
@@ -171,11 +227,15 @@ class Capture:
                         payload = f.read(length)
                         if len(payload) < length:
                             bad = "truncated chunk (%d of %d payload bytes)" % (len(payload), length)
-                        elif zlib.crc32(payload) != crc:
+                        elif chunk_crc(head, payload, self.version) != crc:
                             bad = "chunk checksum mismatch"
+                            if self.version >= 2:
+                                promised = None   # the CRC covers type and count: trust neither
+                        elif self.version >= 2 and ctype not in (CHUNK_SAMPLES, CHUNK_SUMMARY):
+                            bad = "unknown chunk type %d" % ctype
                         elif ctype == CHUNK_SAMPLES:
                             try:
-                                batch = parse_samples(payload, records)
+                                batch = parse_samples(payload, records, self.version)
                             except ValueError as e:
                                 bad = "bad samples chunk: %s" % e
                 if bad:
@@ -206,3 +266,7 @@ class Capture:
 
     def arch_name(self):
         return ARCHES.get(self.arch, "unknown(%d)" % self.arch)
+
+    def method_names(self):
+        """The header's unwinding methods, e.g. ["fp", "orc"] (bit order; unknown bits as bitN)."""
+        return [METHODS.get(k, "bit%d" % k) for k in range(8) if self.methods >> k & 1]

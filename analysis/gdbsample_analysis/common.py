@@ -4,7 +4,7 @@ import sys
 
 from .capture import Capture, CaptureError
 from .folded import FoldedError, read_folded
-from .symbols import Symbolizer, SymbolError
+from .symbols import Symbolizer, SymbolError, choose_offset
 
 PROG = "gdbsample-analyze"
 EXIT_OK = 0        # done, every input intact
@@ -40,6 +40,38 @@ def load_symbols(path):
         return Symbolizer.load(path)
     except SymbolError as e:
         raise Failure(str(e)) from None
+
+
+def offset_arg(text):
+    """--kaslr-offset's value: hex, 0x optional, a leading - allowed (argparse type)."""
+    import argparse
+    try:
+        return int(text, 16)
+    except ValueError:
+        raise argparse.ArgumentTypeError("bad offset %.40r (hex, e.g. 0x1e00000)" % text) from None
+
+
+def add_offset_argument(p, base=False):
+    """--kaslr-offset (and --base-kaslr-offset for BASE inputs) on a subcommand that takes -e."""
+    p.add_argument("--kaslr-offset", type=offset_arg, metavar="HEX",
+                   help="runtime - link address of the kernel text, to name a capture's frames "
+                        "(default: from the capture; see docs/capture-format.md)")
+    if base:
+        p.add_argument("--base-kaslr-offset", type=offset_arg, metavar="HEX",
+                       help="the same for a BASE capture (default --kaslr-offset)")
+
+
+def base_offset(args):
+    """--base-kaslr-offset, else --kaslr-offset, else None (the BASE capture's own offset)."""
+    return args.kaslr_offset if args.base_kaslr_offset is None else args.base_kaslr_offset
+
+
+def symbols_for(syms, cap, forced=None):
+    """syms as they name cap's frames: rebased by the KASLR offset chosen for cap (forced, from
+    --kaslr-offset, wins); None stays None."""
+    if syms is None:
+        return None
+    return syms.rebased(choose_offset(syms, cap.kaslr_offset, cap.stext, forced))
 
 
 def load_folded(path):

@@ -32,6 +32,7 @@ def add_arguments(p):
     p.add_argument("inguest", metavar="INGUEST", help="text of one or more in-guest `profile` reports")
     p.add_argument("external", metavar="EXTERNAL", help="a capture (with -e), a folded file or a gdbsample report")
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or System.map, to name a capture's frames")
+    common.add_offset_argument(p)
     filters.add_arguments(p)
     p.add_argument("--tolerance", type=float, default=2.0, metavar="PP",
                    help="differences within this many percentage points count as agreement (default 2)")

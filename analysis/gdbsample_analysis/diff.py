@@ -19,6 +19,7 @@ def add_arguments(p):
     p.add_argument("new", metavar="NEW", help="capture or folded file")
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or map for captures")
     p.add_argument("--base-elf", metavar="ELF", help="a different ELF for BASE (default -e)")
+    common.add_offset_argument(p, base=True)
     p.add_argument("-o", "--output", metavar="OUT", help="write the differential folded stacks to OUT")
     p.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="keep raw counts (default: BASE scaled to NEW's total)")
@@ -31,15 +32,16 @@ def add_arguments(p):
     filters.add_arguments(p)
 
 
-def load(path, elf, args, statuses):
-    """A capture or folded file -> {stack: count}."""
+def load(path, elf, args, statuses, kaslr_offset=None):
+    """A capture or folded file -> {stack: count}; kaslr_offset: --kaslr-offset for a capture
+    (None: chosen from the capture)."""
     if not common.is_capture(path):
         return common.load_folded(path)
     cap = common.open_capture(path)
     flt = filters.Filter(args)
     flt.check(cap)
     syms = common.load_symbols(elf) if elf else None
-    stacks = fold_capture(cap, syms, flt, args.group_by_cpu)
+    stacks = fold_capture(cap, syms, flt, args.group_by_cpu, kaslr_offset=kaslr_offset)
     statuses.append(common.loss_status(cap))
     return stacks
 
@@ -92,8 +94,8 @@ def run(args):
         raise Failure("--top: expected a count >= 1", EXIT_USAGE)
     statuses = []
     out = common.Output(None if args.table else args.output)
-    base = load(args.base, args.base_elf or args.elf, args, statuses)   # capture or folded
-    new = load(args.new, args.elf, args, statuses)
+    base = load(args.base, args.base_elf or args.elf, args, statuses, common.base_offset(args))  # capture or folded
+    new = load(args.new, args.elf, args, statuses, args.kaslr_offset)
     table = movers(base, new, args.top)
     if args.table:
         out.write(table)

@@ -192,6 +192,7 @@ def add_arguments(p):
     p.add_argument("input", metavar="FOLDED|CAPTURE")
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or map, for a capture")
     p.add_argument("--base-elf", metavar="ELF", help="a different ELF for a BASE capture (default -e)")
+    common.add_offset_argument(p, base=True)
     p.add_argument("-o", "--output", metavar="OUT", help="write the SVG to OUT (default stdout)")
     p.add_argument("--title", default=None, help='title line (default "Flame Graph" or "Differential'
                    ' Flame Graph")')
@@ -221,9 +222,9 @@ def parse_profile_text(text, name):
         raise Failure(str(e)) from None
 
 
-def load(path, elf, args, statuses):
+def load(path, elf, args, statuses, kaslr_offset=None):
     """A capture or folded file -> (stacks, base stacks or None); a capture's status is
-    appended to statuses."""
+    appended to statuses. kaslr_offset: --kaslr-offset for a capture (None: its own)."""
     if not common.is_capture(path):
         if args.cpu or args.t_from or args.t_until or args.idle or args.group_by_cpu:
             raise Failure("%s is folded text: --cpu, --from, --until, --idle and --group-by-cpu "
@@ -241,7 +242,7 @@ def load(path, elf, args, statuses):
     cap = common.open_capture(path)
     flt = filters.Filter(args)
     flt.check(cap)
-    stacks = fold_capture(cap, common.load_symbols(elf), flt, args.group_by_cpu)
+    stacks = fold_capture(cap, common.load_symbols(elf), flt, args.group_by_cpu, kaslr_offset=kaslr_offset)
     statuses.append(common.loss_status(cap))
     return stacks, None
 
@@ -251,12 +252,12 @@ def run(args):
         raise Failure("--width: %d px is not in 200..100000" % args.width, EXIT_USAGE)
     out = common.Output(args.output)                                  # fail early on a bad path
     statuses = []
-    stacks, base = load(args.input, args.elf, args, statuses)        # folded, diff or capture
+    stacks, base = load(args.input, args.elf, args, statuses, args.kaslr_offset)  # folded, diff or capture
     if args.diff:
         if base is not None:
             raise Failure("%s is already differential: --diff does not apply" % args.input,
                           EXIT_USAGE)
-        base, again = load(args.diff, args.base_elf or args.elf, args, statuses)
+        base, again = load(args.diff, args.base_elf or args.elf, args, statuses, common.base_offset(args))
         if again is not None:
             raise Failure("--diff %s: BASE must be a plain profile" % args.diff, EXIT_USAGE)
     if not sum(stacks.values()):

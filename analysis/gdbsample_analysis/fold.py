@@ -1,12 +1,14 @@
 """fold.py: `fold` -- a capture to folded stacks (root first, sorted), filtered, optionally per vCPU.
 
-Samples are first counted by their raw (vCPU, frames) tuple, so memory grows with the distinct
-stacks, not the samples; names (and DWARF lines or inlined frames) are then resolved once per
-distinct address.
+Samples are first counted by their raw (vCPU, frames, exact frames) key, so memory grows with the
+distinct stacks, not the samples; names (and DWARF lines or inlined frames) are then resolved once
+per distinct (address, return address or not), by symbols.py's one naming rule, with the KASLR
+offset chosen for the capture.
 """
 from . import common, filters
 from .common import EXIT_USAGE, Failure
 from .folded import format_folded
+from .symbols import is_return
 
 HELP = "fold a capture into folded stacks (root;...;leaf COUNT), sorted"
 
@@ -14,6 +16,7 @@ HELP = "fold a capture into folded stacks (root;...;leaf COUNT), sorted"
 def add_arguments(p):
     p.add_argument("capture", metavar="CAPTURE")
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or System.map/nm map (without it, frames are hex)")
+    common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
     filters.add_arguments(p)
     p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame, as gdbsample -f folded")
@@ -24,7 +27,7 @@ def add_arguments(p):
 
 
 class Namer:
-    """Frame addresses -> folded frame names, memoised per (address, leaf or caller)."""
+    """Frame addresses -> folded frame names, memoised per (address, return address or not)."""
 
     def __init__(self, syms, lines=False, inline=False):
         self.syms = syms        # Symbolizer or None (hex frames)
@@ -32,20 +35,21 @@ class Namer:
         self.inline = inline    # expand inlined subroutines
         self.cache = {}
 
-    def frames(self, addr, caller):
-        """Names for one stack slot, outermost first (several when inlined frames expand)."""
-        key = (addr, caller)
+    def frames(self, addr, is_ret):
+        """Names for one stack slot, outermost first (several when inlined frames expand);
+        is_ret: the slot holds a return address (symbols.is_return)."""
+        key = (addr, is_ret)
         got = self.cache.get(key)
         if got is None:
-            got = self.cache[key] = self._resolve(addr, caller)
+            got = self.cache[key] = self._resolve(addr, is_ret)
         return got
 
-    def _resolve(self, addr, caller):
+    def _resolve(self, addr, is_ret):
         syms = self.syms
         if syms is None:
             return ("0x%x" % addr,)
-        at = addr - 1 if caller else addr
-        base = syms.caller_name(addr) if caller else syms.leaf_name(addr)
+        at = syms.frame_addr(addr, is_ret)
+        base = syms.frame_name(addr, is_ret)
         if not (self.lines or self.inline):
             return (base,)
         chain = syms.inline_chain(at) if self.inline else []
@@ -64,35 +68,37 @@ class Namer:
 
 
 def count_raw(samples, by_cpu):
-    """Samples -> {(cpu or None, frames): count}; memory grows with distinct stacks only."""
+    """Samples -> {(cpu or None, frames, exact): count}; memory grows with distinct stacks only."""
     raw = {}
     get = raw.get
     if by_cpu:
         for s in samples:
-            k = (s.cpu, s.frames)
+            k = (s.cpu, s.frames, s.exact)
             raw[k] = get(k, 0) + 1
     else:
         for s in samples:
-            k = (None, s.frames)
+            k = (None, s.frames, s.exact)
             raw[k] = get(k, 0) + 1
     return raw
 
 
 def name_stacks(raw, namer, cpu_root):
-    """{(cpu, frames): count} -> {folded stack text: count}, root first."""
+    """{(cpu, frames, exact): count} -> {folded stack text: count}, root first."""
     out = {}
-    for (cpu, frames), count in raw.items():
+    for (cpu, frames, exact), count in raw.items():
         parts = ["cpu%d" % cpu] if cpu_root else []
         for i in range(len(frames) - 1, -1, -1):
-            parts.extend(namer.frames(frames[i], i > 0))
+            parts.extend(namer.frames(frames[i], is_return(i, exact)))
         stack = ";".join(parts)
         out[stack] = out.get(stack, 0) + count
     return out
 
 
-def fold_capture(cap, syms, flt, group_by_cpu=False, lines=False, inline=False):
-    """A capture -> {stack: count} (cpuN roots when group_by_cpu); reads the capture once."""
+def fold_capture(cap, syms, flt, group_by_cpu=False, lines=False, inline=False, kaslr_offset=None):
+    """A capture -> {stack: count} (cpuN roots when group_by_cpu); reads the capture once. syms
+    is rebased for this capture (kaslr_offset: --kaslr-offset, None to choose from the capture)."""
     raw = count_raw(flt.apply(cap.samples()), group_by_cpu)
+    syms = common.symbols_for(syms, cap, kaslr_offset)
     return name_stacks(raw, Namer(syms, lines, inline), group_by_cpu)
 
 
@@ -109,6 +115,7 @@ def run(args):
     syms = common.load_symbols(args.elf) if args.elf else None     # sorted table, once
     if syms and (args.lines or args.inline) and not syms.is_elf:
         raise Failure("--lines and --inline need an ELF with DWARF, not a symbol map", EXIT_USAGE)
+    syms = common.symbols_for(syms, cap, args.kaslr_offset)         # the capture's KASLR offset
     namer = Namer(syms, args.lines, args.inline)
     if not args.split_by_cpu:
         out = common.Output(args.output)                            # fail early on a bad path
@@ -120,11 +127,11 @@ def run(args):
     outs = {c: common.Output(common.split_path(args.output, c)) for c in cpus}  # one per vCPU
     raw = count_raw(flt.apply(cap.samples()), True)
     per = {c: {} for c in cpus}
-    for (cpu, frames), n in raw.items():
+    for (cpu, frames, exact), n in raw.items():
         if cpu in per:
-            per[cpu][(None, frames)] = n
+            per[cpu][(None, frames, exact)] = n
         else:  # a sample from a vCPU beyond the header's count: its own file
-            per[cpu] = {(None, frames): n}
+            per[cpu] = {(None, frames, exact): n}
             outs[cpu] = common.Output(common.split_path(args.output, cpu))
     for cpu in sorted(per):
         outs[cpu].write(format_folded(name_stacks(per[cpu], namer, False)))

@@ -1,14 +1,21 @@
-"""info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, pauses and chunk integrity."""
+"""info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, pauses, unwinding and chunk integrity."""
 import datetime
 
 from . import common
 from .capture import FLAG_IDLE, FLAG_IRQOFF, FLAG_PARTIAL, FLAG_USER, ID_KINDS
 
-HELP = "what a capture holds: header, vCPUs, duration, counts, pauses, chunk integrity"
+HELP = "what a capture holds: header, KASLR, vCPUs, duration, counts, pauses, unwinding, chunk integrity"
 
 # summary keys printed in their own lines above; the rest are listed under "summary"
 SHOWN = {"duration_ns", "rate_achieved_hz", "samples", "idle", "dropped", "pause_p50_us",
-         "pause_p99_us", "pause_max_us", "stopped_fraction", "vcpus", "rate_requested_hz"}
+         "pause_p99_us", "pause_max_us", "stopped_fraction", "vcpus", "rate_requested_hz",
+         "image", "unwind", "orc", "kaslr_offset", "kaslr_how", "kaslr_names_offset", "kaslr_names_how"}
+STOP = "unwind_stop_"    # unwind_stop_<reason> and unwind_stop_<method>_<reason> (reasons have no _)
+FRAMES = "frames_"       # frames_<method>: frames each unwinding method produced
+# sampler/unwind.c's orders: stop reasons, and methods as gdbsample prints them (preferred first)
+STOP_ORDER = ["end", "user", "max-frames", "out-of-range", "unread", "misaligned", "loop",
+              "out-of-stack", "no-info", "bad-rule"]
+METHOD_ORDER = ["orc", "cfi", "fp", "none"]
 
 
 def add_arguments(p):
@@ -17,12 +24,13 @@ def add_arguments(p):
 
 
 def count(cap):
-    """One pass: per-vCPU [samples, idle, irqoff, user, partial], frame total, first/last time."""
+    """One pass: per-vCPU [samples, idle, irqoff, user, partial, with exact frames], frame total,
+    first time."""
     per, frames, first = {}, 0, None
     for s in cap.samples():
         c = per.get(s.cpu)
         if c is None:
-            c = per[s.cpu] = [0, 0, 0, 0, 0]
+            c = per[s.cpu] = [0, 0, 0, 0, 0, 0]
         c[0] += 1
         f = s.flags
         if f & FLAG_IDLE:
@@ -33,6 +41,8 @@ def count(cap):
             c[3] += 1
         if f & FLAG_PARTIAL:
             c[4] += 1
+        if s.exact:
+            c[5] += 1
         frames += len(s.frames)
         if first is None:
             first = s.time_ns
@@ -42,6 +52,57 @@ def count(cap):
 def start_text(ns):
     t = datetime.datetime.fromtimestamp(ns // 1000000000, datetime.timezone.utc)
     return "%s.%09dZ" % (t.strftime("%Y-%m-%dT%H:%M:%S"), ns % 1000000000)
+
+
+def in_order(keys, order):
+    """keys sorted by their place in order, unknown ones after it by name."""
+    return sorted(keys, key=lambda k: (order.index(k) if k in order else len(order), k))
+
+
+def kaslr_lines(cap, sm):
+    """Version 2 header facts: the KASLR offset (and how gdbsample found it), _stext, methods."""
+    if cap.version < 2:
+        return []
+    how = " (%s)" % sm["kaslr_how"] if "kaslr_how" in sm else ""
+    if cap.kaslr_offset is None:
+        text = "unknown (header flag clear)"
+    else:
+        text = "%s0x%x, known%s" % ("-" if cap.kaslr_offset < 0 else "", abs(cap.kaslr_offset), how)
+    if "kaslr_names_offset" in sm:
+        text += "; names %s (%s)" % (sm["kaslr_names_offset"], sm.get("kaslr_names_how", "?"))
+    return ["kaslr       offset " + text,
+            "stext       " + ("0x%x (the guest's runtime _stext)" % cap.stext if cap.stext else "unknown"),
+            "methods     " + (", ".join(cap.method_names()) or "none recorded")]
+
+
+def unwind_lines(sm):
+    """The summary's unwinding facts and counters: image, methods, frames and stops by method."""
+    L = []
+    if "image" in sm:
+        L.append("image       %s" % sm["image"])
+    if "unwind" in sm:
+        L.append("unwinding   %s%s" % (sm["unwind"], "; orc %s" % sm["orc"] if "orc" in sm else ""))
+    frames = {k[len(FRAMES):]: v for k, v in sm.items() if k.startswith(FRAMES)}
+    if frames:
+        L.append("frames      " + ", ".join("%s %s" % (m, frames[m]) for m in in_order(frames, METHOD_ORDER))
+                 + " (by unwinding method)")
+    stops, by = {}, {}
+    for k, v in sm.items():
+        if not k.startswith(STOP):
+            continue
+        method, _, reason = k[len(STOP):].rpartition("_")
+        if method:
+            by.setdefault(method, {})[reason] = v
+        else:
+            stops[reason] = v
+    if stops:
+        shown = [r for r in in_order(stops, STOP_ORDER) if stops[r] != 0]
+        L.append("walks ended " + (", ".join("%s %s" % (r, stops[r]) for r in shown) or "none counted"))
+    if by:
+        L.append("  by method " + "; ".join(
+            "%s: %s" % (m, ", ".join("%s %s" % (r, by[m][r]) for r in in_order(by[m], STOP_ORDER)))
+            for m in in_order(by, METHOD_ORDER)))
+    return L
 
 
 def describe(cap, per, frames, first):
@@ -59,6 +120,7 @@ def describe(cap, per, frames, first):
          "max frames  %d" % cap.max_frames,
          "kernel      0x%x-0x%x, id %s %s" % (cap.kernel_lo, cap.kernel_hi,
                                               ID_KINDS.get(cap.kernel_id_kind, "?"), kid),
+         *kaslr_lines(cap, sm),
          "idle kept   %s" % ("yes" if cap.flags & 1 else "no")]
     if "duration_ns" in sm:
         dur = "%.1f ms" % (sm["duration_ns"] / 1e6)
@@ -67,8 +129,10 @@ def describe(cap, per, frames, first):
     if first is not None:
         dur += ", samples from %.1f to %.1f ms" % (first / 1e6, cap.last_time_ns / 1e6)
     L.append("duration    " + dur)
-    L.append("samples     %d in the file: %d not idle, %d idle, %.1f frames each"
-             % (total, total - idle, idle, frames / total if total else 0))
+    L.append("samples     %d in the file: %d not idle, %d idle, %.1f frames each%s"
+             % (total, total - idle, idle, frames / total if total else 0,
+                ", %d through an interrupt (exact frames)" % sum(c[5] for c in per.values())
+                if cap.version >= 2 else ""))
     for cpu in sorted(per):
         c = per[cpu]
         L.append("  cpu%-7d %d samples: %d idle, %d interrupts off, %d user, %d partial walks"
@@ -81,6 +145,7 @@ def describe(cap, per, frames, first):
                      % (sm["pause_p50_us"], sm.get("pause_p99_us", "?"), sm.get("pause_max_us", "?"),
                         "; guest stopped %.2f%% of wall time" % (100 * stopped)
                         if isinstance(stopped, (int, float)) else ""))
+        L.extend(unwind_lines(sm))
         if sm.get("samples") not in (None, total - idle):
             L.append("note        the summary says %s samples not idle, the file holds %d"
                      % (sm["samples"], total - idle))
@@ -88,7 +153,7 @@ def describe(cap, per, frames, first):
         L.append("chunks      %d good, file intact" % cap.chunks_ok)
     else:
         L.append("chunks      %d good, DAMAGED: %s" % (cap.chunks_ok, cap.problem))
-    rest = sorted(k for k in sm if k not in SHOWN)
+    rest = sorted(k for k in sm if k not in SHOWN and not k.startswith((STOP, FRAMES)))
     if rest:
         L.append("summary")
         L.extend("  %-26s %s" % (k, sm[k]) for k in rest)

@@ -5,12 +5,14 @@ import re
 from . import common, filters
 from .capture import FLAG_IRQOFF
 from .common import Failure
+from .symbols import is_return
 
 HEADER = re.compile(r"^profiled (\d+) ms$")
 COUNTS = re.compile(r"^(\d+) samples on (\d+) cpus, (\d+) dropped, source (.+)$")
 LEAF = re.compile(r"^(\d+(?:\.\d)?)% (\d+) (\S+)$")
 CALLER = re.compile(r"^ {8}<- (\S+)$")
 NOTE = re.compile(r"^\((\d+) (?:more chains not shown|samples left out: .*)\)$")
+INFO = re.compile(r"^(?:attached|kernel) .+$")  # gdbsample's header lines before the first chain
 
 
 def function_of(frame):
@@ -71,7 +73,7 @@ def parse_reports(text, name):
                 shown += int(lm.group(2))
             elif cm and chain:
                 chain.append(function_of(cm.group(1)))
-            elif NOTE.match(line) or line.startswith("no samples"):
+            elif NOTE.match(line) or line.startswith("no samples") or (chain is None and INFO.match(line)):
                 pass
             else:
                 break
@@ -101,17 +103,19 @@ def from_folded(stacks, name):
 
 
 def from_capture(path, syms, args):
+    """A capture, named with syms rebased by its KASLR offset (--kaslr-offset wins)."""
     cap = common.open_capture(path)
     flt = filters.Filter(args)
     flt.check(cap)
+    syms = common.symbols_for(syms, cap, getattr(args, "kaslr_offset", None))
     prof = Profile(path)
     prof.source = "gdbstub %d Hz" % cap.rate_hz
     raw = {}
     for s in flt.apply(cap.samples()):
-        k = (s.frames, bool(s.flags & FLAG_IRQOFF))
+        k = (s.frames, s.exact, bool(s.flags & FLAG_IRQOFF))
         raw[k] = raw.get(k, 0) + 1
-    for (frames, off), n in raw.items():
-        chain = (syms.leaf_name(frames[0]),) + tuple(syms.caller_name(f) for f in frames[1:])
+    for (frames, exact, off), n in raw.items():
+        chain = tuple(syms.frame_name(a, is_return(i, exact)) for i, a in enumerate(frames))
         prof.add(chain, n, n if off else 0)
     prof.damaged = common.loss_status(cap) != common.EXIT_OK
     return prof

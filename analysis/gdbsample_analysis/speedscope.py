@@ -27,6 +27,7 @@ import os
 from . import common, filters
 from .capture import FLAG_IDLE
 from .fold import Namer
+from .symbols import is_return
 
 HELP = "convert a capture to speedscope's JSON format (one time-ordered profile per vCPU)"
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -37,6 +38,7 @@ def add_arguments(p):
     p.add_argument("capture", metavar="CAPTURE")
     p.add_argument("-e", "--elf", metavar="ELF",
                    help="kernel ELF (names, and file/line from DWARF) or System.map/nm map")
+    common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
     filters.add_arguments(p)
 
@@ -54,12 +56,12 @@ class Collector:
 
     def __init__(self, keep_idle):
         self.keep_idle = keep_idle       # idle samples keep their frames (else an empty stack)
-        self.stack_ids = {}              # raw frames tuple -> stack id; () is the empty stack
-        self.stack_keys = []             # stack id -> raw frames tuple
+        self.stack_ids = {}              # (frames, exact) -> stack id; ((), ()) is the empty stack
+        self.stack_keys = []             # stack id -> (frames, exact)
         self.cpus = {}                   # vCPU -> Timeline
 
     def add(self, s):
-        key = s.frames if self.keep_idle or not s.flags & FLAG_IDLE else ()
+        key = (s.frames, s.exact) if self.keep_idle or not s.flags & FLAG_IDLE else ((), ())
         sid = self.stack_ids.get(key)
         if sid is None:
             sid = self.stack_ids[key] = len(self.stack_keys)
@@ -78,25 +80,27 @@ class FrameTable:
         self.syms = syms                 # Symbolizer or None
         self.namer = Namer(syms)         # the names `fold` gives
         self.keys = {}                   # (name, file, line) -> frame index, before sorting
-        self.where = {}                  # (addr, caller) -> (name, file, line)
+        self.where = {}                  # (addr, is_ret) -> (name, file, line)
 
-    def frame(self, addr, caller):
-        got = self.where.get((addr, caller))
+    def frame(self, addr, is_ret):
+        """One frame's key; is_ret: it is a return address (symbols.is_return)."""
+        got = self.where.get((addr, is_ret))
         if got is None:
-            name = self.namer.frames(addr, caller)[0]
+            name = self.namer.frames(addr, is_ret)[0]
             file = line = None
-            sym = self.syms.lookup(addr - 1 if caller else addr) if self.syms else None
+            sym = self.syms.frame(addr, is_ret) if self.syms else None
             if sym is not None and self.syms.is_elf:
                 loc = self.syms.line(sym[1])
                 if loc and loc[0] and loc[1]:
                     file, line = loc
-            got = self.where[(addr, caller)] = (name, file, line)
+            got = self.where[(addr, is_ret)] = (name, file, line)
             self.keys.setdefault(got, None)
         return got
 
-    def stack(self, frames):
-        """Raw frames (pc first) -> frame keys, root first."""
-        return [self.frame(frames[i], i > 0) for i in range(len(frames) - 1, -1, -1)]
+    def stack(self, key):
+        """A stack key (frames pc first, exact frame indexes) -> frame keys, root first."""
+        frames, exact = key
+        return [self.frame(frames[i], is_return(i, exact)) for i in range(len(frames) - 1, -1, -1)]
 
     def finish(self):
         """Sorts the frames (name, then file and line) -> {key: index}, [frame objects]."""
@@ -171,6 +175,7 @@ def run(args):
     cap = common.open_capture(args.capture)                      # header checked
     flt.check(cap)
     syms = common.load_symbols(args.elf) if args.elf else None  # sorted table, once
+    syms = common.symbols_for(syms, cap, args.kaslr_offset)      # the capture's KASLR offset
     out = common.Output(args.output)                             # fail early on a bad path
     col = Collector(keep_idle=flt.idle)
     flt.idle = True   # idle samples reach the collector, which empties their stacks unless --idle

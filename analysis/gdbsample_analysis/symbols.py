@@ -5,20 +5,53 @@ sampler/symbols.c, so both name frames alike): function and untyped symbols in e
 sections, one per address (sized before unsized, then by name), a sized symbol covers
 [start, start + size), an unsized one runs to the next symbol. DWARF line tables and inlined
 subroutines are read once, on first use, into sorted tables too; nothing scans DWARF per address.
+
+Frames are runtime addresses; a symbol file holds link addresses (an ELF, its System.map) or
+runtime ones (/proc/kallsyms of the same boot). A Symbolizer's `offset` bridges the two: lookups
+subtract it, and the starts they return are runtime addresses. choose_offset picks it for one
+capture; rebased(offset) gives a view with it, sharing the tables.
+
+One naming rule for frames (sampler/symbols.c's syms_frame): the leaf (frame 0) and exact frames
+(interrupted pcs) are named by their own address, every other frame -- a return address -- by
+address - 1, since the call may be the last instruction of its function. is_return(i, exact) says
+which, Symbolizer.frame / frame_name apply it.
 """
 import bisect
+import copy
 import os
 
 MAP_TYPES = "tTwW"          # nm types kept from a map: text and weak symbols
 MAP_LAST_REACH = 0x100000   # an unsized last symbol of a map covers at most this many bytes
+STEXT = "_stext"            # the kernel text's first symbol: where a map says it is (any type)
+
+
+def is_return(i, exact=()):
+    """True if frame i of a sample is a return address (named by address - 1): neither the leaf
+    (i == 0) nor an exact frame (an interrupted pc; exact holds their indexes, Sample.exact)."""
+    return i > 0 and i not in exact
+
+
+def choose_offset(syms, kaslr_offset, stext, forced=None):
+    """The offset (runtime - link address) to name one capture's frames with syms.
+
+    forced (--kaslr-offset) wins; an ELF takes the capture's KASLR offset; a map with _stext,
+    when the capture knows the runtime _stext, takes stext - map's _stext (right for a link-time
+    System.map and for a /proc/kallsyms dump of the same boot alike); else the capture's KASLR
+    offset if known (kaslr_offset None = unknown), else 0."""
+    if forced is not None:
+        return forced
+    if not syms.is_elf and syms.stext is not None and stext:
+        return stext - syms.stext
+    return kaslr_offset if kaslr_offset is not None else 0
 
 
 class SymbolError(Exception):
     """The symbol file cannot be read (one-line message)."""
 
 
-def parse_map(text):
-    """nm / System.map text ("ADDR TYPE NAME" or "ADDR SIZE TYPE NAME") -> [(addr, size, name)]."""
+def parse_map(text, marks=None):
+    """nm / System.map text ("ADDR TYPE NAME" or "ADDR SIZE TYPE NAME") -> [(addr, size, name)] of
+    text symbols; marks, if given, gets the first address of _stext (any type)."""
     out, good = [], 0
     for line in text.splitlines():
         f = line.split()
@@ -34,6 +67,8 @@ def parse_map(text):
         except ValueError:
             raise SymbolError("not an ELF or nm-style symbol map (line: %.40s)" % line) from None
         good += 1
+        if marks is not None and name == STEXT:
+            marks.setdefault(name, addr)
         if kind in MAP_TYPES:
             out.append((addr, size, name))
     if not good:
@@ -41,8 +76,9 @@ def parse_map(text):
     return out
 
 
-def elf_symbols(elf):
-    """pyelftools ELFFile -> [(addr, size, name)] of functions in executable sections."""
+def elf_symbols(elf, marks=None):
+    """pyelftools ELFFile -> [(addr, size, name)] of functions in executable sections; marks, if
+    given, gets the first address of _stext (any type, defined)."""
     from elftools.elf.sections import SymbolTableSection
     SHF_EXECINSTR = 0x4
     out = []
@@ -51,6 +87,8 @@ def elf_symbols(elf):
             continue
         for s in sec.iter_symbols():
             kind, shndx = s["st_info"]["type"], s["st_shndx"]
+            if marks is not None and s.name == STEXT and shndx not in (0, "SHN_UNDEF"):
+                marks.setdefault(s.name, s["st_value"])
             if kind not in ("STT_FUNC", "STT_NOTYPE") or not isinstance(shndx, int) or shndx == 0:
                 continue
             if shndx >= elf.num_sections() or not elf.get_section(shndx)["sh_flags"] & SHF_EXECINSTR:
@@ -64,7 +102,7 @@ def elf_symbols(elf):
 class Symbolizer:
     """A sorted symbol table with bisect lookups; DWARF tables built lazily from the same ELF."""
 
-    def __init__(self, entries, is_elf=False, path=None):
+    def __init__(self, entries, is_elf=False, path=None, stext=None):
         entries = sorted(entries, key=lambda e: (e[0], e[1] == 0, e[2]))
         self.starts, self.sizes, self.names = [], [], []   # parallel, sorted by start
         for addr, size, name in entries:
@@ -75,8 +113,10 @@ class Symbolizer:
             self.names.append(name)
         self.is_elf = is_elf     # True if loaded from an ELF (unsized symbols run to the next)
         self.path = path         # the ELF, for DWARF tables
-        self._lines = None       # (addresses, rows) once built
-        self._inline = None      # (boundaries, chains) once built
+        self.stext = stext       # address of _stext in the file, None if it has none
+        self.offset = 0          # runtime - file address: subtracted before every lookup
+        self._dwarf_tables = {}  # "lines": (addresses, rows), "inline": (boundaries, chains),
+                                 # built once and shared by rebased views
 
     @classmethod
     def load(cls, path):
@@ -89,28 +129,39 @@ class Symbolizer:
         if data[:4] == b"\x7fELF":
             from elftools.common.exceptions import ELFError
             import io
+            marks = {}
             try:
                 from elftools.elf.elffile import ELFFile
-                entries = elf_symbols(ELFFile(io.BytesIO(data)))
+                entries = elf_symbols(ELFFile(io.BytesIO(data)), marks)
             except (ELFError, ValueError, KeyError, IndexError) as e:
                 raise SymbolError("%s: bad ELF: %s" % (path, e)) from None
             if not entries:
                 raise SymbolError("%s: no function symbols (stripped?)" % path)
-            return cls(entries, is_elf=True, path=path)
+            return cls(entries, is_elf=True, path=path, stext=marks.get(STEXT))
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise SymbolError("%s: not an ELF or nm-style symbol map" % path) from None
+        marks = {}
         try:
-            return cls(parse_map(text), path=None)
+            entries = parse_map(text, marks)
         except SymbolError as e:
             raise SymbolError("%s: %s" % (path, e)) from None
+        return cls(entries, path=None, stext=marks.get(STEXT))
+
+    def rebased(self, offset):
+        """This table with another offset (runtime - file address); shares every table."""
+        view = copy.copy(self)
+        view.offset = offset
+        return view
 
     def __len__(self):
         return len(self.starts)
 
     def lookup(self, addr):
-        """(name, start) of the symbol covering addr, or None."""
+        """(name, start) of the symbol covering runtime address addr, or None; start is a
+        runtime address too."""
+        addr -= self.offset
         i = bisect.bisect_right(self.starts, addr) - 1
         if i < 0:
             return None
@@ -119,17 +170,21 @@ class Symbolizer:
             return None
         if not size and not self.is_elf and i + 1 == len(self.starts) and addr - start > MAP_LAST_REACH:
             return None
-        return self.names[i], start
+        return self.names[i], start + self.offset
 
-    def leaf_name(self, pc):
-        """Function holding pc, or 0x... when unknown."""
-        s = self.lookup(pc)
-        return s[0] if s else "0x%x" % pc
+    @staticmethod
+    def frame_addr(addr, is_return):
+        """The address that names a frame: a return address's call is at addr - 1."""
+        return addr - 1 if is_return else addr
 
-    def caller_name(self, ret):
-        """Function that made the call returning to ret (looked up at ret - 1), or 0x... of ret."""
-        s = self.lookup(ret - 1)
-        return s[0] if s else "0x%x" % ret
+    def frame(self, addr, is_return):
+        """(name, start) of the function a frame is in (is_return: see is_return), or None."""
+        return self.lookup(self.frame_addr(addr, is_return))
+
+    def frame_name(self, addr, is_return):
+        """The function a frame is in, or 0x... of the frame's own address when unknown."""
+        s = self.lookup(self.frame_addr(addr, is_return))
+        return s[0] if s else "0x%x" % addr
 
     # -- DWARF --------------------------------------------------------------------------------
     def _dwarf(self):
@@ -142,21 +197,24 @@ class Symbolizer:
         return elf.get_dwarf_info() if elf.has_dwarf_info() else None
 
     def line(self, addr):
-        """(file, line) of the instruction at addr from the DWARF line table, or None."""
-        if self._lines is None:
+        """(file, line) of the instruction at runtime address addr from the DWARF line table, or None."""
+        tables = self._dwarf_tables
+        if "lines" not in tables:
             from . import dwarf
-            self._lines = dwarf.line_table(self._dwarf())
-        addrs, rows = self._lines
-        i = bisect.bisect_right(addrs, addr) - 1
+            tables["lines"] = dwarf.line_table(self._dwarf())
+        addrs, rows = tables["lines"]
+        i = bisect.bisect_right(addrs, addr - self.offset) - 1
         return rows[i] if i >= 0 else None
 
     def inline_chain(self, addr):
-        """[(name, call_file, call_line)] of the subroutines inlined at addr, outermost first."""
-        if self._inline is None:
+        """[(name, call_file, call_line)] of the subroutines inlined at runtime address addr,
+        outermost first."""
+        tables = self._dwarf_tables
+        if "inline" not in tables:
             from . import dwarf
-            self._inline = dwarf.inline_table(self._dwarf())
-        bounds, chains = self._inline
-        i = bisect.bisect_right(bounds, addr) - 1
+            tables["inline"] = dwarf.inline_table(self._dwarf())
+        bounds, chains = tables["inline"]
+        i = bisect.bisect_right(bounds, addr - self.offset) - 1
         return list(chains[i]) if i >= 0 else []
 
     def inlined(self, addr):

@@ -1,51 +1,79 @@
 """capgen.py: write gdbsample captures for tests and the benchmark, straight from
-docs/capture-format.md (independent of the reader in analysis/), with ways to damage them."""
+docs/capture-format.md (independent of the reader in analysis/), with ways to damage them.
+
+Version 1 by default; version=2 writes the v2 header fields (KASLR offset, _stext, methods), the
+v2 chunk CRC (of chunk header bytes 4..15, then the payload) and sample extensions (exact
+frames, and any raw extension records a test wants)."""
 import struct
 import zlib
 
 MAGIC = b"GDBSAMP\0"
+HEADER_FLAG_KASLR = 2     # header flags bit 1 (v2): the KASLR offset field is valid
+SAMPLE_EXT = 0x80         # sample flags bit 7 (v2): an extension block follows the frames
+EXT_EXACT = 1             # extension record type: indexes of exact frames
+METHOD_FP, METHOD_CFI, METHOD_ORC = 1, 2, 4   # header `methods` bits
 
 
 def header(ncpus=2, rate_hz=100, max_frames=64, klo=0xffff800000000000, khi=0xffffffffffffffff,
-           start_ns=1764400000000000000, id_kind=0, kid=b"", flags=1, arch=1, version=1):
-    """The 128-byte header, CRC included."""
+           start_ns=1764400000000000000, id_kind=0, kid=b"", flags=1, arch=1, version=1,
+           kaslr_offset=None, stext=0, methods=0):
+    """The 128-byte header, CRC included. kaslr_offset (v2): None = unknown (flag bit 1 clear)."""
     h = bytearray(128)
     h[0:8] = MAGIC
+    if version >= 2 and kaslr_offset is not None:
+        flags |= HEADER_FLAG_KASLR
     struct.pack_into("<HHHHIIQQQBBH", h, 8, version, 128, arch, ncpus, rate_hz, max_frames,
                      klo, khi, start_ns, id_kind, len(kid), flags)
     h[52:52 + len(kid)] = kid
+    if version >= 2:
+        struct.pack_into("<qQB", h, 84, kaslr_offset or 0, stext, methods)
     struct.pack_into("<I", h, 124, zlib.crc32(bytes(h[:124])))
     return bytes(h)
 
 
-def record(t_ns, cpu, flags, frames):
-    """One sample record: u64 t, u16 cpu, u8 flags, u8 n, u64 frames[n]."""
-    return struct.pack("<QHBB%dQ" % len(frames), t_ns, cpu, flags, len(frames), *frames)
+def extension(exact=(), extra=b""):
+    """A v2 extension block's records: exact frame indexes (type 1), then extra raw records."""
+    body = bytes([EXT_EXACT, len(exact)]) + bytes(sorted(exact)) if exact else b""
+    return body + extra
 
 
-def chunk(ctype, payload, records):
-    """CHNK, type, length, records, CRC-32 of the payload, payload."""
-    return struct.pack("<IIIII", 0x4B4E4843, ctype, len(payload), records, zlib.crc32(payload)) + payload
+def record(t_ns, cpu, flags, frames, exact=(), version=1, extra=b""):
+    """One sample record: u64 t, u16 cpu, u8 flags, u8 n, u64 frames[n]; in v2, with exact
+    frames or extra records, flags bit 7 and then u16 length + the extension records."""
+    ext = extension(exact, extra) if version >= 2 else b""
+    if ext:
+        flags |= SAMPLE_EXT
+    out = struct.pack("<QHBB%dQ" % len(frames), t_ns, cpu, flags, len(frames), *frames)
+    return out + struct.pack("<H", len(ext)) + ext if ext else out
+
+
+def chunk(ctype, payload, records, version=1):
+    """CHNK, type, length, records, CRC (v1: of the payload; v2: of bytes 4..15 and the payload)."""
+    mid = struct.pack("<III", ctype, len(payload), records)
+    crc = zlib.crc32(payload, zlib.crc32(mid)) if version >= 2 else zlib.crc32(payload)
+    return struct.pack("<I", 0x4B4E4843) + mid + struct.pack("<I", crc) + payload
 
 
 def summary_text(d):
     return "".join("%s %s\n" % kv for kv in d.items()).encode()
 
 
-def chunks(samples, per_chunk):
-    """Sample tuples (t, cpu, flags, frames) -> samples chunks of per_chunk records."""
+def chunks(samples, per_chunk, version=1):
+    """Sample tuples (t, cpu, flags, frames[, exact]) -> samples chunks of per_chunk records."""
     out = []
     for i in range(0, len(samples), per_chunk):
         part = samples[i:i + per_chunk]
-        out.append(chunk(1, b"".join(record(*s) for s in part), len(part)))
+        out.append(chunk(1, b"".join(record(*s[:4], exact=s[4] if len(s) > 4 else (), version=version)
+                                     for s in part), len(part), version))
     return out
 
 
 def capture_bytes(samples, summary=None, per_chunk=50, **hdr):
     """A whole capture; summary None leaves the summary chunk out (a killed gdbsample)."""
-    body = b"".join(chunks(samples, per_chunk))
+    version = hdr.get("version", 1)
+    body = b"".join(chunks(samples, per_chunk, version))
     if summary is not None:
-        body += chunk(2, summary_text(summary), 1)
+        body += chunk(2, summary_text(summary), 1, version)
     return header(**hdr) + body
 
 

@@ -5,9 +5,11 @@
   /usr/bin/python3 tests/analysis/regen_golden.py --elf    # also rebuild data/tiny.elf (gcc)
 
 Inputs (committed, small): data/tiny.elf (from data/tiny.c), data/tiny.map (`nm` of it),
-data/sample.cap and data/sample2.cap (synthetic, written by capgen from a fixed seed, with the
-real call sites of tiny.elf as return addresses). Outputs: data/golden/<case>, one per CASES row,
-each the stdout of `gdbsample-analyze ARGS` (tests/analysis/test_analysis_golden.py compares).
+data/sample.cap and data/sample2.cap (synthetic, format version 1, written by capgen from a fixed
+seed, with the real call sites of tiny.elf as return addresses), data/sample_v2.cap (version 2:
+also samples taken in an interrupt, whose interrupted pc is an exact frame -- one at a function's
+first byte -- a known KASLR offset of 0, _stext, methods and the newer summary keys).
+Outputs: data/golden/<case>, one per CASES row, each the stdout of `gdbsample-analyze ARGS` (tests/analysis/test_analysis_golden.py compares).
 Review `git diff tests/analysis/data` before committing.
 """
 import os
@@ -27,6 +29,7 @@ ELF = os.path.join(DATA, "tiny.elf")
 MAP = os.path.join(DATA, "tiny.map")
 CAP = os.path.join(DATA, "sample.cap")
 CAP2 = os.path.join(DATA, "sample2.cap")
+CAP_V2 = os.path.join(DATA, "sample_v2.cap")
 
 # golden file -> arguments (paths relative to tests/analysis/data, the tests' working directory)
 CASES = {
@@ -45,6 +48,10 @@ CASES = {
     "diff_raw.folded": ["diff", "sample.cap", "sample2.cap", "-e", "tiny.elf", "--no-table", "--no-normalize"],
     "diff_movers.txt": ["diff", "sample.cap", "sample2.cap", "-e", "tiny.elf", "--table", "--top", "5"],
     "info.txt": ["info", "sample.cap"],
+    "fold_v2.folded": ["fold", "sample_v2.cap", "-e", "tiny.elf"],
+    "fold_v2_lines.folded": ["fold", "sample_v2.cap", "-e", "tiny.elf", "--lines", "--inline"],
+    "report_v2.txt": ["report", "sample_v2.cap", "-e", "tiny.elf", "--chains", "20"],
+    "info_v2.txt": ["info", "sample_v2.cap"],
 }
 
 
@@ -91,13 +98,21 @@ def make_samples(seed, weights):
     """~200 samples over 2 s on 2 vCPUs at 100 Hz, stacks drawn with the given weights."""
     st, calls, after_hlt = elf_facts()
     rk = calls["start_kernel"]
-    stacks = {  # name -> (flags, frames leaf first)
+    stacks = {  # name -> (flags, frames leaf first[, exact frame indexes])
         "a_in_middle": (0, [st["leaf_a"] + 0x10, calls["middle"]["leaf_a"], rk["middle"]]),
         "a_direct": (0, [st["leaf_a"] + 0x14, rk["leaf_a"]]),
         "b_mix": (2, [st["leaf_b"] + 0x12, calls["middle"]["leaf_b"], rk["middle"]]),
         "middle_mix": (0, [st["middle"] + 0x20, rk["middle"]]),
         "unknown": (8, [0xffffffff8dead000, calls["middle"]["leaf_a"], rk["middle"]]),
         "user": (4, [0x401000]),
+        # v2: leaf_b runs in an interrupt taken at middle's first byte (frame 1 is exact: named
+        # middle, where address - 1 would say leaf_b), ...
+        "irq_at_entry": (2, [st["leaf_b"] + 0x12, st["middle"], rk["middle"]], {1}),
+        # ... in middle's body (both rules agree on the name, the offset is the pc's), ...
+        "irq_in_body": (2, [st["leaf_b"] + 0x8, st["middle"] + 0x20, rk["middle"]], {1}),
+        # ... and at leaf_a's first byte, the text's first: address - 1 is in no function at all
+        "irq_at_text": (2, [st["leaf_b"] + 0x4, st["leaf_a"], calls["middle"]["leaf_a"], rk["middle"]],
+                        {1}),
     }
     rnd = random.Random(seed)
     names = sorted(weights)
@@ -110,8 +125,8 @@ def make_samples(seed, weights):
                 idle += 1
                 continue
             name = rnd.choices(names, [weights[n] for n in names])[0]
-            flags, frames = stacks[name]
-            out.append((t, cpu, flags, tuple(frames)))
+            flags, frames, *exact = stacks[name]
+            out.append((t, cpu, flags, tuple(frames)) + tuple(exact))
     summary = {"duration_ns": 2_010_000_000, "vcpus": 2, "rate_requested_hz": 100,
                "rate_achieved_hz": 99.5, "stops": 100, "samples": len(out) - idle, "idle": idle,
                "dropped": 2, "pause_p50_us": 180, "pause_p99_us": 420, "pause_max_us": 900,
@@ -121,6 +136,23 @@ def make_samples(seed, weights):
 
 W1 = {"a_in_middle": 40, "a_direct": 10, "b_mix": 25, "middle_mix": 15, "unknown": 5, "user": 5}
 W2 = {"a_in_middle": 20, "a_direct": 10, "b_mix": 45, "middle_mix": 15, "unknown": 5, "user": 5}
+W3 = dict(W1, irq_at_entry=10, irq_in_body=5, irq_at_text=5)
+# the summary keys gdbsample writes since format version 2 (sampler/stats.c, locate.c)
+SUMMARY_V2 = {"image": "tiny.elf (ELF, 4 functions)", "unwind": "orc,fp", "orc": "orc v6, 42 entries",
+              "kaslr_offset": "0x0", "kaslr_how": "matched kernel text", "frames_fp": 40, "frames_cfi": 0,
+              "frames_orc": 301, "unwind_stop_user": 7, "unwind_stop_no-info": 0, "unwind_stop_bad-rule": 0,
+              "unwind_stop_orc_end": 150, "unwind_stop_fp_end": 30, "unwind_stop_fp_max-frames": 2,
+              "unwind_stop_none_user": 7, "text_reads": 3}
+
+
+def write_v2(path, seed, weights):
+    """sample_v2.cap: the version 2 capture of gdbsample with tiny.elf (a KASLR offset of 0,
+    found; _stext at the text's start; unwound by ORC then frame pointers)."""
+    st = elf_facts()[0]
+    s, summary = make_samples(seed, weights)
+    summary.update(SUMMARY_V2)
+    capgen.write(path, s, summary, per_chunk=40, ncpus=2, rate_hz=100, version=2, kaslr_offset=0,
+                 stext=st["leaf_a"], methods=capgen.METHOD_FP | capgen.METHOD_ORC)
 
 
 def main():
@@ -129,6 +161,7 @@ def main():
     for path, seed, w in ((CAP, 6, W1), (CAP2, 7, W2)):       # the synthetic captures
         s, summary = make_samples(seed, w)
         capgen.write(path, s, summary, per_chunk=40, ncpus=2, rate_hz=100)
+    write_v2(CAP_V2, 8, W3)                                   # the version 2 capture
     os.makedirs(GOLDEN, exist_ok=True)
     for name, args in CASES.items():                          # one golden output per case
         r = subprocess.run([TOOL] + args, cwd=DATA, capture_output=True, text=True)

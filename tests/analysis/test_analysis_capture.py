@@ -43,7 +43,8 @@ def test_header_samples_and_summary(tmp_path):
 @pytest.mark.parametrize("damage, message", [
     (lambda h: b"GDBSAMQ\0" + h[8:], "not a gdbsample capture"),
     (lambda h: h[:60] + bytes([h[60] ^ 1]) + h[61:], "header checksum mismatch"),
-    (lambda h: capgen.header(version=2), "unsupported capture version 2"),
+    (lambda h: capgen.header(version=3), "unsupported capture version 3"),
+    (lambda h: capgen.header(version=0), "unsupported capture version 0"),
 ])
 def test_bad_header_is_refused(tmp_path, damage, message):
     data = capgen.capture_bytes(SAMPLES, SUMMARY)
@@ -97,7 +98,7 @@ def test_no_summary_is_not_intact_but_complete(tmp_path):
     assert len(got) == 30 and not c.intact and "no summary" in c.problem and c.bytes_lost == 0
 
 
-def test_unknown_chunk_type_is_skipped(tmp_path):
+def test_unknown_chunk_type_is_skipped_in_version_1(tmp_path):
     data = capgen.capture_bytes(SAMPLES[:5], None) + capgen.chunk(9, b"future stuff", 1) + \
         b"".join(capgen.chunks(SAMPLES[5:], 50)) + capgen.chunk(2, capgen.summary_text(SUMMARY), 1)
     c, got = read_all(write(tmp_path, data))

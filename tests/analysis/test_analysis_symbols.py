@@ -7,7 +7,7 @@ import pytest
 from analyze import DATA, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
-from gdbsample_analysis.symbols import Symbolizer, SymbolError, parse_map  # noqa: E402
+from gdbsample_analysis.symbols import Symbolizer, SymbolError, is_return, parse_map  # noqa: E402
 
 ELF = os.path.join(DATA, "tiny.elf")
 
@@ -20,9 +20,21 @@ def test_lookup_rules():
     assert s.lookup(0x1010) is None                    # past a sized symbol: no fallback
     assert s.lookup(0x2fff) == ("open", 0x2000)        # unsized: up to the next symbol
     assert s.lookup(0x3008) is None
-    assert s.leaf_name(0x1010) == "0x1010" and s.caller_name(0x1001) == "sized"
-    assert s.caller_name(0x1000) == "0x1000"           # ret - 1 is before every symbol: hex of ret
-    assert s.leaf_name(0) == "0x0" and s.leaf_name(2 ** 64 - 1) == "0xffffffffffffffff"
+    assert s.frame_name(0x1010, False) == "0x1010" and s.frame_name(0x1001, True) == "sized"
+    assert s.frame_name(0x1000, True) == "0x1000"      # ret - 1 is before every symbol: hex of ret
+    assert s.frame_name(0, False) == "0x0" and s.frame_name(2 ** 64 - 1, False) == "0xffffffffffffffff"
+
+
+def test_one_naming_rule_for_frames():
+    s = Symbolizer([(0x1000, 0x10, "first"), (0x1010, 0x10, "second")])
+    assert not is_return(0) and is_return(1) and is_return(2)
+    assert not is_return(1, frozenset({1})) and is_return(2, frozenset({1}))
+    assert not is_return(0, frozenset({1}))            # the leaf is always named by itself
+    # a frame at second's first byte: an interrupted pc is in second, a return address's call in first
+    assert s.frame(0x1010, False) == ("second", 0x1010) and s.frame(0x1010, True) == ("first", 0x1000)
+    assert s.frame_name(0x1010, is_return(1, frozenset({1}))) == "second"
+    assert s.frame_name(0x1010, is_return(1)) == "first"
+    assert s.frame_addr(0x1010, True) == 0x100f and s.frame_addr(0x1010, False) == 0x1010
 
 
 def test_unsized_last_map_symbol_reaches_1mib_only():
@@ -38,6 +50,19 @@ def test_map_formats():
            "ffffffff80100020 D data\nffffffff80100030 W weak [mod]\n"
     assert parse_map(text) == [(0xffffffff80100000, 0, "start"), (0xffffffff80100010, 8, "sized"),
                                (0xffffffff80100030, 0, "weak")]
+
+
+def test_maps_record_stext_of_any_type(tmp_path):
+    marks = {}
+    parse_map("ffffffff81000000 A _stext\nffffffff81000000 T start\nffffffff81000040 A _stext\n", marks)
+    assert marks == {"_stext": 0xffffffff81000000}     # the first one, though not a text symbol
+    p = tmp_path / "System.map"
+    p.write_text("ffffffff81000000 D _stext\nffffffff81000010 T f\n")
+    m = Symbolizer.load(str(p))
+    assert m.stext == 0xffffffff81000000 and m.names == ["f"]
+    p.write_text("ffffffff81000010 T f\n")
+    assert Symbolizer.load(str(p)).stext is None
+    assert Symbolizer.load(ELF).stext is None          # tiny.elf has no _stext
 
 
 @pytest.mark.parametrize("text, why", [("", "empty symbol map"), ("hello world\n", "not an ELF or nm-style"),

@@ -1,16 +1,18 @@
 """report and fold --group-by-cpu against gdbsample's own C writers (sampler/report.c, fold.c) on the
-same samples: tests/analysis/replay.c feeds a capture through them, on the synthetic captures and
-on a real capture recorded by build/gdbsample from the test kernel under QEMU."""
+same samples: tests/analysis/replay.c feeds a capture through them (and sampler/capture.c's reader),
+on the synthetic captures (version 1, and version 2 with exact frames) and on a real version 2
+capture recorded by build/gdbsample from the test kernel under QEMU."""
 import os
 import subprocess
 
+import capgen
 import conftest
 import pytest
 
 from analyze import DATA, HERE, run
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
-OBJS = ["capture", "symbols", "report", "fold", "rsp", "pace"]
+OBJS = ["capture", "symbols", "report", "fold", "rsp", "pace", "files"]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,7 @@ def same_as_gdbsample(replay, cap, elf):
         c_output(replay, "folded", cap, elf, idle=True)
 
 
-@pytest.mark.parametrize("cap", ["sample.cap", "sample2.cap"])
+@pytest.mark.parametrize("cap", ["sample.cap", "sample2.cap", "sample_v2.cap"])
 @pytest.mark.parametrize("elf", ["tiny.elf", "tiny.map"])
 def test_synthetic_capture(replay, cap, elf):
     same_as_gdbsample(replay, os.path.join(DATA, cap), os.path.join(DATA, elf))
@@ -59,7 +61,32 @@ def test_real_capture(replay, boot, tmp_path):
     assert r.returncode == 0, r.stderr
     info = run("info", cap)
     assert info.returncode == 0 and "file intact" in info.stdout
+    assert "format      version 2, x86_64\n" in info.stdout               # the C writer's version
+    assert "kaslr       offset 0x" in info.stdout and "methods     " in info.stdout
     rep = run("report", cap, "-e", conftest.KERNEL)
     assert rep.returncode == 0
     assert any(w in rep.stdout for w in ("chain6+", "split_a+"))
     same_as_gdbsample(replay, cap, conftest.KERNEL)
+
+
+@pytest.mark.parametrize("damage", ["unknown type", "type bit", "extension"])
+def test_damaged_version_2_capture_stops_where_the_c_reader_stops(replay, tmp_path, damage):
+    """Both readers keep the same samples of a v2 capture damaged mid-file, and both say so."""
+    data = open(os.path.join(DATA, "sample_v2.cap"), "rb").read()
+    offs = capgen.chunk_offsets(data)
+    if damage == "unknown type":      # a well-formed chunk of a type v2 does not have
+        data = data[:offs[2]] + capgen.chunk(7, b"later", 1, version=2) + data[offs[2]:]
+    elif damage == "type bit":        # the samples chunk now claims type 3: its CRC catches it
+        data = bytearray(data)
+        data[offs[2] + 4] ^= 2
+        data = bytes(data)
+    else:                             # a record whose extension runs past its chunk
+        rec = capgen.record(3_000_000_000, 0, 0, [0xffffffff80100065, 0xffffffff801000b3], {1}, version=2)
+        data = data[:offs[2]] + capgen.chunk(1, rec[:-1], 1, version=2) + data[offs[2]:]
+    cap = tmp_path / "damaged.cap"
+    cap.write_bytes(data)
+    elf = os.path.join(DATA, "tiny.elf")
+    r = run("fold", cap, "-e", elf, "--group-by-cpu", "--idle")
+    c = subprocess.run([replay, "folded", str(cap), elf, "8", "idle"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and c.returncode == 3 and r.stdout == c.stdout
+    assert sum(int(line.rsplit(" ", 1)[1]) for line in r.stdout.splitlines()) == 80  # two chunks of 40

@@ -152,6 +152,18 @@ def test_several_reports_in_one_file_are_summed_and_serial_noise_ignored(tmp_pat
     assert r.returncode == 0 and "2000 samples, 2 windows" in r.stdout, r.stdout
 
 
+def test_gdbsample_run_facts_between_counts_and_chains_are_skipped(tmp_path):
+    facts = ("attached via qmp /tmp/q.sock, accel tcg, 2 vCPUs (host threads 1,2), gdbstub 127.0.0.1:1234\n"
+             "kernel build/kernel.elf, unwound by orc,fp, kaslr offset 0x1e00000 (matched kernel text)\n")
+    text = split_report(1000, 600, 400, source="gdbstub 200 Hz")
+    first, second, rest = text.split("\n", 3)[1:]
+    a = write(tmp_path, "in.txt", split_report(1000, 600, 400))
+    b = write(tmp_path, "ext.txt", "%s\n%s\n%s%s" % (first, second, facts, rest))
+    r = run("compare", a, b)
+    assert r.returncode == 0 and "verdict: consistent" in r.stdout, r.stdout
+    assert not any(line.startswith("(other)") and line.split()[2] != "0.0" for line in r.stdout.splitlines())
+
+
 def test_unshown_chains_pool_into_other(tmp_path):
     a = write(tmp_path, "in.txt", report(1000, [(500, "split_a", ["work_main"])], extra="(3 more chains not shown)\n"))
     b = write(tmp_path, "ext.txt", split_report(500, 300, 200))
