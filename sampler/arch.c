@@ -179,6 +179,9 @@ int arch_layout_xml(struct layout *l, const char *xml)
 		ERR_SET(l, ERR_PROTO, "target.xml lacks %s/%s/%s", l->arch->pc, l->arch->sp, l->arch->fp);
 		return -1;
 	}
+	const struct reg *must[3] = { l->pc, l->sp, l->fp };
+	for (int i = 0; i < 3; i++)
+		if (must[i]->off + must[i]->size > l->need) l->need = must[i]->off + must[i]->size;
 	return 0;
 }
 

@@ -39,6 +39,8 @@ struct layout {
 	int nregs;                        /* registers in regs[] */
 	struct reg regs[ARCH_MAX_REGS];   /* in `g` order */
 	int gsize;                        /* bytes in a full `g` reply */
+	int need;                         /* bytes a `g` reply must hold to be usable: through the
+					   * end of pc, sp and fp, whichever lies last */
 	const struct reg *pc, *sp, *fp;   /* required */
 	const struct reg *lr, *flags, *mode; /* optional (NULL) */
 	const struct reg *dwarf[UW_NREGS]; /* the register of each DWARF number, or NULL */

@@ -303,6 +303,11 @@ int capture_next(struct capture_reader *r, struct sample *s)
 	}
 	s->t_ns = rd(p, 8);
 	s->cpu = (uint16_t)rd(p + 8, 2);
+	if (s->t_ns >> 63 || s->cpu >= CAPTURE_MAX_CPUS) { /* as the Python reader: nonsense is damage */
+		ERR_SET(r, ERR_FORMAT, "a sample with time %llu ns on vCPU %u near byte %llu makes no sense",
+			(unsigned long long)s->t_ns, s->cpu, (unsigned long long)r->offset);
+		return -1;
+	}
 	s->flags = p[10];
 	s->n = p[11];
 	for (int i = 0; i < s->n; i++) s->frames[i] = rd(p + 12 + 8 * i, 8);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define REQ_TIMEOUT_MS 3000 /* a single request; QEMU answers in well under a millisecond */
+#define REQ_TIMEOUT_MS(g) ((g)->req_ms > 0 ? (g)->req_ms : GDB_REQ_TIMEOUT_MS)
 #define STOP_TIMEOUT_MS 1000 /* 0x03 -> stop reply; after this we ask with `?` */
 #define MAX_RETRANSMIT 5
 
@@ -22,7 +22,16 @@ static void take_conn_err(struct gdb *g)
 
 int gdb_write(struct gdb *g, const void *buf, size_t len)
 {
-	if (conn_write(&g->conn, buf, len) < 0) {
+	/* The pause watchdog's lock (guard.h): no write once the guard has resumed the VM. */
+	if (g->gate && g->gate(g->gate_arg, 1) < 0) {
+		ERR_SET(g, ERR_RESCUED, "the pause watchdog resumed the guest while gdbsample was held up");
+		return -1;
+	}
+	g->sent_ms = now_ms(); /* replies are due from here */
+	g->late_read = 0;
+	int rc = conn_write(&g->conn, buf, len);
+	if (g->gate) g->gate(g->gate_arg, 0);
+	if (rc < 0) {
 		take_conn_err(g);
 		return -1;
 	}
@@ -31,7 +40,9 @@ int gdb_write(struct gdb *g, const void *buf, size_t len)
 
 enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 {
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	/* The deadline counts from the request, so that no stream of acks, console packets or stray
+	 * stop replies -- nor one byte every so often -- keeps a caller waiting past it. */
+	long long deadline = timeout_ms < 0 ? -1 : (g->sent_ms ? g->sent_ms : now_ms()) + timeout_ms;
 	for (;;) {
 		while (g->roff < g->rlen) {
 			size_t used;
@@ -60,7 +71,14 @@ enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 		int wait = -1;
 		if (deadline >= 0) {
 			long long left = deadline - now_ms();
-			wait = left < 0 ? 0 : (int)left;
+			if (left <= 0) {
+				/* Past the deadline: one look at what already arrived (a caller that comes
+				 * late still gets a reply that is there), then no more. */
+				if (g->late_read) return GDB_EV_TIMEOUT;
+				g->late_read = 1;
+				left = 0;
+			}
+			wait = (int)left;
 		}
 		ssize_t n = conn_read(&g->conn, g->rbuf, sizeof g->rbuf, wait);
 		if (n < 0) {
@@ -114,54 +132,126 @@ int gdb_request(struct gdb *g, const char *payload, int timeout_ms)
 	}
 }
 
+/* ---- pure parsers ---- */
+
+/* A hex number of 1..7 digits in [s, e) (so it fits an int): its value, *end past it; -1 if none. */
+static int hexnum(const char *s, const char *e, const char **end)
+{
+	unsigned v = 0;
+	int k = 0;
+	for (; s + k < e && k < 8 && rsp_hexval((unsigned char)s[k]) >= 0; k++)
+		v = v << 4 | (unsigned)rsp_hexval((unsigned char)s[k]);
+	if (k == 0 || k == 8) return -1; /* no digit, or too many for a vCPU number */
+	*end = s + k;
+	return (int)v;
+}
+
+/* A thread id in [s, e): "p<pid>.<tid>" or "<tid>"; the tid (pid in *pid, 1 for the short form). */
+static int thread_id(const char *s, const char *e, const char **end, int *pid)
+{
+	const char *q = s;
+	*pid = 1;
+	if (q < e && *q == 'p') {
+		*pid = hexnum(q + 1, e, &q);
+		if (*pid < 0 || q == e || *q != '.') return -1;
+		q++;
+	}
+	return hexnum(q, e, end);
+}
+
 int gdb_parse_tid(const char *s, const char **end)
 {
-	char *e;
-	if (*s == 'p') {
-		strtol(s + 1, &e, 16);
-		if (*e != '.') return -1;
-		s = e + 1;
-	}
-	long t = strtol(s, &e, 16);
-	if (e == s || t < 0) return -1;
-	if (end) *end = e;
-	return (int)t;
+	const char *e;
+	int pid, tid = thread_id(s, s + strlen(s), &e, &pid);
+	if (tid >= 0 && end) *end = e;
+	return tid;
 }
 
-static int parse_pid(const char *s)
+/*
+ * qfThreadInfo / qsThreadInfo replies (GDB manual, "General Query Packets"): "m<id>[,<id>...]"
+ * with at least one id, more to come; "l" once the list is complete. An id is hex, or
+ * "p<pid>.<tid>" once multiprocess is on. QEMU lists one vCPU a reply, thread ids 1..N.
+ */
+int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max, int *n)
 {
-	return *s == 'p' ? (int)strtol(s + 1, NULL, 16) : 1;
+	const char *p = pkt, *e = pkt + len;
+	if (len == 1 && *p == 'l') return GDB_TL_END;
+	if (len < 2 || *p != 'm') return GDB_TL_BAD;
+	for (p++;; p++) {
+		int pid, tid = thread_id(p, e, &p, &pid);
+		if (tid < 0) return GDB_TL_BAD;
+		for (int i = 0; i < *n; i++)
+			if (tids[i] == tid && pids[i] == pid) return GDB_TL_DUP;
+		if (*n >= max) return GDB_TL_FULL;
+		pids[*n] = pid;
+		tids[(*n)++] = tid;
+		if (p == e) return GDB_TL_MORE;
+		if (*p != ',') return GDB_TL_BAD;
+	}
 }
 
-/* qfThreadInfo/qsThreadInfo: "m<id>[,<id>...]" per reply, "l" at the end. Done once per attach. */
+/*
+ * Stop replies (GDB manual, "Stop Reply Packets"): "T<AA><n>:<r>;..." (QEMU: "T02thread:01;",
+ * "T02thread:p01.02;" with multiprocess), "S<AA>", "W<AA>[;process:<pid>]", "X<AA>[;...]".
+ * In T, pairs whose name we do not know are skipped; a pair without ':' is malformed.
+ */
+int gdb_parse_stop(const char *pkt, size_t len, struct gdb_stopinfo *out)
+{
+	const char *p = pkt, *e = pkt + len;
+	if (len < 3 || !pkt[0] || !strchr("TSWX", pkt[0]) || rsp_hexval((unsigned char)pkt[1]) < 0 ||
+	    rsp_hexval((unsigned char)pkt[2]) < 0)
+		return -1;
+	out->kind = pkt[0];
+	out->sig = rsp_hexval((unsigned char)pkt[1]) << 4 | rsp_hexval((unsigned char)pkt[2]);
+	out->pid = out->tid = -1;
+	p += 3;
+	if (out->kind != 'T') return 0; /* what follows S/W/X names no thread we use */
+	while (p < e) {
+		const char *colon = memchr(p, ':', (size_t)(e - p)), *semi;
+		if (!colon) return -1;
+		semi = memchr(colon, ';', (size_t)(e - colon));
+		if (!semi) semi = e; /* the last pair's ';' is optional in practice */
+		if (colon - p == 6 && !memcmp(p, "thread", 6)) {
+			const char *end;
+			int pid, tid = thread_id(colon + 1, semi, &end, &pid);
+			if (tid < 0 || end != semi) return -1;
+			out->pid = pid;
+			out->tid = tid;
+		}
+		p = semi + (semi < e);
+	}
+	return 0;
+}
+
+int gdb_stop_tid(const char *pkt, size_t len)
+{
+	struct gdb_stopinfo si;
+	return gdb_parse_stop(pkt, len, &si) == 0 ? si.tid : -1;
+}
+
+/* ---- handshake ---- */
+
+/* qfThreadInfo/qsThreadInfo until "l". Done once per attach; at most GDB_THREAD_QUERIES. */
 static int list_threads(struct gdb *g)
 {
 	const char *q = "qfThreadInfo";
 	g->ncpu = 0;
-	for (;;) {
-		if (gdb_request(g, q, REQ_TIMEOUT_MS) < 0) return -1;
-		const char *p = g->dec.pkt;
-		if (*p == 'l') break;
-		if (*p != 'm') {
-			ERR_SET(g, ERR_PROTO, "bad thread list reply: %.40s", p);
+	for (int i = 0;; i++) {
+		if (i == GDB_THREAD_QUERIES) {
+			ERR_SET(g, ERR_PROTO, "the stub's thread list did not end after %d replies", i);
 			return -1;
 		}
-		p++;
-		while (*p) {
-			const char *e;
-			int pid = parse_pid(p), tid = gdb_parse_tid(p, &e);
-			if (tid < 0) {
-				ERR_SET(g, ERR_PROTO, "bad thread id in %.40s", g->dec.pkt);
-				return -1;
-			}
-			if (g->ncpu == GDB_MAX_CPUS) {
-				ERR_SET(g, ERR_PROTO, "more than %d vCPUs", GDB_MAX_CPUS);
-				return -1;
-			}
-			g->pids[g->ncpu] = pid;
-			g->tids[g->ncpu++] = tid;
-			p = *e == ',' ? e + 1 : e;
-			if (*e && *e != ',') break;
+		if (gdb_request(g, q, REQ_TIMEOUT_MS(g)) < 0) return -1;
+		int rc = gdb_parse_threads(g->dec.pkt, g->dec.len, g->pids, g->tids, GDB_MAX_CPUS, &g->ncpu);
+		if (rc == GDB_TL_END) break;
+		if (rc == GDB_TL_FULL) {
+			ERR_SET(g, ERR_PROTO, "more than %d vCPUs", GDB_MAX_CPUS);
+			return -1;
+		}
+		if (rc < 0) {
+			ERR_SET(g, ERR_PROTO, "%s thread list reply: %.40s", rc == GDB_TL_DUP ? "repeating" : "bad",
+				g->dec.pkt);
+			return -1;
 		}
 		q = "qsThreadInfo";
 	}
@@ -172,79 +262,132 @@ static int list_threads(struct gdb *g)
 	return 0;
 }
 
+/* What one target description has cost so far (bounded: GDB_XML_*), and the includes being
+ * expanded, outermost first (an annex that includes itself, however indirectly, is refused). */
+struct xml_fetch {
+	size_t total;                          /* bytes read, all annexes */
+	int reads;                             /* qXfer requests */
+	int files;                             /* annexes read */
+	int depth;                             /* entries in path */
+	char path[GDB_XML_DEPTH + 1][64];      /* annexes being expanded */
+};
+
 /* Read a whole qXfer:features annex into a malloc'd string. */
-static char *read_annex(struct gdb *g, const char *annex)
+static char *read_annex(struct gdb *g, const char *annex, struct xml_fetch *f)
 {
 	size_t len = 0, cap = 4096;
 	char *out = malloc(cap), req[256];
-	int chunk = (g->packet_size ? g->packet_size : 4096) - 32;
+	int chunk = g->packet_size > 288 ? g->packet_size - 32 : 4096 - 32;
 	if (chunk > 0xffb) chunk = 0xffb;
-	if (!out) return NULL;
+	if (!out) {
+		ERR_SET(g, ERR_SYS, "out of memory");
+		return NULL;
+	}
 	for (;;) {
+		if (++f->reads > GDB_XML_READS) {
+			ERR_SET(g, ERR_PROTO, "target description: no end after %d qXfer reads", GDB_XML_READS);
+			break;
+		}
 		snprintf(req, sizeof req, "qXfer:features:read:%s:%zx,%x", annex, len, chunk);
-		if (gdb_request(g, req, REQ_TIMEOUT_MS) < 0) break;
+		if (gdb_request(g, req, REQ_TIMEOUT_MS(g)) < 0) break;
 		char kind = g->dec.pkt[0];
 		if (kind != 'm' && kind != 'l') {
 			ERR_SET(g, ERR_PROTO, "qXfer %s: %.20s", annex, g->dec.pkt);
 			break;
 		}
-		if (len + g->dec.len + 1 > cap) {
-			cap = (len + g->dec.len + 1) * 2;
+		size_t got = g->dec.len - 1;
+		if (f->total + got > GDB_XML_MAX) {
+			ERR_SET(g, ERR_PROTO, "target description larger than %d bytes", GDB_XML_MAX);
+			break;
+		}
+		f->total += got;
+		if (len + got + 1 > cap) {
+			cap = (len + got + 1) * 2;
 			char *n = realloc(out, cap);
-			if (!n) break;
+			if (!n) {
+				ERR_SET(g, ERR_SYS, "out of memory");
+				break;
+			}
 			out = n;
 		}
-		memcpy(out + len, g->dec.pkt + 1, g->dec.len - 1);
-		len += g->dec.len - 1;
+		memcpy(out + len, g->dec.pkt + 1, got);
+		len += got;
 		out[len] = 0;
-		if (kind == 'l') return out;
-		if (g->dec.len <= 1) return out;
+		if (kind == 'l' || got == 0) return out;
 	}
 	free(out);
 	return NULL;
 }
 
-/* target.xml with every <xi:include href="..."/> replaced by that annex's text (one level deep
- * per call, recursing for nested includes). */
-static char *read_features(struct gdb *g, const char *annex, int depth)
+/* The next <xi:include href="NAME"/> in xml at or after from: 0 with [*at, *end) its extent and
+ * href its name, -1 if there is none (or it is malformed: then it is left as text). */
+static int next_include(const char *xml, size_t from, size_t *at, size_t *end, char *href, size_t cap)
 {
-	char *xml = read_annex(g, annex);
-	if (!xml || depth > 3) return xml;
-	char *inc;
-	while ((inc = strstr(xml, "<xi:include"))) {
-		char href[64] = "";
-		char *h = strstr(inc, "href=\""), *end = strstr(inc, "/>");
-		if (!h || !end) break;
-		h += 6;
-		char *he = strchr(h, '"');
-		if (!he || (size_t)(he - h) >= sizeof href) break;
-		memcpy(href, h, (size_t)(he - h));
-		char *sub = read_features(g, href, depth + 1);
-		if (!sub) {
-			free(xml);
+	const char *inc = strstr(xml + from, "<xi:include");
+	if (!inc) return -1;
+	const char *close = strstr(inc, "/>"), *h = strstr(inc, "href=\"");
+	if (!close || !h || h > close) return -1;
+	h += 6;
+	const char *he = strchr(h, '"');
+	if (!he || he > close || (size_t)(he - h) >= cap) return -1;
+	memcpy(href, h, (size_t)(he - h));
+	href[he - h] = 0;
+	*at = (size_t)(inc - xml);
+	*end = (size_t)(close + 2 - xml);
+	return 0;
+}
+
+/* Annex with every <xi:include href="..."/> replaced by that annex's text, recursively. */
+static char *read_features(struct gdb *g, const char *annex, struct xml_fetch *f)
+{
+	if (f->depth > GDB_XML_DEPTH) {
+		ERR_SET(g, ERR_PROTO, "target description nests includes deeper than %d", GDB_XML_DEPTH);
+		return NULL;
+	}
+	for (int d = 0; d < f->depth; d++)
+		if (!strcmp(f->path[d], annex)) {
+			ERR_SET(g, ERR_PROTO, "target description: %.60s includes itself", annex);
 			return NULL;
 		}
-		size_t pre = (size_t)(inc - xml), post = strlen(end + 2);
-		char *joined = malloc(pre + strlen(sub) + post + 1);
+	if (++f->files > GDB_XML_FILES) {
+		ERR_SET(g, ERR_PROTO, "target description: more than %d annexes", GDB_XML_FILES);
+		return NULL;
+	}
+	char *xml = read_annex(g, annex, f);
+	if (!xml) return NULL;
+	snprintf(f->path[f->depth++], sizeof f->path[0], "%s", annex);
+	size_t from = 0, at, end;
+	char href[64];
+	while (next_include(xml, from, &at, &end, href, sizeof href) == 0) {
+		char *sub = read_features(g, href, f), *joined = NULL;
+		size_t sl = sub ? strlen(sub) : 0, post = strlen(xml + end);
+		if (sub && at + sl + post > GDB_XML_MAX)
+			ERR_SET(g, ERR_PROTO, "target description larger than %d bytes", GDB_XML_MAX);
+		else if (sub && !(joined = malloc(at + sl + post + 1)))
+			ERR_SET(g, ERR_SYS, "out of memory");
 		if (!joined) {
 			free(sub);
 			free(xml);
 			return NULL;
 		}
-		memcpy(joined, xml, pre);
-		strcpy(joined + pre, sub);
-		strcat(joined, end + 2);
+		memcpy(joined, xml, at);
+		memcpy(joined + at, sub, sl);
+		memcpy(joined + at + sl, xml + end, post + 1);
 		free(sub);
 		free(xml);
 		xml = joined;
+		from = at + sl; /* the included text is expanded already: go on after it */
 	}
+	f->depth--;
 	return xml;
 }
 
 static int learn_layout(struct gdb *g, int has_xfer)
 {
 	if (!has_xfer) return arch_layout_default(&g->layout, arch_find("x86_64"));
-	char *xml = read_features(g, "target.xml", 0);
+	struct xml_fetch *f = calloc(1, sizeof *f);
+	char *xml = f ? read_features(g, "target.xml", f) : NULL;
+	free(f);
 	if (!xml) {
 		ERR_SET(g, ERR_PROTO, "cannot read target.xml");
 		return -1;
@@ -255,33 +398,68 @@ static int learn_layout(struct gdb *g, int has_xfer)
 	return rc;
 }
 
+static void nap_10ms(void)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * QEMU serves one gdbstub client. While one is attached, another's connect() still succeeds
+ * (the kernel queues it on the listening socket, two deep) but QEMU never accepts it nor says
+ * anything -- until the first client leaves: then it accepts the queued connection, even one
+ * closed long ago, and that pauses the VM for good. Checked with QEMU 7.2. So: do not connect
+ * while the host's kernel lists an accepted client on the stub's socket; and once connected
+ * (after a race, or where that cannot be seen), wait for QEMU to accept us. Both within
+ * GDB_ACCEPT_MS, then give up -- without having sent a byte, which could stop a running VM.
+ */
 int gdb_connect(struct gdb *g, const char *host, int port, const char *path)
 {
+	char where[128];
+	long long until = now_ms() + GDB_ACCEPT_MS;
 	memset(g, 0, sizeof *g);
 	rsp_dec_init(&g->dec);
+	g->conn.fd = -1;
+	conn_where(where, sizeof where, host, port, path);
+	while (conn_listener_taken(host, port, path) == 1) { /* the other client may be leaving */
+		if (now_ms() >= until) goto busy;
+		nap_10ms();
+	}
 	if (conn_open(&g->conn, host, port, path) < 0) {
 		take_conn_err(g);
 		return -1;
 	}
+	while (conn_peer_state(&g->conn) == CONN_QUEUED) {
+		if (now_ms() >= until) {
+			conn_close(&g->conn);
+			goto busy;
+		}
+		nap_10ms();
+	}
 	return 0;
+busy:
+	ERR_SET(g, ERR_PROTO, "the gdbstub at %s is in use by another client (gdb or gdbsample?)", where);
+	return -1;
 }
 
 int gdb_handshake(struct gdb *g)
 {
-	/* Connecting stopped the VM (QEMU sent an unsolicited stop reply; gdb_request skips it). */
+	/* Connecting stopped the VM (QEMU 7.2 also sent a stop reply unasked; gdb_request skips it). */
 	if (gdb_request(g, "qSupported:multiprocess+;xmlRegisters=i386;qXfer:features:read+",
-			REQ_TIMEOUT_MS) < 0)
+			REQ_TIMEOUT_MS(g)) < 0)
 		return -1;
 	const char *s = g->dec.pkt, *ps = strstr(s, "PacketSize=");
-	g->packet_size = ps ? (int)strtol(ps + 11, NULL, 16) : 0;
+	long psize = ps ? strtol(ps + 11, NULL, 16) : 0;
+	g->packet_size = psize > 0 && psize <= RSP_PKT_MAX ? (int)psize : 0;
 	g->multiprocess = strstr(s, "multiprocess+") != NULL;
 	int has_xfer = strstr(s, "qXfer:features:read+") != NULL;
 	int noack = strstr(s, "QStartNoAckMode+") != NULL;
-	if (noack && gdb_request(g, "QStartNoAckMode", REQ_TIMEOUT_MS) == 0 && !strcmp(g->dec.pkt, "OK"))
+	if (noack && gdb_request(g, "QStartNoAckMode", REQ_TIMEOUT_MS(g)) == 0 && !strcmp(g->dec.pkt, "OK"))
 		g->noack = 1;
-	/* QEMU greets a new client with a stop reply only if connecting stopped a running VM. */
-	g->was_paused = g->st.stray_stops == 0;
-	if (gdb_request(g, "?", REQ_TIMEOUT_MS) < 0) return -1;
+	/* Whether the VM was paused before we connected cannot be told from here: QEMU 7.2 greets a
+	 * client whose connection stopped a running VM with a stop reply, 10.0 greets no client.
+	 * Only the monitor knows (attach.c refuses a VM that is not running). */
+	if (gdb_request(g, "?", REQ_TIMEOUT_MS(g)) < 0) return -1;
 	if (learn_layout(g, has_xfer) < 0) return -1;
 	return list_threads(g);
 }
@@ -300,7 +478,7 @@ int gdb_stop(struct gdb *g)
 			continue;
 		case GDB_EV_TIMEOUT: /* VM was already stopped: 0x03 is discarded without a reply */
 			g->st.recover++;
-			return gdb_request(g, "?", REQ_TIMEOUT_MS);
+			return gdb_request(g, "?", REQ_TIMEOUT_MS(g));
 		case GDB_EV_ERROR:
 			return -1;
 		}
@@ -318,7 +496,7 @@ int gdb_sync(struct gdb *g)
 {
 	if (send_packet(g, "qC") < 0) return -1;
 	for (;;) {
-		enum gdb_ev ev = gdb_next(g, REQ_TIMEOUT_MS);
+		enum gdb_ev ev = gdb_next(g, REQ_TIMEOUT_MS(g));
 		if (ev == GDB_EV_PACKET && g->dec.pkt[0] == 'Q' && g->dec.pkt[1] == 'C') return 0;
 		if (ev == GDB_EV_ERROR) return -1;
 		if (ev == GDB_EV_TIMEOUT) {
@@ -332,7 +510,7 @@ int gdb_detach(struct gdb *g)
 {
 	/* QEMU takes D;1 with or without multiprocess; a bare D fails (E22) once any client has
 	 * enabled multiprocess, which lasts as long as the QEMU process. */
-	if (gdb_request(g, "D;1", REQ_TIMEOUT_MS) < 0) return -1;
+	if (gdb_request(g, "D;1", REQ_TIMEOUT_MS(g)) < 0) return -1;
 	if (strcmp(g->dec.pkt, "OK")) {
 		ERR_SET(g, ERR_PROTO, "detach refused: %.20s", g->dec.pkt);
 		return -1;
@@ -350,7 +528,7 @@ static int select_cpu(struct gdb *g, int cpu)
 {
 	char hg[32];
 	gdb_hg(g, cpu, hg, sizeof hg);
-	if (gdb_request(g, hg, REQ_TIMEOUT_MS) < 0) return -1;
+	if (gdb_request(g, hg, REQ_TIMEOUT_MS(g)) < 0) return -1;
 	if (strcmp(g->dec.pkt, "OK")) {
 		ERR_SET(g, ERR_PROTO, "%s refused: %.20s", hg, g->dec.pkt);
 		return -1;
@@ -360,10 +538,14 @@ static int select_cpu(struct gdb *g, int cpu)
 
 int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap)
 {
-	if (select_cpu(g, cpu) < 0 || gdb_request(g, "g", REQ_TIMEOUT_MS) < 0) return -1;
-	int n = (int)g->dec.len / 2;
-	if (rsp_is_error(g->dec.pkt, g->dec.len) || n > cap || rsp_unhex(regs, g->dec.pkt, (size_t)n)) {
+	if (select_cpu(g, cpu) < 0 || gdb_request(g, "g", REQ_TIMEOUT_MS(g)) < 0) return -1;
+	int n = (int)(g->dec.len / 2);
+	if (rsp_is_error(g->dec.pkt, g->dec.len) || g->dec.len % 2 || n > cap || rsp_unhex(regs, g->dec.pkt, (size_t)n)) {
 		ERR_SET(g, ERR_PROTO, "bad g reply: %.20s", g->dec.pkt);
+		return -1;
+	}
+	if (n < g->layout.need) { /* pc, sp or fp would read as 0: not a sample */
+		ERR_SET(g, ERR_PROTO, "g reply of %d bytes; the register layout needs %d", n, g->layout.need);
 		return -1;
 	}
 	return n;
@@ -375,7 +557,7 @@ int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len)
 	if (len > GDB_MEM_MAX) len = GDB_MEM_MAX;
 	if (cpu >= 0 && select_cpu(g, cpu) < 0) return -1;
 	snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)addr, len);
-	if (gdb_request(g, req, REQ_TIMEOUT_MS) < 0) return -1;
+	if (gdb_request(g, req, REQ_TIMEOUT_MS(g)) < 0) return -1;
 	if (rsp_is_error(g->dec.pkt, g->dec.len) || g->dec.len != (size_t)len * 2) return -2;
 	return rsp_unhex(out, g->dec.pkt, (size_t)len) ? -2 : 0;
 }
@@ -399,7 +581,7 @@ int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t l
 		}
 		if (gdb_write(g, buf, boff) < 0) return -1;
 		for (int i = 0; i < k;) { /* every reply is read, even after an error, to stay in step */
-			enum gdb_ev ev = gdb_next(g, REQ_TIMEOUT_MS);
+			enum gdb_ev ev = gdb_next(g, REQ_TIMEOUT_MS(g));
 			if (ev == GDB_EV_ERROR) return -1;
 			if (ev == GDB_EV_TIMEOUT) {
 				ERR_SET(g, ERR_TIMEOUT, "no reply to a memory read from %s", g->conn.where);

@@ -9,6 +9,25 @@
 #define GDB_REQ_MAX 3072       /* we never send a write larger than this (QEMU drops > 4096) */
 #define GDB_MEM_MAX 2048       /* largest `m` length QEMU <= 10.1 accepts */
 
+/*
+ * Bounds on what a stub can make us do: a misbehaving or hostile stub must not hold gdbsample
+ * past its timeouts nor make it allocate without limit. Each is far above what QEMU needs.
+ */
+#define GDB_REQ_TIMEOUT_MS 3000 /* a reply, measured from its request whatever else arrives
+				 * meanwhile (acks, console output, stray stops); QEMU answers in
+				 * well under a millisecond */
+#define GDB_ACCEPT_MS 1500     /* a free QEMU gdbstub accepts a client within milliseconds, one
+				* attached to another never; a client on its way out (a killed
+				* gdbsample's guard drains for 0.5 s) leaves within this */
+#define GDB_XML_MAX (1 << 20)  /* target.xml with its includes (QEMU's largest, aarch64 with its
+				* system registers, is ~100 KiB): a stub answering `m...` forever stops here */
+#define GDB_XML_READS 1024     /* qXfer reads for one description: 1 MiB at QEMU's ~4 KiB a read
+				* takes 256; a stub dribbling a byte a read stops here */
+#define GDB_XML_FILES 32       /* annexes in one description (QEMU uses 1 to 5) */
+#define GDB_XML_DEPTH 4        /* nesting of <xi:include> (QEMU nests 1 deep) */
+#define GDB_THREAD_QUERIES (GDB_MAX_CPUS + 2) /* qfThreadInfo, one qsThreadInfo per vCPU (QEMU lists
+				* one a reply), the closing `l`: a list that never ends stops here */
+
 /* What gdb_next returns. */
 enum gdb_ev {
 	GDB_EV_PACKET = 1, /* a packet: g->dec.pkt / g->dec.len */
@@ -35,17 +54,22 @@ struct gdb {
 	size_t roff, rlen;              /* undecoded span of rbuf */
 	char last[GDB_REQ_MAX];         /* last single packet sent, for retransmission */
 	size_t lastlen;                 /* its length */
+	long long sent_ms;              /* monotonic time of the last write: replies are due from it */
+	int late_read;                  /* a read past the reply deadline was made since that write */
+	int req_ms;                     /* per-request timeout (0: GDB_REQ_TIMEOUT_MS; tests shorten it) */
 	int multiprocess;               /* stub agreed to multiprocess+: thread ids are p1.N */
 	int noack;                      /* QStartNoAckMode in force */
 	int running;                    /* we resumed the VM and have not stopped it since */
-	int was_paused;                 /* no stop reply greeted us: the VM was already stopped when we
-					 * connected (left so by an earlier client, the monitor or -S) */
 	int packet_size;                /* PacketSize from qSupported */
 	struct layout layout;           /* register layout from target.xml */
 	int ncpu;                       /* vCPUs (threads) */
 	int tids[GDB_MAX_CPUS];         /* thread id of vCPU i (QEMU: i + 1) */
 	int pids[GDB_MAX_CPUS];         /* process id of vCPU i (QEMU: 1) */
 	struct gdb_stats st;            /* protocol counters */
+	/* Around every write: gate(arg, 1) before (-1 forbids it: the pause watchdog resumed the VM
+	 * meanwhile, see guard.h), gate(arg, 0) after. NULL: no gate. */
+	int (*gate)(void *arg, int enter);
+	void *gate_arg;                 /* its argument */
 	int err;                        /* sticky error code (err.h) */
 	char errstr[128];               /* what went wrong */
 };
@@ -58,7 +82,10 @@ int gdb_handshake(struct gdb *g);
 int gdb_request(struct gdb *g, const char *payload, int timeout_ms);
 /* Raw write of already framed bytes (a pipelined batch). */
 int gdb_write(struct gdb *g, const void *buf, size_t len);
-/* Next reply event from the stream (acks skipped). */
+/* Next reply event from the stream (acks and console output skipped). The timeout counts from the
+ * last write (the request), not from this call: however many events a caller skips, it hears
+ * GDB_EV_TIMEOUT once timeout_ms have passed since it wrote (bytes already received are still
+ * delivered, and one last read is made if the caller comes late). */
 enum gdb_ev gdb_next(struct gdb *g, int timeout_ms);
 /* Stop the VM: 0x03 and wait for the stop reply; without one, recover with `?`. */
 int gdb_stop(struct gdb *g);
@@ -70,7 +97,8 @@ int gdb_sync(struct gdb *g);
 int gdb_detach(struct gdb *g);
 /* Format the Hg packet payload for vCPU i into out. */
 void gdb_hg(const struct gdb *g, int cpu, char *out, size_t cap);
-/* Read registers of vCPU i (Hg + g); fills regs, returns its length or -1. */
+/* Read registers of vCPU i (Hg + g); fills regs, returns its length or -1 (also for a reply too
+ * short to hold pc, sp and fp: layout.need). */
 int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap);
 /* Read len <= GDB_MEM_MAX bytes of vCPU i's memory at addr (Hg + m); 0 ok, -1 error (err not set
  * for E replies, which return -2). */
@@ -78,8 +106,35 @@ int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len);
 /* Read len bytes (any size) of vCPU i's memory at addr, GDB_MEM_MAX per `m`, many `m` per
  * write; 0 ok, -1 connection error (err set), -2 some of it is unmapped. */
 int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len);
-/* Parse a thread id "p1.2" / "2" (hex) into its thread number; -1 if malformed. */
-int gdb_parse_tid(const char *s, const char **end);
 void gdb_close(struct gdb *g);
+
+/* ---- pure parsers of stub replies (no I/O; the fuzzers and unit tests call them on literals) ---- */
+
+/* Parse a thread id "p1.2" / "2" (hex, at most 7 digits each) at s into its thread number; -1 if
+ * malformed. *end (if set) gets the first byte after it. s is NUL-terminated. */
+int gdb_parse_tid(const char *s, const char **end);
+
+/* What gdb_parse_threads found in one qfThreadInfo/qsThreadInfo reply. */
+enum {
+	GDB_TL_END = 1,   /* "l": the list is complete */
+	GDB_TL_MORE = 0,  /* "m<id>,<id>...": ids appended, ask qsThreadInfo for more */
+	GDB_TL_BAD = -1,  /* neither, an empty "m", or a malformed id */
+	GDB_TL_FULL = -2, /* more than max threads in all */
+	GDB_TL_DUP = -3,  /* a thread listed twice */
+};
+/* Append the threads of reply pkt[0..len) to pids/tids, which hold *n of at most max. */
+int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max, int *n);
+
+/* A stop reply, decoded. */
+struct gdb_stopinfo {
+	char kind;   /* 'T' / 'S': stopped by signal sig; 'W': exited with code sig; 'X': killed by sig */
+	int sig;     /* the two hex digits after kind */
+	int pid;     /* the process of "thread:p<pid>.<tid>" (1 without the p form), -1 if none named */
+	int tid;     /* the thread named by "thread:", -1 if none */
+};
+/* Parse stop reply pkt[0..len) ("T02thread:p01.02;", "S05", "W00"): 0, or -1 if it is not one. */
+int gdb_parse_stop(const char *pkt, size_t len, struct gdb_stopinfo *out);
+/* The thread a stop reply names, or -1 (not a stop reply, or no thread in it). */
+int gdb_stop_tid(const char *pkt, size_t len);
 
 #endif

@@ -2,6 +2,7 @@
 #include "qmp.h"
 #include "err.h"
 #include <stdlib.h>
+#include <time.h>
 
 /*
  * QMP wire format (QEMU docs/interop/qmp-spec): JSON objects over a stream socket, one after the
@@ -311,10 +312,18 @@ int json_bool(const struct jval *v)
 /* ---- client ---- */
 
 #define QMP_GREETING_MS 3000  /* QEMU greets at once; silence means not QMP, or another client */
-#define QMP_REPLY_MS 10000    /* a command that takes longer than this has hung */
+#define QMP_REPLY_MS 10000    /* a command that takes longer than this has hung -- counted from the
+			       * command, however many events arrive meanwhile or however slowly */
 
-/* Next complete message into q->msg: 0, or -1 (err set). */
-static int next_msg(struct qmp *q, int timeout_ms)
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Next complete message into q->msg, by the monotonic deadline: 0, or -1 (err set). */
+static int next_msg(struct qmp *q, long long deadline, int timeout_ms)
 {
 	for (;;) {
 		long n = json_scan(q->rbuf, q->rlen);
@@ -339,7 +348,9 @@ static int next_msg(struct qmp *q, int timeout_ms)
 			ERR_SET(q, ERR_PROTO, "a QMP message from %s is larger than %d bytes", q->conn.where, QMP_BUF);
 			return -1;
 		}
-		ssize_t got = conn_read(&q->conn, q->rbuf + q->rlen, sizeof q->rbuf - 1 - q->rlen, timeout_ms);
+		long long left = deadline - now_ms();
+		ssize_t got = left <= 0 ? 0 : conn_read(&q->conn, q->rbuf + q->rlen, sizeof q->rbuf - 1 - q->rlen,
+							 left > timeout_ms ? timeout_ms : (int)left);
 		if (got < 0) {
 			ERR_SET(q, q->conn.err, "QMP: %s", q->conn.errstr);
 			return -1;
@@ -362,7 +373,7 @@ int qmp_open(struct qmp *q, const char *path)
 		ERR_SET(q, q->conn.err, "QMP: %s", q->conn.errstr);
 		return -1;
 	}
-	if (next_msg(q, QMP_GREETING_MS) < 0) {
+	if (next_msg(q, now_ms() + QMP_GREETING_MS, QMP_GREETING_MS) < 0) {
 		if (q->err == ERR_TIMEOUT) {
 			q->err = 0;
 			ERR_SET(q, ERR_PROTO, "no QMP greeting from %s within %d s (not a QMP socket, or another "
@@ -386,8 +397,9 @@ int qmp_exec(struct qmp *q, const char *cmd)
 		ERR_SET(q, q->conn.err, "QMP: %s", q->conn.errstr);
 		return -1;
 	}
-	for (;;) {
-		if (next_msg(q, QMP_REPLY_MS) < 0) return -1;
+	int wait = q->reply_ms > 0 ? q->reply_ms : QMP_REPLY_MS;
+	for (long long deadline = now_ms() + wait;;) {
+		if (next_msg(q, deadline, wait) < 0) return -1;
 		m.p = q->msg;
 		m.len = q->mlen;
 		if (json_member(&m, "return", &x) == 0) return 0;

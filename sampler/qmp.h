@@ -36,6 +36,7 @@ struct qmp {
 	char msg[QMP_BUF];       /* the last reply (a complete JSON object, NUL-terminated) */
 	size_t mlen;             /* its length */
 	unsigned long events;    /* asynchronous events skipped */
+	int reply_ms;            /* a command's reply is due within this (0: 10 s; tests shorten it) */
 	int err;                 /* sticky error code (err.h) */
 	char errstr[128];        /* what went wrong */
 };

@@ -158,7 +158,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 		else fprintf(r->out, "no samples\n");
 	}
 	sort_ctx = r;
-	qsort(r->c, r->n, sizeof *r->c, chaincmp);
+	if (r->n) qsort(r->c, r->n, sizeof *r->c, chaincmp); /* qsort(NULL, 0) is undefined */
 	if (r->tabcap && reindex(r, r->tabcap) < 0) { /* `top` keeps adding after a finish */
 		ERR_SET(w, ERR_SYS, "out of memory");
 		return -1;

@@ -92,8 +92,11 @@ enum rsp_event rsp_feed(struct rsp_dec *d, const uint8_t *in, size_t n, size_t *
 			continue;
 		case S_CS1:
 			v = rsp_hexval(c);
+			if (v < 0) { /* a bad digit is a bad checksum (and -1 must not be shifted: UB) */
+				d->over |= 2;
+				v = 0;
+			}
 			d->rxsum = (uint8_t)(v << 4);
-			if (v < 0) d->over |= 2; /* a bad digit is a bad checksum */
 			d->state = S_CS2;
 			continue;
 		case S_CS2:

@@ -33,5 +33,6 @@ void test_vmlinuz(void);
 void test_orc(void);
 void test_cfi(void);
 void test_plan(void);
+void test_gdb(void);
 
 #endif

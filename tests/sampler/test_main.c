@@ -19,6 +19,7 @@ int main(void)
 	test_orc();
 	test_cfi();
 	test_plan();
+	test_gdb();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

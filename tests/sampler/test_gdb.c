@@ -1,0 +1,466 @@
+/* test_gdb.c: the gdbstub client against misbehaving fake stubs (every wait bounded), its pure
+ * reply parsers on literals, and the busy-stub checks of the transport on local listeners. */
+#include "check.h"
+#include "../../sampler/err.h"
+#include "../../sampler/gdb.h"
+#include "../../sampler/qmp.h"
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a hang must fail the test, not freeze the suite ---- */
+
+static const char *running_test = "";
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char m[] = "test_gdb: FAIL: hung in ";
+	if (write(2, m, sizeof m - 1) < 0 || write(2, running_test, strlen(running_test)) < 0 || write(2, "\n", 1) < 0) {}
+	_exit(1);
+}
+
+/* ---- fake stubs: a forked child answering each request packet through a behaviour ---- */
+
+typedef void behaviour(int fd, const char *req);
+
+static void send_pkt(int fd, const char *payload)
+{
+	char out[8192];
+	out[0] = '+';
+	int n = rsp_encode(out + 1, sizeof out - 1, payload, strlen(payload));
+	if (n < 0 || write(fd, out, (size_t)n + 1) < 0) _exit(0);
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+static pid_t stub_pid;
+
+/* A client connected to a fresh stub; requests time out after req_ms. */
+static struct gdb *stub_start(behaviour *fn, int req_ms)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	stub_pid = fork();
+	if (stub_pid == 0) {
+		struct rsp_dec d;
+		uint8_t in[4096];
+		signal(SIGPIPE, SIG_IGN);
+		close(sv[0]);
+		rsp_dec_init(&d);
+		for (;;) {
+			ssize_t n = read(sv[1], in, sizeof in);
+			if (n <= 0) _exit(0);
+			for (size_t off = 0, used; off < (size_t)n; off += used)
+				if (rsp_feed(&d, in + off, (size_t)n - off, &used) == RSP_PACKET) fn(sv[1], d.pkt);
+		}
+	}
+	close(sv[1]);
+	struct gdb *g = calloc(1, sizeof *g);
+	rsp_dec_init(&g->dec);
+	g->conn.fd = sv[0];
+	strcpy(g->conn.where, "fake");
+	g->req_ms = req_ms;
+	arch_layout_default(&g->layout, arch_find("x86_64"));
+	g->ncpu = 1;
+	g->tids[0] = g->pids[0] = 1;
+	return g;
+}
+
+static void stub_stop(struct gdb *g)
+{
+	close(g->conn.fd);
+	kill(stub_pid, SIGKILL);
+	waitpid(stub_pid, NULL, 0);
+	free(g);
+}
+
+/* Behaviours that never answer, but never fall silent either. */
+/* Write the same bytes forever, in writes large enough that the reader always finds more. */
+static void flood(int fd, const char *unit, size_t n)
+{
+	static char buf[1 << 16];
+	size_t k = 0;
+	while (k + n <= sizeof buf) {
+		memcpy(buf + k, unit, n);
+		k += n;
+	}
+	for (;;)
+		if (write(fd, buf, k) < 0) _exit(0);
+}
+
+static void flood_console(int fd, const char *req)
+{
+	(void)req;
+	flood(fd, "+$O48656c6c6f0a#85", 18); /* "Hello\n" */
+}
+
+static void flood_acks(int fd, const char *req)
+{
+	(void)req;
+	flood(fd, "+", 1);
+}
+
+static void drip_stops(int fd, const char *req)
+{
+	(void)req;
+	for (;;) { /* a whole stop reply a byte every 100 ms: each well within the timeout */
+		static const char s[] = "$S05#b8";
+		for (size_t i = 0; i < sizeof s - 1; i++) {
+			if (write(fd, s + i, 1) < 0) _exit(0);
+			nap_ms(100);
+		}
+	}
+}
+
+static void drip_packet(int fd, const char *req)
+{
+	(void)req;
+	if (write(fd, "+$", 2) < 0) _exit(0);
+	for (;;) { /* a reply that never ends, a byte every 100 ms */
+		if (write(fd, "0", 1) < 0) _exit(0);
+		nap_ms(100);
+	}
+}
+
+/* A request must fail with a timeout, however the stub keeps talking. */
+static void expect_timeout(const char *name, behaviour *fn, int req_ms)
+{
+	running_test = name;
+	struct gdb *g = stub_start(fn, req_ms);
+	alarm(30);
+	int rc = gdb_request(g, "qC", req_ms);
+	alarm(0);
+	CHECK(rc == -1 && g->err == ERR_TIMEOUT);
+	if (rc != -1 || g->err != ERR_TIMEOUT) fprintf(stderr, "%s: rc %d err %d %s\n", name, rc, g->err, g->errstr);
+	stub_stop(g);
+}
+
+static void test_hangs(void)
+{
+	expect_timeout("endless console output", flood_console, 300);
+	expect_timeout("endless acks", flood_acks, 300);
+	expect_timeout("stop replies dribbled a byte per 100 ms", drip_stops, 1000);
+	expect_timeout("a reply dribbled a byte per 100 ms", drip_packet, 300);
+}
+
+/* A QMP monitor that sends events forever, one every 20 ms, and never the command's reply:
+ * qmp_exec gives up by its deadline (before, each event restarted the wait). */
+static void test_qmp_events_forever(void)
+{
+	int sv[2];
+	running_test = "QMP events forever";
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		static const char ev[] = "{\"event\": \"RTC_CHANGE\", \"data\": {\"offset\": 1}}\r\n";
+		signal(SIGPIPE, SIG_IGN);
+		close(sv[0]);
+		for (;;) {
+			if (write(sv[1], ev, sizeof ev - 1) < 0) _exit(0);
+			nap_ms(20);
+		}
+	}
+	close(sv[1]);
+	static struct qmp q;
+	memset(&q, 0, sizeof q);
+	q.conn.fd = sv[0];
+	strcpy(q.conn.where, "fake-qmp");
+	q.reply_ms = 300;
+	alarm(30);
+	int rc = qmp_exec(&q, "{\"execute\": \"query-status\"}");
+	alarm(0);
+	CHECK(rc == -1 && q.err == ERR_TIMEOUT); /* (q.events counts the events skipped meanwhile) */
+	if (q.err != ERR_TIMEOUT) fprintf(stderr, "qmp: rc %d err %d events %lu %s\n", rc, q.err, q.events, q.errstr);
+	close(sv[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* ---- handshakes with stubs whose descriptions or thread lists never end ---- */
+
+static const char *xfer_reply = "l<target/>";   /* what qXfer:features:read answers */
+static int thread_mode;                          /* qfThreadInfo/qsThreadInfo: see thread_reply */
+
+static void thread_reply(int fd, const char *req)
+{
+	static int next = 1;
+	char r[32];
+	switch (thread_mode) {
+	case 0: send_pkt(fd, req[1] == 'f' ? "m1" : "l"); return;  /* one vCPU */
+	case 1: send_pkt(fd, "m"); return;                          /* an empty "more", forever */
+	case 2: send_pkt(fd, "m1"); return;                         /* the same thread, forever */
+	default:
+		snprintf(r, sizeof r, "m%x", next++);                /* new threads, forever */
+		send_pkt(fd, r);
+	}
+}
+
+static void handshake_stub(int fd, const char *req)
+{
+	if (!strncmp(req, "qSupported", 10)) send_pkt(fd, "PacketSize=1000;qXfer:features:read+;multiprocess+");
+	else if (!strcmp(req, "?")) send_pkt(fd, "T05thread:p01.01;");
+	else if (!strncmp(req, "qXfer:features:read:", 20)) send_pkt(fd, xfer_reply);
+	else if (strstr(req, "ThreadInfo")) thread_reply(fd, req);
+	else send_pkt(fd, "");
+}
+
+static char big_m[4001];
+
+/* The handshake fails (no hang, no unbounded memory) and says why. */
+static void expect_handshake_error(const char *name, const char *why)
+{
+	running_test = name;
+	struct gdb *g = stub_start(handshake_stub, 2000);
+	alarm(60);
+	int rc = gdb_handshake(g);
+	alarm(0);
+	CHECK(rc == -1 && strstr(g->errstr, why));
+	if (rc != -1 || !strstr(g->errstr, why)) fprintf(stderr, "%s: rc %d: %s\n", name, rc, g->errstr);
+	stub_stop(g);
+}
+
+static const char x86_target[] =
+	"l<target><architecture>i386:x86-64</architecture><xi:include href=\"core.xml\"/></target>";
+
+static void test_handshake_bounds(void)
+{
+	/* A well-behaved stub first: the same paths succeed. */
+	running_test = "good handshake";
+	xfer_reply = "l<target><architecture>i386:x86-64</architecture>"
+		     "<reg name=\"rbp\" bitsize=\"64\" regnum=\"6\"/><reg name=\"rsp\" bitsize=\"64\"/>"
+		     "<reg name=\"rip\" bitsize=\"64\" regnum=\"16\"/></target>";
+	thread_mode = 0;
+	struct gdb *g = stub_start(handshake_stub, 2000);
+	alarm(30);
+	CHECK(gdb_handshake(g) == 0);
+	alarm(0);
+	CHECK(g->ncpu == 1 && g->tids[0] == 1 && g->layout.pc && g->layout.need == 24);
+	stub_stop(g);
+
+	memset(big_m, 'a', sizeof big_m - 1);
+	big_m[0] = 'm';
+	xfer_reply = big_m; /* "m" + 4000 bytes, forever */
+	expect_handshake_error("qXfer always answering m", "larger than");
+	xfer_reply = "m"; /* "m" with nothing: an end, as gdb reads it */
+	expect_handshake_error("qXfer answering an empty m", "names no architecture");
+	xfer_reply = "l<target><xi:include href=\"target.xml\"/></target>";
+	expect_handshake_error("target.xml including itself", "includes itself");
+	xfer_reply = x86_target; /* core.xml is answered with target.xml's text: a cycle through two */
+	expect_handshake_error("an include cycle", "includes itself");
+
+	xfer_reply = "l<target><architecture>i386:x86-64</architecture><reg name=\"rbp\" bitsize=\"64\"/>"
+		     "<reg name=\"rsp\" bitsize=\"64\"/><reg name=\"rip\" bitsize=\"64\"/></target>";
+	thread_mode = 1;
+	expect_handshake_error("thread list of empty m forever", "bad thread list");
+	thread_mode = 2;
+	expect_handshake_error("thread list repeating m1 forever", "repeating thread list");
+	thread_mode = 3;
+	expect_handshake_error("thread list growing forever", "more than 256 vCPUs");
+}
+
+/* ---- registers ---- */
+
+static void regs_stub(int fd, const char *req)
+{
+	static const int sizes[] = { 148, 136, 100 }; /* bytes of each `g` reply in turn */
+	static int k;
+	static char hex[2 * 1024 + 1];
+	if (req[0] == 'H') {
+		send_pkt(fd, "OK");
+	} else if (!strcmp(req, "g")) {
+		int n = sizes[k < 2 ? k++ : 2];
+		memset(hex, '0', (size_t)n * 2);
+		hex[n * 2] = 0;
+		send_pkt(fd, hex);
+	}
+}
+
+static void test_regs(void)
+{
+	uint8_t regs[1024];
+	running_test = "short g reply";
+	struct gdb *g = stub_start(regs_stub, 2000);
+	alarm(30);
+	CHECK(gdb_regs(g, 0, regs, sizeof regs) == 148); /* the whole fallback layout */
+	CHECK(gdb_regs(g, 0, regs, sizeof regs) == 136); /* through rip: enough */
+	/* 100 bytes: rip (128..135) missing, it would read as pc 0 */
+	CHECK(gdb_regs(g, 0, regs, sizeof regs) == -1 && strstr(g->errstr, "needs 136"));
+	alarm(0);
+	stub_stop(g);
+}
+
+/* ---- pure parsers ---- */
+
+static void test_parse_threads(void)
+{
+	int pids[8], tids[8], n = 0;
+	CHECK(gdb_parse_threads("m1", 2, pids, tids, 8, &n) == GDB_TL_MORE && n == 1 && tids[0] == 1 && pids[0] == 1);
+	CHECK(gdb_parse_threads("mp01.02,p01.0a", 14, pids, tids, 8, &n) == GDB_TL_MORE && n == 3);
+	CHECK(tids[1] == 2 && tids[2] == 10 && pids[2] == 1);
+	CHECK(gdb_parse_threads("l", 1, pids, tids, 8, &n) == GDB_TL_END && n == 3);
+	CHECK(gdb_parse_threads("m2", 2, pids, tids, 8, &n) == GDB_TL_DUP);  /* p1.2 already listed */
+	CHECK(gdb_parse_threads("mp2.2", 5, pids, tids, 8, &n) == GDB_TL_MORE && n == 4); /* another process */
+	n = 0;
+	CHECK(gdb_parse_threads("m", 1, pids, tids, 8, &n) == GDB_TL_BAD);
+	CHECK(gdb_parse_threads("", 0, pids, tids, 8, &n) == GDB_TL_BAD);
+	CHECK(gdb_parse_threads("m1,", 3, pids, tids, 8, &n) == GDB_TL_BAD);
+	n = 0;
+	CHECK(gdb_parse_threads("m1;2", 4, pids, tids, 8, &n) == GDB_TL_BAD);
+	CHECK(gdb_parse_threads("mp1", 3, pids, tids, 8, &n) == GDB_TL_BAD);
+	CHECK(gdb_parse_threads("m-1", 3, pids, tids, 8, &n) == GDB_TL_BAD);
+	CHECK(gdb_parse_threads("m 1", 3, pids, tids, 8, &n) == GDB_TL_BAD);
+	CHECK(gdb_parse_threads("mffffffff", 9, pids, tids, 8, &n) == GDB_TL_BAD); /* not an int */
+	CHECK(gdb_parse_threads("lx", 2, pids, tids, 8, &n) == GDB_TL_BAD);
+	n = 0;
+	CHECK(gdb_parse_threads("m1,2,3", 6, pids, tids, 2, &n) == GDB_TL_FULL && n == 2);
+	/* Only len bytes count: the id is not read past them. */
+	n = 0;
+	CHECK(gdb_parse_threads("m12", 2, pids, tids, 8, &n) == GDB_TL_MORE && tids[0] == 1);
+	const char *e;
+	CHECK(gdb_parse_tid("p1.2;", &e) == 2 && *e == ';');
+	CHECK(gdb_parse_tid("1f", &e) == 0x1f && *e == 0);
+	CHECK(gdb_parse_tid("p.2", NULL) == -1 && gdb_parse_tid("", NULL) == -1 && gdb_parse_tid("+5", NULL) == -1);
+}
+
+static void test_parse_stop(void)
+{
+	struct gdb_stopinfo si;
+	CHECK(gdb_parse_stop("T02thread:p01.02;", 17, &si) == 0 && si.kind == 'T' && si.sig == 2 && si.pid == 1 &&
+	      si.tid == 2);
+	CHECK(gdb_parse_stop("T05thread:01;", 13, &si) == 0 && si.sig == 5 && si.tid == 1 && si.pid == 1);
+	CHECK(gdb_parse_stop("T05swbreak:;thread:0a;core:1;", 29, &si) == 0 && si.tid == 10);
+	CHECK(gdb_parse_stop("T05thread:3", 11, &si) == 0 && si.tid == 3); /* last ';' left out */
+	CHECK(gdb_parse_stop("T05", 3, &si) == 0 && si.tid == -1 && si.pid == -1);
+	CHECK(gdb_parse_stop("S05", 3, &si) == 0 && si.kind == 'S' && si.tid == -1);
+	CHECK(gdb_parse_stop("W00;process:1", 13, &si) == 0 && si.kind == 'W');
+	CHECK(gdb_parse_stop("T05thread:;", 11, &si) == -1);
+	CHECK(gdb_parse_stop("T05thread:1x;", 13, &si) == -1);
+	CHECK(gdb_parse_stop("T05garbage", 10, &si) == -1);
+	CHECK(gdb_parse_stop("OK", 2, &si) == -1 && gdb_parse_stop("T0", 2, &si) == -1);
+	CHECK(gdb_parse_stop("TZZ", 3, &si) == -1 && gdb_parse_stop("\0" "05", 3, &si) == -1);
+	CHECK(gdb_stop_tid("T02thread:p01.02;", 17) == 2 && gdb_stop_tid("E14", 3) == -1);
+	CHECK(gdb_stop_tid("T02thread:p01.02;", 12) == -1); /* cut inside the id: "p0" has no '.' */
+}
+
+/* ---- busy stubs: what the host's kernel says about a connection, on local listeners ---- */
+
+static void test_proc_rows(void)
+{
+	struct conn_tcprow r;
+	struct conn_unixrow u;
+	CHECK(conn_parse_tcprow("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+				"timeout inode", &r) == -1);
+	CHECK(conn_parse_tcprow("   3: 0100007F:5BA0 0100007F:D5DE 01 00000000:00000000 00:00000000 00000000     0"
+				"        0 0 1 0000000000000000 20 4 30 10 -1", &r) == 0);
+	CHECK_STR(r.local, "0100007F:5BA0");
+	CHECK_STR(r.remote, "0100007F:D5DE");
+	CHECK(r.state == 1 && r.inode == 0);
+	CHECK(conn_parse_tcprow("   0: 00000000000000000000000001000000:04D2 00000000000000000000000000000000:0000 0A "
+				"00000000:00000000 00:00000000 00000000  1000        0 123456 1 0 100 0 0 10 0", &r) == 0);
+	CHECK(r.state == 10 && r.inode == 123456 && strlen(r.local) == 37);
+	CHECK(conn_parse_unixrow("Num       RefCount Protocol Flags    Type St Inode Path", &u) == -1);
+	CHECK(conn_parse_unixrow("00000000618f20c5: 00000002 00000000 00010000 0001 01 105247 /tmp/g.sock\n", &u) == 0);
+	CHECK(u.flags == 0x10000 && u.st == 1 && u.inode == 105247);
+	CHECK_STR(u.path, "/tmp/g.sock");
+	CHECK(conn_parse_unixrow("00000000f4e37255: 00000003 00000000 00000000 0001 02     0 /tmp/g.sock", &u) == 0);
+	CHECK(u.st == 2 && u.inode == 0);
+	CHECK(conn_parse_unixrow("0000000057ca28d2: 00000003 00000000 00000000 0001 03 105259", &u) == 0);
+	CHECK(u.st == 3 && u.path[0] == 0);
+}
+
+/* A listener that accepts only when told: TCP on 127.0.0.1 (port 0 = any) or a unix socket. */
+static int listener(const char *path, int *port)
+{
+	int fd;
+	if (path) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+		unlink(path);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK(bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0);
+	} else {
+		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t sl = sizeof sin;
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0);
+		getsockname(fd, (struct sockaddr *)&sin, &sl);
+		*port = ntohs(sin.sin_port);
+	}
+	CHECK(listen(fd, 1) == 0); /* QEMU's backlog */
+	return fd;
+}
+
+static void busy_case(const char *path)
+{
+	int port = 0, lfd = listener(path, &port);
+	struct conn a = { .fd = -1 };
+	static struct gdb g;
+	char want[160], where[128];
+	conn_where(where, sizeof where, NULL, port, path);
+	snprintf(want, sizeof want, "the gdbstub at %s is in use by another client (gdb or gdbsample?)", where);
+
+	/* Nobody attached: the listener is free, a connection waits until accepted. */
+	CHECK(conn_listener_taken(NULL, port, path) == 0);
+	CHECK(conn_open(&a, NULL, port, path) == 0);
+	CHECK(conn_peer_state(&a) == CONN_QUEUED);
+	int s1 = accept(lfd, NULL, NULL);
+	CHECK(s1 >= 0 && conn_peer_state(&a) == CONN_ACCEPTED);
+
+	/* One client attached: gdb_connect refuses without connecting (nothing queues up). */
+	CHECK(conn_listener_taken(NULL, port, path) == 1);
+	alarm(30);
+	CHECK(gdb_connect(&g, NULL, port, path) == -1);
+	CHECK_STR(g.errstr, want);
+	CHECK(g.conn.fd < 0);
+
+	/* A listener that never accepts with nobody attached (what a race with another client looks
+	 * like): gdb_connect waits GDB_ACCEPT_MS for the accept, sends nothing, and gives up. */
+	close(s1);
+	conn_close(&a);
+	close(lfd);
+	lfd = listener(path, &port);
+	conn_where(where, sizeof where, NULL, port, path);
+	snprintf(want, sizeof want, "the gdbstub at %s is in use by another client (gdb or gdbsample?)", where);
+	CHECK(gdb_connect(&g, NULL, port, path) == -1);
+	CHECK_STR(g.errstr, want);
+	alarm(0);
+	int s2 = accept(lfd, NULL, NULL); /* the queued connection: closed, and never written to */
+	char b;
+	CHECK(s2 >= 0 && read(s2, &b, 1) == 0);
+	close(s2);
+	close(lfd);
+	if (path) unlink(path);
+}
+
+static void test_busy(void)
+{
+	char path[64];
+	running_test = "busy stub (tcp)";
+	busy_case(NULL);
+	running_test = "busy stub (unix)";
+	snprintf(path, sizeof path, "/tmp/gdbsample-test-%d.sock", (int)getpid());
+	busy_case(path);
+}
+
+void test_gdb(void)
+{
+	signal(SIGALRM, on_alarm);
+	test_parse_threads();
+	test_parse_stop();
+	test_proc_rows();
+	test_regs();
+	test_hangs();
+	test_qmp_events_forever();
+	test_handshake_bounds();
+	test_busy();
+}
