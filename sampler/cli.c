@@ -33,6 +33,8 @@ const char cli_usage[] =
 	"  --cpus LIST        vCPUs to sample, e.g. 0,2-3 (default all)\n"
 	"  --idle             report idle samples (default: count and drop them)\n"
 	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
+	"  --max-pause SECONDS  resume the guest if one sample keeps it stopped longer (gdbsample\n"
+	"                     stopped or starved); 0 turns the watchdog off (default 1)\n"
 	"  -q                 no warnings or progress on stderr (the summary stays)\n";
 
 static int bad(struct opts *o, const char *fmt, const char *a, const char *b)
@@ -47,7 +49,8 @@ static int num(struct opts *o, const char *flag, const char *s, long lo, long hi
 	char *e;
 	errno = 0;
 	long v = strtol(s, &e, 10);
-	if (!*s || *e || errno || v < lo || v > hi) {
+	if (!*s || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))) || *e || errno ||
+	    v < lo || v > hi) { /* strtol would skip leading spaces: " 80" is not a number here */
 		char range[64];
 		snprintf(range, sizeof range, "%ld-%ld", lo, hi);
 		ERR_SET(o, ERR_USAGE, "%s: bad value '%.40s' (expected %s)", flag, s, range);
@@ -72,8 +75,26 @@ static int range(struct opts *o, const char *s)
 	return 0;
 }
 
+/* The flag getopt_long complained about: -x for a short one, --name for a long one (optopt is
+ * then its value, or 0 when unknown: the argument itself, printable characters only). */
+static void flag_name(const struct option *lopts, int opt, const char *arg, char *out, size_t cap)
+{
+	for (const struct option *l = lopts; opt > 255 && l->name; l++)
+		if (l->val == opt) {
+			snprintf(out, cap, "--%s", l->name);
+			return;
+		}
+	if (opt > 0 && opt < 256) {
+		snprintf(out, cap, "-%c", opt);
+		return;
+	}
+	snprintf(out, cap, "%.40s", arg ? arg : "?");
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
+}
+
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-       OPT_UNWIND, OPT_KASLR };
+       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -89,6 +110,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "connect", required_argument, 0, OPT_CONNECT },
 		{ "unwind", required_argument, 0, OPT_UNWIND },
 		{ "kaslr-offset", required_argument, 0, OPT_KASLR },
+		{ "max-pause", required_argument, 0, OPT_MAXPAUSE },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -97,10 +119,11 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	o->max_frames = 64;
 	o->chains = 8;
 	o->verify = 1;
+	o->max_pause = 1.0;
 	o->klo = 0xffff800000000000ull;
 	o->khi = 0xffffffffffffffffull;
 	strcpy(o->host, "127.0.0.1");
-	int first = 1, conns = 0, c;
+	int first = 1, conns = 0, c, have_format = 0;
 	if (argc > 1 && argv[1][0] != '-') {
 		if (!strcmp(argv[1], "record")) o->cmd = CMD_RECORD;
 		else if (!strcmp(argv[1], "dump")) o->cmd = CMD_DUMP;
@@ -134,8 +157,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		case 'd':
 			errno = 0;
 			o->duration = strtod(optarg, &e);
-			if (!*optarg || *e || errno || !(o->duration > 0) || o->duration > 1e7)
-				return bad(o, "-d: bad duration '%.40s' (seconds > 0)%s", optarg, "");
+			if (!*optarg || *e || errno || !(o->duration >= 0.001) || o->duration > 1e7)
+				return bad(o, "-d: bad duration '%.40s' (0.001 to 10000000 seconds)%s", optarg, "");
 			break;
 		case 'e':
 			if (o->nelf == CLI_MAX_ELF) return bad(o, "-e: given more than %s times%s", "4", "");
@@ -148,6 +171,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			else if (!strcmp(optarg, "folded")) o->format = FMT_FOLDED;
 			else if (!strcmp(optarg, "capture")) o->format = FMT_CAPTURE;
 			else return bad(o, "-f: unknown format '%.40s' (report, folded or capture)%s", optarg, "");
+			have_format = 1;
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': o->help = 1; return 0;
@@ -183,6 +207,12 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			else if (!strcmp(optarg, "orc")) o->unwind = UNWIND_ORC;
 			else return bad(o, "--unwind: unknown method '%.40s' (auto, fp, cfi or orc)%s", optarg, "");
 			break;
+		case OPT_MAXPAUSE:
+			errno = 0;
+			o->max_pause = strtod(optarg, &e);
+			if (!*optarg || *e || errno || !(o->max_pause == 0 || (o->max_pause >= 0.01 && o->max_pause <= 3600)))
+				return bad(o, "--max-pause: bad value '%.40s' (0, or 0.01-3600 seconds)%s", optarg, "");
+			break;
 		case OPT_KASLR: {
 			errno = 0;
 			const char *v = optarg[0] == '-' ? optarg + 1 : optarg;
@@ -194,15 +224,13 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			break;
 		}
 		case ':': {
-			char f[32];
-			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
-			else snprintf(f, sizeof f, "%.30s", av[optind - 1]);
+			char f[48];
+			flag_name(lopts, optopt, av[optind - 1], f, sizeof f);
 			return bad(o, "%s: missing value%s", f, "");
 		}
 		default: {
 			char f[48];
-			if (optopt) snprintf(f, sizeof f, "-%c", optopt);
-			else snprintf(f, sizeof f, "%.40s", av[optind - 1]);
+			flag_name(lopts, optopt, av[optind - 1], f, sizeof f);
 			return bad(o, "unknown option '%s' (see gdbsample -h)%s", f, "");
 		}
 		}
@@ -211,6 +239,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
+	if (o->cmd != CMD_RECORD && (o->out || have_format))
+		return bad(o, "%s writes to the terminal: -o and -f are for record%s", o->cmd == CMD_DUMP ? "dump" : "top", "");
 	if ((o->unwind == UNWIND_CFI || o->unwind == UNWIND_ORC) && !o->nelf)
 		return bad(o, "--unwind %s needs the kernel image (-e)%s", o->unwind == UNWIND_CFI ? "cfi" : "orc", "");
 	return 0;

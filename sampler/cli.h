@@ -18,6 +18,7 @@ struct opts {
 	const char *uri;         /* --connect URI for --domain */
 	int rate;                /* -r HZ */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
+	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */
 	const char *elf[CLI_MAX_ELF]; /* -e: kernel ELF, vmlinuz, and/or symbol map */
 	int nelf;                /* how many -e */
 	int unwind;              /* --unwind UNWIND_* */

@@ -1,7 +1,8 @@
-/* dump.c: `gdbsample dump` -- stop once and print every vCPU's symbolized stack (like py-spy dump). */
+/* cmd_dump.c: `gdbsample dump` -- stop once and print every vCPU's symbolized stack (like py-spy dump). */
 #include "cli.h"
 #include "cmds.h"
 #include "err.h"
+#include "record.h"
 #include "session.h"
 
 
@@ -9,9 +10,9 @@ static void print_stack(const struct session *ss, const struct sample *s)
 {
 	const struct symtab *t = session_syms(ss);
 	char buf[256];
-	printf("cpu%d%s%s%s%s\n", s->cpu, s->flags & SF_IDLE ? " idle" : "",
+	printf("cpu%d%s%s%s%s%s\n", s->cpu, s->flags & SF_IDLE ? " idle" : "",
 	       s->flags & SF_IRQOFF ? " irqs-off" : "", s->flags & SF_USER ? " user" : "",
-	       s->flags & SF_PARTIAL ? " (stack truncated)" : "");
+	       s->flags & SF_PARTIAL ? " (stack truncated)" : "", s->flags & SF_UNRELIABLE ? " unreliable" : "");
 	for (int i = 0; i < s->n; i++) {
 		uint64_t a = s->frames[i];
 		const struct sym *sym = t ? syms_frame(t, a, i && !unwind_is_exact(s->exact, i)) : NULL;
@@ -21,26 +22,33 @@ static void print_stack(const struct session *ss, const struct sample *s)
 	}
 }
 
-int cmd_dump(const struct opts *o, struct session *ss)
+int cmd_dump(const struct opts *o)
 {
+	static struct session ss;
 	static struct sample out[GDB_MAX_CPUS];
-	int n = 0;
-	if (session_open(ss, o) < 0) {                    /* connecting stops the VM */
-		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
-		session_close(ss);
-		return ss->err == ERR_USAGE ? 2 : 1;
+	int n = 0, err = 0;
+	int64_t paused;
+	record_signals();                                 /* a signal waits for the clean way out */
+	if (session_open(&ss, o) < 0) {                   /* connecting stops the VM */
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		session_close(&ss);
+		return ss.err;
 	}
-	int rc = sampler_take(&ss->s, out, &n);           /* registers and stacks of every vCPU */
+	int rc = session_sample(&ss, out, &n, &paused);   /* registers and stacks of every vCPU */
 	if (rc == 0)
-		for (int i = 0; i < n; i++) print_stack(ss, &out[i]);
-	else
-		fprintf(stderr, "gdbsample: %s\n", ss->s.errstr);
-	fflush(stdout);
-	if (session_close(ss) < 0) {                      /* D;1 resumes the guest */
-		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
-		rc = -1;
+		for (int i = 0; i < n; i++) print_stack(&ss, &out[i]);
+	else if (rc < 0)
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+	if (rc < 0) err = ss.err;
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "gdbsample: stdout: %s\n", strerror(errno));
+		err = ERR_SYS;
 	}
-	if (n < ss->ncpu && rc == 0)
-		fprintf(stderr, "gdbsample: %d of %d vCPUs unreadable\n", ss->ncpu - n, ss->ncpu);
-	return rc < 0 ? 1 : 0;
+	if (session_close(&ss) < 0) {                     /* D;1 */
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		if (!err) err = ss.err;
+	}
+	if (n < ss.ncpu && rc == 0)
+		fprintf(stderr, "gdbsample: %d of %d vCPUs unreadable\n", ss.ncpu - n, ss.ncpu);
+	return err;
 }

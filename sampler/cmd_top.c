@@ -1,4 +1,4 @@
-/* top.c: `gdbsample top` -- a live view, redrawn every second, of the hottest functions and chains. */
+/* cmd_top.c: `gdbsample top` -- a live view, redrawn every second, of the hottest functions and chains. */
 #include <stdlib.h>
 #include <unistd.h>
 #include "cli.h"
@@ -77,10 +77,10 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 					    (l->count[i] == l->count[best] && l->key[i] < l->key[best])))
 				best = i;
 		if (best < 0) break;
-		char name[256];
-		syms_format(l->syms ? l->syms : &(struct symtab){ 0 }, l->key[best], name, sizeof name);
-		char *plus = strstr(name, "+0x0");
-		if (plus && !plus[4]) *plus = 0;
+		char name[256]; /* the key is the function's start, or a raw pc where none is known */
+		const struct sym *sym = l->syms ? syms_lookup(l->syms, l->key[best]) : NULL;
+		if (sym && sym->addr == l->key[best]) snprintf(name, sizeof name, "%s", sym->name);
+		else snprintf(name, sizeof name, "0x%llx", (unsigned long long)l->key[best]);
 		printf("  %5.1f  %7llu  %s\n", 100.0 * (double)l->count[best] / (double)l->total,
 		       (unsigned long long)l->count[best], name);
 		l->count[best] = ~l->count[best]; /* mark as shown; restored below */
@@ -94,29 +94,32 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 	fflush(stdout);
 }
 
-int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct pace *p)
+int cmd_top(const struct opts *o)
 {
+	static struct session ss;
+	static struct stats st;
 	static struct top t;
+	struct pace p;
 	struct sinks k = { 0 };
 	record_signals();                                      /* Ctrl-C ends the view */
-	if (session_open(ss, o) < 0) {                         /* attach, check, guard */
-		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
-		session_close(ss);
-		return ss->err == ERR_USAGE ? 2 : 1;
+	if (session_open(&ss, o) < 0) {                        /* attach, check, guard */
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		session_close(&ss);
+		return ss.err;
 	}
-	t.ss = ss;
-	t.lv.syms = session_syms(ss);
+	t.ss = &ss;
+	t.lv.syms = session_syms(&ss);
 	t.chains = report_writer_new(stdout, t.lv.syms, TOP_CHAINS);
 	t.fan.add = fan_add;
 	k.text = &t.fan;
 	k.tick = draw;
 	k.tick_arg = &t;
-	int rc = record_loop(ss, &k, st, p);                   /* redraws once a second */
-	if (rc < 0) fprintf(stderr, "gdbsample: %s\n", ss->errstr);
-	if (session_close(ss) < 0) {                           /* D;1 resumes the guest */
-		fprintf(stderr, "gdbsample: %s\n", ss->errstr);
-		rc = -1;
+	int err = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0; /* redraws once a second */
+	if (err) fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+	if (session_close(&ss) < 0) {                          /* D;1 resumes the guest */
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		if (!err) err = ss.err;
 	}
 	t.chains->free(t.chains);
-	return rc < 0 ? 1 : 0;
+	return err;
 }

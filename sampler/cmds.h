@@ -1,14 +1,14 @@
-/* cmds.h: the subcommands main() dispatches to; each returns the process exit code. */
+/* cmds.h: the subcommands main() dispatches to; each prints its own messages and returns 0 or
+ * the ERR_* code of what failed (main turns it into the exit code). */
 #ifndef CMDS_H
 #define CMDS_H
 #include "cli.h"
-#include "pace.h"
-#include "session.h"
-#include "stats.h"
 
-/* `gdbsample dump`: stop once, print every vCPU's stack, detach. */
-int cmd_dump(const struct opts *o, struct session *ss);
-/* `gdbsample top`: a live view until SIGINT/SIGTERM. */
-int cmd_top(const struct opts *o, struct session *ss, struct stats *st, struct pace *p);
+/* `gdbsample [record]`: sample until -d or a signal, then write the result (cmd_record.c). */
+int cmd_record(const struct opts *o);
+/* `gdbsample dump`: stop once, print every vCPU's stack, detach (cmd_dump.c). */
+int cmd_dump(const struct opts *o);
+/* `gdbsample top`: a live view until a signal (cmd_top.c). */
+int cmd_top(const struct opts *o);
 
 #endif

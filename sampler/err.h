@@ -15,6 +15,7 @@ enum {
 	ERR_FORMAT,   /* a file is malformed */
 	ERR_MISMATCH, /* the ELF does not match the guest */
 	ERR_USAGE,    /* a bad argument */
+	ERR_RESCUED,  /* the pause watchdog resumed the VM while we were held up (not fatal) */
 };
 
 /* Set ctx->err/errstr unless an error is already recorded; errno is saved first. */

@@ -1,12 +1,14 @@
 /* guard.c: a forked guard that resumes the guest if gdbsample dies while the VM is stopped. */
 #include "guard.h"
 #include "err.h"
+#include "rsp.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -28,21 +30,78 @@
  * A parent write is one send() of a few hundred bytes, which the kernel queues whole, so a
  * packet is never left half-sent by a kill.
  */
+/*
+ * The pause watchdog. While the VM is stopped by us (state STOPPED, since_ns set by
+ * guard_enter), the guard wakes every WATCH_MS; if the stop has lasted longer than max_pause_ns
+ * -- gdbsample stopped by SIGSTOP or a debugger, or starved by the host -- it resumes the VM as
+ * above and marks the state RESCUED. Every write to the socket, by either process, happens
+ * under one process-shared lock, and the parent refuses to write once the state is RESCUED: so
+ * a rescue never lands between the parent's check and its write (a `c` after the guard's `c`
+ * would stop the VM again). The parent, refused, knows the VM runs; the replies to its last
+ * batch were read before (it reads all replies of a batch before it writes again), so the
+ * stream holds nothing stale and sampling simply goes on.
+ */
+#define WATCH_MS 50          /* how often the watchdog looks */
+#define DRAIN_MS 100         /* after a resume, drain replies until none came for this long ... */
+#define DRAIN_MAX_MS 2000    /* ... and at most this long in all (a stub that never stops talking) */
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void lock(struct guard_shared *sh)
+{
+	if (pthread_mutex_lock(&sh->lock) == EOWNERDEAD) pthread_mutex_consistent(&sh->lock);
+}
+
 static void resume(int sockfd, const char *pkt);
+static void drain(int sockfd);
+
+/* Resume the VM if the current stop has outlasted the limit. */
+static void watch(int sockfd, const char *pkt, struct guard_shared *sh)
+{
+	int64_t since = sh->since_ns, now = now_ns();
+	if (sh->state != GUARD_STOPPED || !since || now - since <= sh->max_pause_ns) return;
+	lock(sh);
+	if (sh->state == GUARD_STOPPED && sh->since_ns == since) {
+		resume(sockfd, pkt);
+		if (now - since > sh->longest_ns) sh->longest_ns = now - since;
+		sh->rescued_at_ns = now;
+		__atomic_add_fetch(&sh->rescues, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&sh->state, GUARD_RESCUED, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_unlock(&sh->lock);
+}
 
 static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh, void (*rescue)(void *),
 		       void *arg)
 {
 	char b;
+	setsid(); /* out of gdbsample's process group: a group signal must not take us along */
 	signal(SIGINT, SIG_IGN);  /* Ctrl-C reaches the whole process group; the parent handles it */
 	signal(SIGTERM, SIG_IGN); /* we leave when the parent is gone, not before */
+	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	int null = open("/dev/null", O_RDWR); /* hold no pipe of the parent's caller open */
 	if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); if (null > 2) close(null); }
-	while (read(rfd, &b, 1) != 0)
-		if (errno != EINTR) break;
+	for (;;) {
+		struct pollfd p = { .fd = rfd, .events = POLLIN };
+		int r = poll(&p, 1, sh->max_pause_ns ? WATCH_MS : -1);
+		if (r > 0) {
+			ssize_t n = read(rfd, &b, 1);
+			if (n == 0 || (n < 0 && errno != EINTR)) break; /* the parent is gone */
+		}
+		if (sh->max_pause_ns) watch(sockfd, pkt, sh);
+	}
 	if (sh->done) _exit(0);
-	if (sh->in_flight) resume(sockfd, pkt);
+	lock(sh);
+	int resumed = sh->state == GUARD_STOPPED;
+	if (resumed) resume(sockfd, pkt);
+	pthread_mutex_unlock(&sh->lock);
+	if (resumed) drain(sockfd);
 	if (rescue) {
 		close(sockfd); /* drop our end of the gdb connection before the stub is closed */
 		rescue(arg);
@@ -57,48 +116,166 @@ static void resume(int sockfd, const char *pkt)
 	out[0] = '+';
 	out[1] = 0x03;
 	memcpy(out + 2, pkt, n);
-	if (send(sockfd, out, n + 2, MSG_NOSIGNAL) < 0) return;
-	/* Drain replies briefly so QEMU is never blocked writing to a full socket, then leave. */
-	struct pollfd p = { .fd = sockfd, .events = POLLIN };
-	char sink[4096];
-	while (poll(&p, 1, 500) > 0 && recv(sockfd, sink, sizeof sink, 0) > 0) {}
+	if (send(sockfd, out, n + 2, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) return;
 }
 
-int guard_start(struct guard *g, int sockfd, const char *resume_pkt, void (*rescue)(void *), void *arg)
+/* After the parent is gone: drain what QEMU still sends for a while, so it is never blocked
+ * writing to a full socket, but never forever. */
+static void drain(int sockfd)
 {
-	int fds[2];
+	struct pollfd p = { .fd = sockfd, .events = POLLIN };
+	char sink[4096];
+	int64_t end = now_ns() + DRAIN_MAX_MS * 1000000LL;
+	while (now_ns() < end && poll(&p, 1, DRAIN_MS) > 0 && recv(sockfd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+}
+
+/* What the guard tells the parent after connecting: the connection (its fd rides along as
+ * SCM_RIGHTS), or why there is none. */
+struct handover {
+	int ok;                     /* 1: connected */
+	struct conn conn;           /* the connection (fd replaced by the received one) */
+	int err;                    /* else gdb_connect's error */
+	char errstr[128];
+};
+
+static int send_handover(int sock, const struct handover *h, int fd)
+{
+	struct iovec iov = { (void *)h, sizeof *h };
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof *h ? 0 : -1;
+}
+
+static int recv_handover(int sock, struct handover *h, int *fd)
+{
+	struct iovec iov = { h, sizeof *h };
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+	*fd = -1;
+	ssize_t n;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
+	if (n != (ssize_t)sizeof *h) return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) memcpy(fd, CMSG_DATA(c), sizeof *fd);
+	return 0;
+}
+
+int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, const char *path,
+		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *), void *arg)
+{
+	int fds[2], sp[2];
+	pthread_mutexattr_t ma;
 	memset(g, 0, sizeof *g);
+	memset(gdb, 0, sizeof *gdb);
+	rsp_dec_init(&gdb->dec);
+	gdb->conn.fd = -1;
 	g->sh = mmap(NULL, sizeof *g->sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (g->sh == MAP_FAILED || pipe(fds) < 0) {
+	if (g->sh == MAP_FAILED || pipe(fds) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		g->sh = NULL;
 		ERR_SET(g, ERR_SYS, "guard: %s", strerror(errno));
 		return -1;
 	}
-	g->sh->in_flight = 1;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&g->sh->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	g->sh->state = GUARD_STOPPED;
+	g->sh->max_pause_ns = max_pause_ns;
 	pid_t pid = fork();
 	if (pid < 0) {
 		ERR_SET(g, ERR_SYS, "guard: fork: %s", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
+		static struct gdb mine;            /* the guard's own view of the connection */
+		static struct handover h;
+		setsid();                          /* first: from here on a group signal misses us */
 		close(fds[1]);
+		close(sp[0]);
+		h.ok = gdb_connect(&mine, host, port, path) == 0;
+		h.conn = mine.conn;
+		h.err = mine.err;
+		snprintf(h.errstr, sizeof h.errstr, "%s", mine.errstr);
+		/* If the parent is gone already, the handover fails -- but connecting stopped the VM:
+		 * carry on, find the parent gone, and resume it. */
+		send_handover(sp[1], &h, h.ok ? mine.conn.fd : -1);
+		if (!h.ok) _exit(0);
+		close(sp[1]);
 		for (int fd = 3; fd < 1024; fd++) /* keep only the socket and the pipe */
-			if (fd != fds[0] && fd != sockfd) close(fd);
-		guard_main(fds[0], sockfd, resume_pkt, g->sh, rescue, arg);
+			if (fd != fds[0] && fd != mine.conn.fd) close(fd);
+		guard_main(fds[0], mine.conn.fd, resume_pkt, g->sh, rescue, arg);
 	}
 	close(fds[0]);
+	close(sp[1]);
 	g->pid = pid;
 	g->pipe_w = fds[1];
+	struct handover h;
+	int fd, rc = recv_handover(sp[0], &h, &fd);
+	close(sp[0]);
+	if (rc < 0 || !h.ok || fd < 0) {
+		if (fd >= 0) close(fd);
+		guard_finish(g, 1); /* nothing is stopped: let it go */
+		if (rc < 0) ERR_SET(gdb, ERR_SYS, "guard: no connection from it");
+		else ERR_SET(gdb, h.err ? h.err : ERR_SYS, "%s", h.errstr);
+		ERR_SET(g, ERR_SYS, "%s", gdb->errstr);
+		return -1;
+	}
+	gdb->conn = h.conn;
+	gdb->conn.fd = fd;
 	return 0;
 }
 
 void guard_enter(struct guard *g)
 {
-	if (g->sh) __atomic_store_n(&g->sh->in_flight, 1, __ATOMIC_SEQ_CST);
+	if (!g->sh) return;
+	lock(g->sh);
+	g->sh->since_ns = now_ns();
+	__atomic_store_n(&g->sh->state, GUARD_STOPPED, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&g->sh->lock);
 }
 
 void guard_leave(struct guard *g)
 {
-	if (g->sh) __atomic_store_n(&g->sh->in_flight, 0, __ATOMIC_SEQ_CST);
+	if (!g->sh) return;
+	lock(g->sh);
+	if (g->sh->state == GUARD_STOPPED) __atomic_store_n(&g->sh->state, GUARD_RUNNING, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&g->sh->lock);
+}
+
+int guard_gate(void *arg, int enter)
+{
+	struct guard *g = arg;
+	if (!g->sh) return 0;
+	if (!enter) {
+		pthread_mutex_unlock(&g->sh->lock);
+		return 0;
+	}
+	lock(g->sh);
+	if (g->sh->state == GUARD_RESCUED) {
+		pthread_mutex_unlock(&g->sh->lock);
+		return -1;
+	}
+	return 0;
+}
+
+uint64_t guard_acknowledge(struct guard *g)
+{
+	if (!g->sh) return 0;
+	lock(g->sh);
+	if (g->sh->state == GUARD_RESCUED) __atomic_store_n(&g->sh->state, GUARD_RUNNING, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&g->sh->lock);
+	g->seen = g->sh->rescues;
+	return g->seen;
 }
 
 void guard_finish(struct guard *g, int clean)

@@ -9,6 +9,8 @@
 
 #define PAGE 4096ull
 #define STACK_ALIGN 16384ull /* kernel stacks end at a multiple of this (Linux THREAD_SIZE on x86_64) */
+#define MISS_BELOW 64ull     /* a missed read starts this far below the word the walk needs: the next
+			      * steps read slots just below a frame's CFA too (saved registers) */
 #define TEXTCACHE_MAX (1u << 14) /* text blocks remembered (then every new pc costs a read) */
 #define TEXT_BLOCK 64            /* bytes of text read and kept at a time */
 
@@ -102,9 +104,9 @@ static int text_byte(const struct plan *p, uint64_t addr)
  * straddles two pages then costs one `m` instead of two. If the crossing read fails after all,
  * the next trip re-reads the range page by page.
  */
-static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cross)
+static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cross, int max)
 {
-	while (addr < end && v->nwin < UNWIND_MAX_CHUNKS) {
+	while (addr < end && v->nwin < max) {
 		uint64_t pend = (addr | (PAGE - 1)) + 1;
 		if (pend == cross) pend = (pend | (PAGE - 1)) + 1;
 		uint64_t stop = pend < end ? pend : end;
@@ -160,7 +162,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 		if (k == 0 && (lo & ~(PAGE - 1)) != top_page && (v->pred_sp & ~(PAGE - 1)) == top_page &&
 		    cross != top_page)
 			lo = top_page;
-		add_windows(v, lo, hi, cross);
+		add_windows(v, lo, hi, cross, SAMPLE_PREDICT_MAX);
 	}
 }
 
@@ -220,7 +222,7 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		st->cross_failed++;
 		v->nwin_trip = v->nwin;
 		v->refetched = 1;
-		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0);
+		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0, UNWIND_MAX_CHUNKS);
 		return 0;
 	}
 	for (int w = 0; w < v->nwin; w++) /* text that arrived (unreadable text: not hlt) */
@@ -255,14 +257,14 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 				already = 1; /* it was requested and failed (unmapped): give up */
 		if (!already) {
 			/* Read ahead to the next STACK_ALIGN boundary, where a kernel stack (Linux: 16 KiB,
-			 * aligned so) ends and a guard page may begin. The windows split at pages, so an
-			 * unmapped page costs only its own read. */
-			uint64_t lo = uo.need & ~15ull, hi = (lo | (STACK_ALIGN - 1)) + 1;
+			 * aligned so) ends and a guard page may begin, from a little below it. The windows
+			 * split at pages, so an unmapped page costs only its own read. */
+			uint64_t lo = (uo.need - MISS_BELOW) & ~15ull, hi = (uo.need | (STACK_ALIGN - 1)) + 1;
 			if (hi - lo < 16) hi += PAGE; /* the word itself straddles the boundary */
 			if (hi - lo > SAMPLE_EXTENT_MAX) hi = lo + SAMPLE_EXTENT_MAX;
 			if (!more) v->nwin_trip = v->nwin;
 			more = 1;
-			add_windows(v, lo, hi, 0);
+			add_windows(v, lo, hi, 0, UNWIND_MAX_CHUNKS);
 		}
 	}
 	/* Idle is a halted vCPU: the byte before its pc is `hlt`. Given symbols but no image text
@@ -324,6 +326,10 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
 	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;
+	if (!in.user && (uo.stop != UW_END && uo.stop != UW_USER && uo.stop != UW_MAXFRAMES))
+		out->flags |= SF_UNRELIABLE;
+	for (int m = 0; m < UM_N && !in.user; m++) /* frames from a method other than the first: guesses */
+		if (uo.by_method[m] && p->nmethods > 1 && m != p->methods[0]->method) out->flags |= SF_UNRELIABLE;
 	st->stops[uo.stop]++;
 	if (!same) {
 		st->stops_by[uo.stop_method < 0 ? UM_N : uo.stop_method][uo.stop]++;

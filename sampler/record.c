@@ -10,12 +10,18 @@ static void on_signal(int sig)
 	record_stop = 1;
 }
 
+/* Every signal whose default would end the process takes the clean way out instead: finish the
+ * sample, resume the guest, detach, write what was sampled. (SIGKILL cannot be caught: then the
+ * guard resumes the guest.) */
+static const int fatal_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+				     SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ };
+
 void record_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART: wake clock_nanosleep */
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+		sigaction(fatal_signals[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -58,21 +64,16 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			session_warn(ss, "falling behind: %llu sampling deadlines skipped so far; lower -r",
 				     (unsigned long long)p->skipped);
 		int n = 0;
-		int64_t t0 = pace_now();
-		guard_enter(&ss->guard);
-		int taken = sampler_take(&ss->s, out, &n);
-		int resumed = taken == 0 ? sampler_resume(&ss->s) : -1;
-		int64_t t1 = pace_now();
-		if (resumed == 0) {
-			guard_leave(&ss->guard);
-			stopped = 0;
-		}
-		if (taken < 0 || resumed < 0) {
-			ERR_SET(ss, ss->s.err ? ss->s.err : ss->g.err, "%s", ss->s.err ? ss->s.errstr : ss->g.errstr);
+		int64_t t0 = pace_now(), paused;
+		int got = session_sample(ss, out, &n, &paused);    /* stop, read, resume: the session's */
+		if (got < 0) {
 			st->failed_stops++;
 			rc = -1;
 			break;
 		}
+		stopped = 0;
+		if (got > 0) continue;                             /* a round lost to the pause watchdog */
+		int64_t t1 = t0 + paused;
 		stats_pause(st, t1 - t0);
 		st->dropped = ss->s.p.st.reg_errors;
 		for (int i = 0; i < n; i++) {
@@ -92,5 +93,8 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 	}
 	st->end_ns = pace_now();
 	if (end && st->end_ns > end && !rc) st->end_ns = end;
+	st->rescues = ss->rescues;
+	st->rescue_max_ns = ss->rescue_max_ns;
+	st->rescued_samples = ss->rescued_rounds;
 	return rc;
 }

@@ -98,10 +98,12 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		v->hg_ok = len == 2 && p[0] == 'O' && p[1] == 'K';
 		if (!v->hg_ok) s->p.st.rejected++;
 		break;
-	case SL_G: /* only trust registers read with this vCPU selected */
+	case SL_G: /* only trust registers read with this vCPU selected, and all the walk needs */
 		if (v->hg_ok && !rsp_is_error(p, len) && len % 2 == 0 && len / 2 <= sizeof v->regs &&
-		    rsp_unhex(v->regs, p, len / 2) == 0)
+		    len / 2 >= (size_t)s->g->layout.need && rsp_unhex(v->regs, p, len / 2) == 0)
 			v->nregs = (int)(len / 2);
+		else if (v->hg_ok)
+			s->p.st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
 		break;
 	case SL_M: {
 		struct window *w = &v->win[sl->wi];
@@ -115,13 +117,6 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 }
 
 /* Send one batch (optionally behind 0x03) and read every reply. */
-/* The thread id in a stop reply "T02thread:p01.02;" (-1 if none). */
-static int stop_thread(const char *pkt)
-{
-	const char *t = strstr(pkt, "thread:");
-	return t ? gdb_parse_tid(t + 7, NULL) : -1;
-}
-
 static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slots, int ns,
 		int with_stop, int *stop_tid)
 {
@@ -138,7 +133,7 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 		if (ev == GDB_EV_PACKET && rsp_is_stop(s->g->dec.pkt, s->g->dec.len)) {
 			if (expect_stop) {
 				expect_stop = 0;
-				*stop_tid = stop_thread(s->g->dec.pkt);
+				*stop_tid = gdb_stop_tid(s->g->dec.pkt, s->g->dec.len);
 			} else {
 				s->g->st.stray_stops++;
 			}

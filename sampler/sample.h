@@ -12,12 +12,16 @@
 #define SAMPLE_MARGIN 128       /* a stack's window ends this far above the previous walk's highest
 				 * read, unless that walk ended the chain on that stack */
 #define SAMPLE_EXTENT_MAX 4096  /* at most this much of one stack is predicted */
+#define SAMPLE_PREDICT_MAX 8    /* windows a prediction may use: the rest of UNWIND_MAX_CHUNKS is
+				 * left for what the walk turns out to need */
 #define SAMPLE_SPAN 32768       /* one stack's frames lie within this many bytes above its base */
 #define SAMPLE_MAX_TRIPS 4      /* round trips per sample: 1 normally, more on a missed prediction */
 #define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */
 
-/* Sample flags (also the capture's flag bits). */
-enum { SF_IDLE = 1, SF_IRQOFF = 2, SF_USER = 4, SF_PARTIAL = 8 };
+/* Sample flags (also the capture's flag bits). SF_UNRELIABLE: the walk did not end at a stack's
+ * natural bottom (an end marker, user mode, --max-frames), or a frame came from a fallback method
+ * (the frame-pointer guess where ORC or CFI had nothing) -- the kernel's "unreliable" stack. */
+enum { SF_IDLE = 1, SF_IRQOFF = 2, SF_USER = 4, SF_PARTIAL = 8, SF_UNRELIABLE = 16 };
 
 /* One vCPU's sample. */
 struct sample {

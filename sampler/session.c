@@ -1,6 +1,7 @@
 /* session.c: one attachment to a guest -- the kernel image, connection, guard, sampler. */
 #include "session.h"
 #include "err.h"
+#include "pace.h"
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -38,9 +39,16 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->at.kind = kind;
 	if (kind != ATTACH_GDBSTUB && attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri) < 0)
 		return fail(ss, ss->at.err, ss->at.errstr);
-	if (kind != ATTACH_GDBSTUB ? gdb_connect(&ss->g, "127.0.0.1", ss->at.port, NULL) < 0
-				   : gdb_connect(&ss->g, o->sock ? NULL : o->host, o->port, o->sock) < 0)
-		return fail(ss, ss->g.err, ss->g.errstr);
+	/* The guard connects and hands us the connection: whoever stops the VM by connecting, the
+	 * guard (in a session of its own) already holds the socket to resume it. */
+	int gr = kind != ATTACH_GDBSTUB
+		 ? guard_start(&ss->guard, &ss->g, "127.0.0.1", ss->at.port, NULL, "$c#63", (int64_t)(o->max_pause * 1e9),
+			       attach_rescue, &ss->at)
+		 : guard_start(&ss->guard, &ss->g, o->sock ? NULL : o->host, o->port, o->sock, "$c#63",
+			       (int64_t)(o->max_pause * 1e9), NULL, NULL);
+	if (gr < 0) return fail(ss, ss->g.err ? ss->g.err : ERR_SYS, ss->g.err ? ss->g.errstr : ss->guard.errstr);
+	ss->g.gate = guard_gate; /* every write to the stub under the watchdog's lock */
+	ss->g.gate_arg = &ss->guard;
 	ss->attached = 1;
 	if (kind != ATTACH_GDBSTUB) {
 		char tids[128] = "";
@@ -50,13 +58,9 @@ int session_open(struct session *ss, const struct opts *o)
 			 attach_kind_name(kind), ss->at.target, ss->at.accel, ss->at.ncpu, tids, ss->g.conn.where);
 		if (!o->quiet) fprintf(stderr, "gdbsample: attached %s\n", ss->how);
 	}
-	/* Connecting stopped the VM: from here on the guard covers every way we could exit. */
-	if (guard_start(&ss->guard, ss->g.conn.fd, "$c#63", kind != ATTACH_GDBSTUB ? attach_rescue : NULL, &ss->at) < 0)
-		return fail(ss, ERR_SYS, ss->guard.errstr);
 	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
-	if (ss->g.was_paused)
-		session_warn(ss, "the guest was already paused when we attached (an earlier client left it "
-			     "stopped?); it runs while sampled and after we detach");
+	/* No "the guest was already paused" warning: the gdbstub cannot tell (gdb_handshake), and
+	 * with --qmp/--domain attach_open saw it running (query-status) or refused it. */
 	if (!ss->g.conn.loopback)
 		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "
 			     "to anyone who can reach it", ss->g.conn.where);
@@ -76,6 +80,39 @@ int session_open(struct session *ss, const struct opts *o)
 	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
 	return 0;
+}
+
+int session_sample(struct session *ss, struct sample *out, int *n, int64_t *paused_ns)
+{
+	*n = 0;
+	int64_t t0 = pace_now();
+	guard_enter(&ss->guard);
+	int taken = sampler_take(&ss->s, out, n);
+	int resumed = taken == 0 ? sampler_resume(&ss->s) : -1;
+	*paused_ns = pace_now() - t0;
+	if (resumed == 0) {
+		guard_leave(&ss->guard);
+		return 0;
+	}
+	if (ss->g.err == ERR_RESCUED) {
+		/* We were held up and the guard's watchdog resumed the guest; our write was refused, so
+		 * the stream holds nothing stale: the VM runs and sampling goes on. A round read whole
+		 * before the rescue is still good. */
+		ss->g.err = ss->s.err = 0;
+		ss->g.running = 1;
+		ss->rescues = guard_acknowledge(&ss->guard);
+		if (ss->guard.sh && ss->guard.sh->longest_ns > ss->rescue_max_ns) ss->rescue_max_ns = ss->guard.sh->longest_ns;
+		if (ss->guard.sh && ss->guard.sh->rescued_at_ns > t0) /* the guest ran from the rescue on */
+			*paused_ns = ss->guard.sh->rescued_at_ns - t0;
+		session_warn(ss, "gdbsample was held up and the pause watchdog resumed the guest after more than "
+			     "%.0f ms (rescue %llu)", ss->o->max_pause * 1e3, (unsigned long long)ss->rescues);
+		if (taken == 0) return 0;
+		ss->rescued_rounds++;
+		*n = 0;
+		return 1;
+	}
+	ERR_SET(ss, ss->s.err ? ss->s.err : ss->g.err, "%s", ss->s.err ? ss->s.errstr : ss->g.errstr);
+	return -1;
 }
 
 void session_kv(const struct session *ss, char *out, size_t cap)

@@ -24,12 +24,20 @@ struct session {
 	int ncpu;                      /* how many */
 	int attached;                  /* connected and not yet detached */
 	char how[256];                 /* how the VM was reached, for the report header ("" with -p) */
+	uint64_t rescues;              /* stops the pause watchdog ended */
+	int64_t rescue_max_ns;         /* the longest of them */
+	uint64_t rescued_rounds;       /* sample rounds lost to them */
 	int err;                       /* sticky error code (err.h) */
 	char errstr[192];              /* what went wrong */
 };
 
 /* Load symbols, connect, check the ELF, start the guard and the sampler. VM left stopped. */
 int session_open(struct session *ss, const struct opts *o);
+/* One round: stop the VM, read every vCPU, resume it -- with the guard armed from the stop to the
+ * resume. 0: *n samples in out, *paused_ns the time the VM was stopped (measured by us); 1: the
+ * round was lost because the pause watchdog resumed the VM while we were held up (the VM runs,
+ * counted, warned); -1: failed (ss->err). */
+int session_sample(struct session *ss, struct sample *out, int *n, int64_t *paused_ns);
 /* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. */
 int session_close(struct session *ss);
 /* Append the attach summary lines (attach, accel, vcpu_threads, gdbstub) to the key value text. */

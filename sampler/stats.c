@@ -78,6 +78,8 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	   (unsigned long long)st->failed_stops, gs->naks, gs->retransmits, gs->badsum);
 	KV("deadlines_skipped %llu\nlateness_max_ns %lld\n", (unsigned long long)late_count(p),
 	   (long long)(p ? p->late_max_ns : 0));
+	KV("watchdog_rescues %llu\nwatchdog_longest_ns %lld\nwatchdog_lost_rounds %llu\n",
+	   (unsigned long long)st->rescues, (long long)st->rescue_max_ns, (unsigned long long)st->rescued_samples);
 #undef KV
 }
 
@@ -112,8 +114,8 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 		int first = 1;
 		for (int i = 0; i < UW_NSTOPS; i++) {
 			if (!ss->stops_by[m][i]) continue;
-			P("%s%s %s %llu", first ? (any ? "; " : " ") : ", ", first ? (m < UM_N ? unwind_method_names[m] : "none") : "",
-			  unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
+			if (first) P("%s%s", any ? "; " : " ", m < UM_N ? unwind_method_names[m] : "none");
+			P("%s %s %llu", first ? "" : ",", unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
 			first = 0;
 			any = 1;
 		}
@@ -126,5 +128,10 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	  (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply,
 	  (unsigned long long)st->failed_stops, gs->naks, gs->badsum, (unsigned long long)late_count(p),
 	  p ? (double)p->late_max_ns / 1e6 : 0.0);
+	if (st->rescues)
+		P("gdbsample: the pause watchdog resumed the guest %llu time%s (gdbsample was held up, longest "
+		  "stop %.0f ms; %llu sample round%s lost)\n", (unsigned long long)st->rescues, st->rescues == 1 ? "" : "s",
+		  (double)st->rescue_max_ns / 1e6, (unsigned long long)st->rescued_samples,
+		  st->rescued_samples == 1 ? "" : "s");
 #undef P
 }

@@ -19,6 +19,9 @@ struct stats {
 	uint64_t idle;                     /* idle vCPU samples */
 	uint64_t dropped;                  /* vCPU samples lost (registers unreadable) */
 	uint64_t failed_stops;             /* sample rounds that failed outright */
+	uint64_t rescues;                  /* stops the pause watchdog ended (gdbsample held up) */
+	int64_t rescue_max_ns;             /* the longest of them, as the watchdog saw it */
+	uint64_t rescued_samples;          /* sample rounds lost to those rescues */
 };
 
 void stats_init(struct stats *st, int64_t now_ns);

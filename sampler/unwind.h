@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #define UW_NREGS 33          /* DWARF register numbers 0..32 (x86_64 uses 0..16, aarch64 0..32) */
-#define UNWIND_MAX_CHUNKS 8  /* stack windows one walk can see */
+#define UNWIND_MAX_CHUNKS 16 /* stack windows one walk can see */
 #define UW_MAX_EXTENTS 4     /* distinct stacks one walk may cross (exception, IRQ, task stack) */
 #define UW_MAX_SWITCHES 3    /* stack switches allowed in one walk */
 

@@ -38,7 +38,23 @@ static void test_flags(void)
 	CHECK(cli_cpus(&o, 4, cpus) == 3 && cpus[0] == 0 && cpus[1] == 2 && cpus[2] == 3);
 	CHECK(cli_cpus(&o, 3, cpus) == -1 && strstr(o.errstr, "out of range"));
 	CHECK(parse(&o, "dump -u /tmp/s") == 0 && o.cmd == CMD_DUMP && !strcmp(o.sock, "/tmp/s"));
-	CHECK(parse(&o, "top -H [::1]:9 -f capture") == 0 && o.cmd == CMD_TOP && !strcmp(o.host, "::1"));
+	CHECK(parse(&o, "top -H [::1]:9") == 0 && o.cmd == CMD_TOP && !strcmp(o.host, "::1"));
+	/* dump and top write to the terminal: -o and -f are refused, not ignored */
+	CHECK(parse(&o, "top -p 1 -o /dev/full") == -1 && strstr(o.errstr, "-o and -f are for record"));
+	CHECK(parse(&o, "dump -p 1 -f capture") == -1 && strstr(o.errstr, "-o and -f are for record"));
+	/* a long option without its value is named; so is an unknown one */
+	CHECK(parse(&o, "-p 1 --chains") == -1 && !strcmp(o.errstr, "--chains: missing value"));
+	CHECK(parse(&o, "-p 1 --max-pause") == -1 && !strcmp(o.errstr, "--max-pause: missing value"));
+	CHECK(parse(&o, "-p 1 --bogus") == -1 && strstr(o.errstr, "'--bogus'"));
+	/* numbers are digits only; durations at least a millisecond */
+	CHECK(parse(&o, "-d 1e-300 -p 1") == -1 && strstr(o.errstr, "-d: bad duration"));
+	CHECK(parse(&o, "--unwind orc -p 1") == -1 && strstr(o.errstr, "needs the kernel image"));
+	CHECK(parse(&o, "--unwind orc -e k -p 1 --kaslr-offset 1000 --max-pause 0.5") == 0 && o.unwind == UNWIND_ORC &&
+	      o.kaslr == 0x1000 && o.have_kaslr && o.max_pause == 0.5);
+	CHECK(parse(&o, "-p 1 --kaslr-offset 123") == -1 && strstr(o.errstr, "page-aligned"));
+	CHECK(parse(&o, "-p 1 -e a -e b -e c -e d -e e") == -1 && strstr(o.errstr, "more than 4 times"));
+	char *spaced[] = { "gdbsample", "-p", " 80", NULL }; /* strtol would take it */
+	CHECK(cli_parse(&o, 3, spaced) == -1 && strstr(o.errstr, "-p: bad value"));
 	CHECK(parse(&o, "-h") == 0 && o.help);
 }
 

@@ -38,13 +38,14 @@ void test_plan(void)
 	memset(&v, 0, sizeof v);
 
 	/* First sample: nothing predicted, so no window; the registers arrive, the walk needs the
-	 * frame at fp: the plan asks for it, to the end of the 16 KiB stack area (at most 4 KiB). */
+	 * frame at fp: the plan asks for it, from 64 bytes below (slots under a CFA) to the end of
+	 * the 16 KiB stack area (at most 4 KiB). */
 	plan_first(&p, &v);
 	CHECK(v.nwin == 0);
 	regs(&v, K + 0x10, STK + 0x3f00, STK + 0x3f40);
 	v.trips = 1;
 	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
-	CHECK(v.nwin_trip == 0 && v.nwin == 1 && v.win[0].addr == STK + 0x3f40 && v.win[0].len == 0xc0);
+	CHECK(v.nwin_trip == 0 && v.nwin == 1 && v.win[0].addr == STK + 0x3f00 && v.win[0].len == 0x100);
 	/* The reply: a two-frame chain ending in a zero frame pointer. */
 	v.win[0].ok = 1;
 	put(&v.win[0], STK + 0x3f40, STK + 0x3f80);

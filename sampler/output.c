@@ -1,0 +1,85 @@
+/* output.c: -o FILE written to a temporary file beside it and renamed into place only once the
+ * result is complete -- a failed or refused run never touches an existing FILE. */
+#include "output.h"
+#include "err.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int output_open(struct output *o, const char *path, const char *const *inputs, int ninputs)
+{
+	struct stat so, si;
+	memset(o, 0, sizeof *o);
+	o->path = path;
+	o->fd = -1;
+	if (!path) {
+		o->f = stdout;
+		o->fd = 1;
+		return 0;
+	}
+	int exists = stat(path, &so) == 0;
+	for (int i = 0; exists && i < ninputs; i++)
+		if (inputs[i] && stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+			ERR_SET(o, ERR_USAGE, "-o %s is the input %s: refusing to overwrite it", path, inputs[i]);
+			return -1;
+		}
+	if (exists && !S_ISREG(so.st_mode)) { /* a device or a FIFO: nothing to replace, write to it */
+		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+	} else {
+		/* Beside the file a symlink names, so the rename replaces the file, not the link. */
+		if (!exists || !realpath(path, o->final)) snprintf(o->final, sizeof o->final, "%s", path);
+		snprintf(o->tmp, sizeof o->tmp, "%s.partial-XXXXXX", o->final);
+		o->fd = mkostemp(o->tmp, O_CLOEXEC);
+		if (o->fd >= 0) { /* mkostemp makes it 0600: give it what open(0644) would have */
+			mode_t um = umask(0);
+			umask(um);
+			fchmod(o->fd, 0644 & ~um);
+		}
+	}
+	if (o->fd < 0 || !(o->f = fdopen(o->fd, "w"))) {
+		ERR_SET(o, ERR_SYS, "-o %s: %s", path, strerror(errno));
+		if (o->fd >= 0) close(o->fd);
+		if (o->tmp[0]) unlink(o->tmp);
+		o->tmp[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int output_commit(struct output *o)
+{
+	if (!o->path) {
+		if (fflush(stdout) || ferror(stdout)) {
+			ERR_SET(o, ERR_SYS, "stdout: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	int bad = fflush(o->f) || ferror(o->f);
+	if (!bad && o->tmp[0] && fsync(o->fd) < 0) bad = 1;
+	if (fclose(o->f)) bad = 1;
+	o->f = NULL;
+	if (bad) {
+		ERR_SET(o, ERR_SYS, "-o %s: %s", o->path, strerror(errno));
+		if (o->tmp[0]) unlink(o->tmp);
+		o->tmp[0] = 0;
+		return -1;
+	}
+	if (o->tmp[0] && rename(o->tmp, o->final) < 0) {
+		ERR_SET(o, ERR_SYS, "-o %s: %s", o->path, strerror(errno));
+		unlink(o->tmp);
+		o->tmp[0] = 0;
+		return -1;
+	}
+	o->tmp[0] = 0;
+	return 0;
+}
+
+void output_abort(struct output *o)
+{
+	if (o->f && o->f != stdout) fclose(o->f);
+	o->f = NULL;
+	if (o->tmp[0]) unlink(o->tmp);
+	o->tmp[0] = 0;
+}

@@ -1,0 +1,136 @@
+"""The guest is never left paused: signals to gdbsample's whole process group, and the pause
+watchdog while gdbsample is stopped. Every QEMU is stopped by its pid (the boot fixture); every
+gdbsample started here leads its own process group, which the tests signal as a terminal or
+`timeout -s KILL` would, and is waited for."""
+import os
+import signal
+import subprocess
+import time
+
+import conftest
+import pytest
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+
+
+def has_stub(qmp_path):
+    """A gdbstub chardev is open on the guest (QMP human-monitor-command `info chardev`)."""
+    return any(line.startswith("gdb:") for line in conftest.hmp(qmp_path, "info chardev").splitlines())
+
+
+def start_group(g, *args):
+    """gdbsample against guest g as the leader of a new process group (start_new_session)."""
+    cmd = [GDBSAMPLE, "-p", str(g.gdbport), "-e", g.kernel] + list(args)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_sampling(p):
+    """Give gdbsample a moment to start sampling (the assertions hold wherever the signal lands,
+    during attach included: this only makes most of them land mid-run)."""
+    time.sleep(0.5)
+    assert p.poll() is None, p.communicate()
+
+
+CATCHABLE = [signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGTERM]
+
+
+@pytest.mark.parametrize("sig", CATCHABLE, ids=[s.name for s in CATCHABLE])
+def test_group_signal_takes_the_clean_way_out(boot, sig):
+    """A signal to the whole group (gdbsample and its guard, as a closed terminal or `kill -- -PGID`
+    sends it): gdbsample finishes the sample, resumes, detaches, writes its report and exits 0;
+    the guest runs."""
+    g = boot(smp=2, qmp=True)
+    g.work("chain 6")
+    p = start_group(g, "-r", "500")
+    wait_sampling(p)
+    os.killpg(p.pid, sig)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert out.startswith("profiled ") and "samples of 2 vCPUs" in err, (out, err)
+    assert conftest.wait_running(g.qmp_path) == "running"
+
+
+def test_group_sigkill_never_leaves_guest_frozen(boot):
+    """SIGKILL to the whole group, twenty times from the first millisecond on (attach included):
+    the guard lives in a session of its own and is the one that connects, so it outlives the
+    group and resumes the guest every time."""
+    g = boot(smp=2, qmp=True)
+    g.work("chain 6")
+    for i in range(20):
+        p = start_group(g, "-r", "1000", "-q")
+        time.sleep(0.01 * i)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate(timeout=30)
+        assert conftest.wait_running(g.qmp_path, timeout=5) == "running", f"iteration {i}"
+    assert g.cmd("uptime").startswith("up ")
+
+
+def test_qmp_group_sigkill_closes_the_stub(boot):
+    """With --qmp, a group SIGKILL: the guard (out of the group) closes the gdbstub gdbsample
+    opened, and the guest runs; the next --qmp run is not refused."""
+    g = boot(smp=2, gdb=False, qmp=True)
+    g.work("chain 6")
+    cmd = [GDBSAMPLE, "--qmp", g.qmp_path, "-e", g.kernel, "-r", "500", "-q"]
+    for i in range(3):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        time.sleep(0.5 + 0.2 * i)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate(timeout=30)
+        assert conftest.wait_running(g.qmp_path, timeout=5) == "running", f"iteration {i}"
+        # the guard resumes first, then closes the stub: wait for that (bounded)
+        deadline = time.monotonic() + 10
+        while has_stub(g.qmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not has_stub(g.qmp_path), f"iteration {i}: the gdbstub gdbsample opened is still there"
+    r = subprocess.run(cmd[:5] + ["-d", "0.5"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_watchdog_resumes_guest_while_gdbsample_is_stopped(boot):
+    """SIGSTOP gdbsample: within about --max-pause the guard resumes the guest (QMP says running
+    while gdbsample is still stopped). SIGCONT: gdbsample notices, counts the rescue, goes on
+    sampling and ends normally. At -r 10000 gdbsample samples back to back, so most SIGSTOPs land
+    with the guest stopped (the others between two samples, when it runs anyway): ten rounds make
+    a run without a single rescue vanishingly unlikely (< 1e-3 even if only half landed so)."""
+    g = boot(smp=2, qmp=True)
+    g.work("chain 6")
+    p = start_group(g, "-r", "10000", "--max-pause", "0.2", "-q")
+    wait_sampling(p)
+    for i in range(10):
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            # the watchdog's limit is 0.2 s; allow a loaded host 5 s to notice
+            assert conftest.wait_running(g.qmp_path, timeout=5) == "running", f"round {i}"
+            assert g.cmd("uptime").startswith("up ")  # the guest really runs
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+        time.sleep(0.05 * i)
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert out.startswith("profiled ") and "chain6" in out, out
+    assert conftest.wait_running(g.qmp_path) == "running"
+    assert "the pause watchdog resumed the guest" in err, err
+
+
+def test_watchdog_off_with_zero(boot):
+    """--max-pause 0: no watchdog; a stopped gdbsample keeps the guest stopped (what a debugging
+    user may want), and SIGCONT lets it finish normally."""
+    g = boot(smp=1, qmp=True)
+    g.work("chain 6")
+    p = start_group(g, "-r", "100", "--max-pause", "0", "-d", "3")
+    wait_sampling(p)
+    os.kill(p.pid, signal.SIGSTOP)
+    try:
+        # gdbsample is stopped either between samples (the guest runs) or inside one (paused): over
+        # 2 s it must not have been resumed *by the watchdog* -- the summary says none happened
+        time.sleep(0.5)
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert "pause watchdog" not in err, err
+    assert "watchdog_rescues" not in err
+    assert conftest.wait_running(g.qmp_path) == "running"
