@@ -14,11 +14,9 @@ import datetime
 import os
 import platform
 import random
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "analysis"))

@@ -13,9 +13,11 @@ Layout (all integers little-endian; version 2 is written, version 1 still reads)
     20 payload
     v2: an unknown chunk type is damage (v1: skipped)
   sample record: u64 t_ns, u16 cpu, u8 flags, u8 n (>= 1), u64 frames[n] (pc, then return addresses)
+    t_ns < 2^63 and cpu < 4096, else the sample makes no sense: damage
     v2, flags bit 7 set: u16 L, then L bytes of extension records (u8 type, u8 len, data); type 1
     = the indexes (u8 each) of exact frames (interrupted pcs). Bit 7 is not a sample flag.
-  summary payload: UTF-8 "key value" lines, written once, last.
+  summary payload: UTF-8 "key value" lines, written once, last. Values a reader computes with
+    (SUMMARY_NUMBERS) that are not valid numbers are dropped, as if absent (Capture.summary_bad).
 
 Parsing (parse_header, parse_samples, parse_summary) works on bytes; Capture feeds it from the file
 one chunk at a time, so memory stays flat in the number of samples.
@@ -29,6 +31,7 @@ FLAG_IDLE = 1      # halted in hlt
 FLAG_IRQOFF = 2    # interrupts off
 FLAG_USER = 4      # user mode: only the pc was recorded
 FLAG_PARTIAL = 8   # the walk stopped early
+FLAG_UNRELIABLE = 16  # the walk did not reach a stack's natural bottom, or a fallback method guessed
 FLAG_EXT = 0x80    # v2: an extension block follows the frames (stripped from Sample.flags)
 
 HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are in the file
@@ -42,6 +45,8 @@ CHUNK_SAMPLES = 1
 CHUNK_SUMMARY = 2
 CHUNK_MAX = 1 << 20                       # largest payload a reader accepts
 EXT_EXACT = 1                             # extension record: indexes of exact frames
+MAX_CPUS = 4096                           # vCPUs (header) and vCPU indexes (samples) are below this
+TIME_MAX = (1 << 63) - 1                  # largest sample time: a CLOCK_MONOTONIC difference, s64
 ARCHES = {1: "x86_64", 2: "aarch64", 3: "riscv64"}
 ID_KINDS = {0: "none", 1: "build-id", 2: "fnv1a64"}
 METHODS = {0: "fp", 1: "cfi", 2: "orc"}   # header `methods` bits: unwinding methods used
@@ -49,6 +54,14 @@ METHODS = {0: "fp", 1: "cfi", 2: "orc"}   # header `methods` bits: unwinding met
 HEADER = struct.Struct("<8sHHHHIIQQQBBH32sqQB23xI")
 RECORD = struct.Struct("<QHBB")           # t_ns, cpu, flags, frame count
 NO_EXACT = frozenset()                    # shared by every sample without exact frames
+# Summary keys a reader computes with -> the number each must be: "count", an integer in
+# 0..TIME_MAX; "real", any number in 0..TIME_MAX. Anything else is dropped (Capture.summary_bad).
+SUMMARY_NUMBERS = {"duration_ns": "count", "samples": "count", "idle": "count", "dropped": "count",
+                   "vcpus": "count", "stops": "count", "rate_requested_hz": "real",
+                   "rate_achieved_hz": "real", "pause_p50_us": "real", "pause_p99_us": "real",
+                   "pause_max_us": "real", "stopped_fraction": "real"}
+# Control characters in summary text (terminal escapes from a hostile file) print as \xNN.
+_CONTROLS = {c: "\\x%02x" % c for c in [*range(32), *range(127, 160)] if c != 9}
 
 # exact: indexes of the frames that are interrupted pcs (named by their own address), not return
 # addresses; empty for version 1 and most samples.
@@ -72,6 +85,8 @@ def parse_header(data):
     if version not in VERSIONS or hsize != HEADER_SIZE:
         raise CaptureError("unsupported capture version %d (header size %d); this reader knows "
                            "versions %s" % (version, hsize, " and ".join(map(str, VERSIONS))))
+    if ncpus > MAX_CPUS:
+        raise CaptureError("header says %d vCPUs (at most %d)" % (ncpus, MAX_CPUS))
     if version < 2:   # bytes 84..123 were reserved
         kaslr, stext, methods = 0, 0, 0
     return dict(version=version, arch=arch, ncpus=ncpus, rate_hz=rate, max_frames=maxf,
@@ -115,6 +130,7 @@ def parse_samples(payload, records, version=1):
     unpack = RECORD.unpack_from
     structs = _frame_structs
     ext = FLAG_EXT if version >= 2 else 0   # v1: bit 7 is nothing special
+    tmax, cmax = TIME_MAX, MAX_CPUS
     while pos < end:
         if end - pos < 12:
             raise ValueError("sample record cut off at payload byte %d" % pos)
@@ -122,6 +138,9 @@ def parse_samples(payload, records, version=1):
         nxt = pos + 12 + 8 * n
         if n == 0:
             raise ValueError("sample with no frames at payload byte %d" % pos)
+        if t > tmax or cpu >= cmax:
+            raise ValueError("sample at payload byte %d makes no sense (time %d ns, vCPU %d)"
+                             % (pos, t, cpu))
         if end < nxt:
             raise ValueError("sample overruns its chunk at payload byte %d" % pos)
         fs = structs.get(n)
@@ -144,10 +163,10 @@ def parse_samples(payload, records, version=1):
 
 def parse_summary(payload):
     """Summary text -> dict; numbers become int or float, other values stay str (the rest of the
-    line: values may contain spaces)."""
+    line: values may contain spaces; control characters as \\xNN)."""
     out = {}
     for line in payload.decode("utf-8", "replace").splitlines():
-        key, _, value = line.strip().partition(" ")
+        key, _, value = line.translate(_CONTROLS).strip().partition(" ")
         if not key:
             continue
         value = value.strip()
@@ -159,6 +178,23 @@ def parse_summary(payload):
                 pass
         out[key] = value
     return out
+
+
+def valid_number(value, kind):
+    """True if a summary value is the number kind ("count" or "real") of SUMMARY_NUMBERS says."""
+    if kind == "count":
+        return type(value) is int and 0 <= value <= TIME_MAX
+    return type(value) in (int, float) and 0 <= value <= TIME_MAX   # not NaN, not infinite
+
+
+def check_summary(summary):
+    """Drops the values of SUMMARY_NUMBERS keys that are not valid numbers (text, negative,
+    NaN, infinite, too large) from summary: -> [(key, value)] dropped, in key order."""
+    bad = sorted((k, v) for k, v in summary.items()
+                 if k in SUMMARY_NUMBERS and not valid_number(v, SUMMARY_NUMBERS[k]))
+    for k, _ in bad:
+        del summary[k]
+    return bad
 
 
 class Capture:
@@ -192,7 +228,8 @@ class Capture:
         self.methods = fields["methods"]            # unwinding methods used, bit 1 << k (METHODS)
         self.intact = None          # after samples(): True if every byte was read cleanly
         self.problem = None         # after samples(): one line, what was lost and where
-        self.summary = {}           # the summary chunk, {} if absent
+        self.summary = {}           # the summary chunk, {} if absent (invalid numbers left out)
+        self.summary_bad = []       # [(key, value)] of summary numbers left out as invalid
         self.chunks_ok = 0          # good chunks read
         self.bytes_lost = 0         # bytes from the first bad chunk to the end of the file
         self.samples_read = 0       # samples delivered
@@ -200,7 +237,7 @@ class Capture:
 
     def samples(self):
         """Yields every Sample of every good chunk, in file order; stops at the first bad one."""
-        self.intact, self.problem, self.summary = None, None, {}
+        self.intact, self.problem, self.summary, self.summary_bad = None, None, {}, []
         self.chunks_ok = self.bytes_lost = self.samples_read = 0
         self.last_time_ns = None
         try:
@@ -245,6 +282,7 @@ class Capture:
                 offset += CHUNK_HEADER.size + length
                 if ctype == CHUNK_SUMMARY:
                     self.summary = parse_summary(payload)
+                    self.summary_bad = check_summary(self.summary)
                 elif ctype == CHUNK_SAMPLES and batch:
                     self.samples_read += len(batch)
                     self.last_time_ns = batch[-1].time_ns

@@ -1,9 +1,15 @@
 """cli.py: gdbsample-analyze's command line -- one subcommand per module, errors on one line."""
 import argparse
+import functools
 import importlib
+import signal
 import sys
 
+from . import output
+from .capture import CaptureError
 from .common import EXIT_FAIL, EXIT_USAGE, PROG, Failure
+from .folded import FoldedError
+from .symbols import SymbolError
 
 # Subcommands in help order: name -> module in this package. Each module defines HELP (one line),
 # add_arguments(parser) and run(args) -> exit code. Adding a subcommand is one line here.
@@ -29,7 +35,9 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+@functools.lru_cache(maxsize=None)
 def build_parser():
+    """The parser, built once (parse_args leaves it unchanged: main may run many times in-process)."""
     p = Parser(prog=PROG, description="Decode, symbolize, fold, report and diff gdbsample captures.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
@@ -40,8 +48,20 @@ def build_parser():
     return p
 
 
+class Terminated(Exception):
+    pass
+
+
+def on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        old_term = signal.signal(signal.SIGTERM, on_sigterm)      # killed: still clean up
+    except ValueError:
+        old_term = None                                            # not the main thread
     try:
         args = build_parser().parse_args(argv)                     # bad flag: one line, exit 2
         if not getattr(args, "command", None):
@@ -53,9 +73,19 @@ def main(argv=None):
     except Failure as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return e.code
+    except (CaptureError, SymbolError, FoldedError) as e:         # a reader's error not caught nearer
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return EXIT_FAIL
     except BrokenPipeError:
         sys.stderr.close()                                         # reader went away: quiet
         return EXIT_FAIL
     except KeyboardInterrupt:
         sys.stderr.write("%s: interrupted\n" % PROG)
         return 130
+    except Terminated:
+        sys.stderr.write("%s: terminated\n" % PROG)
+        return 128 + signal.SIGTERM
+    finally:
+        output.abort_all()                                         # unfinished outputs: removed
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)

@@ -1,5 +1,4 @@
-"""common.py: what every subcommand shares -- exit codes, opening inputs and outputs, loss notes."""
-import os
+"""common.py: what every subcommand shares -- exit codes, opening inputs, loss notes (outputs: output.py)."""
 import sys
 
 from .capture import Capture, CaptureError
@@ -43,12 +42,42 @@ def load_symbols(path):
 
 
 def offset_arg(text):
-    """--kaslr-offset's value: hex, 0x optional, a leading - allowed (argparse type)."""
+    """--kaslr-offset's value: hex, 0x optional, a leading - allowed, 64 bits (argparse type)."""
     import argparse
     try:
-        return int(text, 16)
+        value = int(text, 16)
     except ValueError:
-        raise argparse.ArgumentTypeError("bad offset %.40r (hex, e.g. 0x1e00000)" % text) from None
+        value = None
+    if value is None or not -(1 << 64) < value < 1 << 64:
+        raise argparse.ArgumentTypeError("bad offset %.40r (64-bit hex, e.g. 0x1e00000)" % text)
+    return value
+
+
+def number_arg(text, lo, hi, integer):
+    """An option's number in lo..hi (an integer if asked): the value, or ArgumentTypeError --
+    never NaN, infinity, or a number too large to compute with."""
+    import argparse
+    import math
+    value = None
+    if len(text) <= 40:
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            pass
+    if value is None or not math.isfinite(value) or not lo <= value <= hi:
+        raise argparse.ArgumentTypeError("bad value %.40r (expected %s %s-%s)"
+                                         % (text, "an integer" if integer else "a number", lo, hi))
+    return value
+
+
+def count_type(lo, hi):
+    """argparse type: an integer in lo..hi."""
+    return lambda text: number_arg(text, lo, hi, True)
+
+
+def real_type(lo, hi):
+    """argparse type: a finite number in lo..hi."""
+    return lambda text: number_arg(text, lo, hi, False)
 
 
 def add_offset_argument(p, base=False):
@@ -90,44 +119,17 @@ def is_capture(path):
         raise Failure("%s: %s" % (path, e.strerror or e)) from None
 
 
+def summary_notes(cap):
+    """After reading cap: warn about summary numbers left out as invalid (they count as absent)."""
+    for key, value in cap.summary_bad:
+        warn("%s: summary %s %.40r is not a valid number; ignored" % (cap.path, key, str(value)))
+
+
 def loss_status(cap):
     """After reading cap: warn about what was lost; EXIT_DAMAGED or EXIT_OK."""
+    summary_notes(cap)
     if cap.intact:
         return EXIT_OK
     warn("%s: %s; the output covers the %d samples before that"
          % (cap.path, cap.problem, cap.samples_read))
     return EXIT_DAMAGED
-
-
-class Output:
-    """-o FILE or stdout, opened up front so a bad path fails before any work."""
-
-    def __init__(self, path):
-        self.path = path
-        if path in (None, "-"):
-            self.f = sys.stdout
-        else:
-            try:
-                self.f = open(path, "w", encoding="utf-8")
-            except OSError as e:
-                raise Failure("%s: %s" % (path, e.strerror or e)) from None
-
-    def write(self, text):
-        try:
-            self.f.write(text)
-        except OSError as e:
-            raise Failure("%s: %s" % (self.path or "stdout", e.strerror or e)) from None
-
-    def close(self):
-        try:
-            self.f.flush()
-            if self.f is not sys.stdout:
-                self.f.close()
-        except OSError as e:
-            raise Failure("%s: %s" % (self.path or "stdout", e.strerror or e)) from None
-
-
-def split_path(path, cpu):
-    """-o OUT with --split-by-cpu: OUT's name with .cpuN before the extension (out.cpu0.folded)."""
-    base, ext = os.path.splitext(path)
-    return "%s.cpu%d%s" % (base, cpu, ext)

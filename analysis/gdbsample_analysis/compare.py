@@ -17,7 +17,7 @@ sampling noise alone reaches at the 95th percentile for these sample sizes (a fe
 samples give ~0.08 by chance), both computed on the functions that are neither tick-blind nor
 tick-shifted, renormalised.
 """
-from . import common, filters, profiles, stats
+from . import common, filters, output, profiles, stats
 from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 
 HELP = "compare an in-guest `profile` report with an external profile (capture, folded or report)"
@@ -34,12 +34,13 @@ def add_arguments(p):
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or System.map, to name a capture's frames")
     common.add_offset_argument(p)
     filters.add_arguments(p)
-    p.add_argument("--tolerance", type=float, default=2.0, metavar="PP",
+    p.add_argument("--tolerance", type=common.real_type(0, 100), default=2.0, metavar="PP",
                    help="differences within this many percentage points count as agreement (default 2)")
-    p.add_argument("--max-tvd", type=float, default=0.05, metavar="D",
+    p.add_argument("--max-tvd", type=common.real_type(0, 1), default=0.05, metavar="D",
                    help="largest total variation distance still `consistent`, beyond what sampling noise "
                         "explains (default 0.05)")
-    p.add_argument("--chains", type=int, default=8, metavar="N", help="chains in the chain table (default 8)")
+    p.add_argument("--chains", type=common.count_type(0, 1000000), default=8, metavar="N",
+                   help="chains in the chain table (default 8, 0 for none)")
 
 
 class Row:
@@ -140,8 +141,7 @@ def chain_table(a, b, n):
 
 
 def run(args):
-    if args.tolerance < 0 or args.max_tvd < 0 or args.chains < 0:
-        raise Failure("--tolerance, --max-tvd and --chains must not be negative", EXIT_USAGE)
+    out = output.Output(None, (args.inguest, args.external, args.elf))  # stdout, not >> an input
     try:
         syms = common.load_symbols(args.elf) if args.elf else None
         a = profiles.load(args.inguest, syms, args)
@@ -149,8 +149,9 @@ def run(args):
     except Failure as e:  # compare's codes: 1 means `differs`, so unreadable input is 2
         raise Failure(str(e), EXIT_USAGE if e.code == EXIT_FAIL else e.code) from None
     for prof in (a, b):
-        if prof.total == 0:
-            raise Failure("%s has no samples to compare" % prof.name, EXIT_USAGE)
+        if prof.total == 0:   # a damaged capture with nothing before the damage: 3
+            raise Failure("%s has no samples to compare" % prof.name,
+                          EXIT_DAMAGED if prof.damaged else EXIT_USAGE)
     rows = categories(a, b)
     classify(rows, a, b)
     kept, n_in, n_ext = judge(rows, a, b, args.tolerance)
@@ -162,7 +163,6 @@ def run(args):
     noise = stats.tvd_noise95([r.k_in for r in kept], [r.k_ext for r in kept])
     consistent = not differs and distance <= args.max_tvd + noise
 
-    out = common.Output(None)
     out.write("in-guest: %s (%s, %d samples%s)\n" % (a.name, a.source, a.total,
               ", %d windows" % a.windows if a.windows > 1 else ""))
     out.write("external: %s (%s, %d samples)\n\n" % (b.name, b.source, b.total))
@@ -186,7 +186,7 @@ def run(args):
     if differs:
         out.write("differs on: %s\n" % ", ".join(differs))
     out.write("verdict: %s\n" % ("consistent" if consistent else "differs"))
-    out.close()
+    out.commit()
     if a.damaged or b.damaged:
         return EXIT_DAMAGED
     return EXIT_CONSISTENT if consistent else EXIT_DIFFERS

@@ -6,8 +6,8 @@ as FlameGraph's difffolded.pl -n does, so the two columns compare shares; --no-n
 raw counts. The movers table ranks functions by the change of their self share (samples where
 they are the leaf), in percentage points, with their inclusive share beside it.
 """
-from . import common, filters
-from .common import EXIT_OK, EXIT_USAGE, Failure
+from . import common, filters, output
+from .common import EXIT_OK
 from .fold import fold_capture
 from .folded import sorted_items
 
@@ -23,7 +23,8 @@ def add_arguments(p):
     p.add_argument("-o", "--output", metavar="OUT", help="write the differential folded stacks to OUT")
     p.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="keep raw counts (default: BASE scaled to NEW's total)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="movers in the table (default 10)")
+    p.add_argument("--top", type=common.count_type(1, 1000000), default=10, metavar="N",
+                   help="movers in the table (default 10)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--table", action="store_true",
                    help="print only the movers table, on stdout (default: table on stderr)")
@@ -90,10 +91,9 @@ def movers(base, new, top):
 
 
 def run(args):
-    if args.top < 1:
-        raise Failure("--top: expected a count >= 1", EXIT_USAGE)
     statuses = []
-    out = common.Output(None if args.table else args.output)
+    out = output.Output(None if args.table else args.output,          # not an input
+                        (args.base, args.new, args.elf, args.base_elf))
     base = load(args.base, args.base_elf or args.elf, args, statuses, common.base_offset(args))  # capture or folded
     new = load(args.new, args.elf, args, statuses, args.kaslr_offset)
     table = movers(base, new, args.top)
@@ -103,5 +103,5 @@ def run(args):
         out.write("".join("%s %d %d\n" % r for r in differential(base, new, args.normalize)))
         if not args.no_table:
             common.sys.stderr.write(table)
-    out.close()
+    out.commit()
     return max(statuses, default=EXIT_OK)

@@ -1,31 +1,37 @@
 """filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not."""
+import decimal
 import re
 
-from .capture import FLAG_IDLE
+from .capture import FLAG_IDLE, MAX_CPUS, TIME_MAX
 from .common import EXIT_USAGE, Failure
 
 _UNITS = {"": 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
 
 def parse_time(text, flag):
-    """'1500000', '1500us', '1.5ms', '2s' -> ns (since the capture started)."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|ms|s)?\s*", text)
+    """'1500000', '1500us', '1.5ms', '2s' -> ns (since the capture started), exactly (no float
+    rounding), at most TIME_MAX."""
+    m = re.fullmatch(r"\s*([0-9]{1,30}(?:\.[0-9]{0,30})?)\s*(ns|us|ms|s)?\s*", text)
     if not m:
         raise Failure("%s: bad time %.40r (ns, or a number with ns/us/ms/s)" % (flag, text), EXIT_USAGE)
-    return int(round(float(m.group(1)) * _UNITS[m.group(2) or ""]))
+    ns = decimal.Context(prec=80).multiply(decimal.Decimal(m.group(1)), _UNITS[m.group(2) or ""])
+    ns = int(ns.to_integral_value(decimal.ROUND_HALF_EVEN))
+    if ns > TIME_MAX:
+        raise Failure("%s: time %.40r is too large (at most %d ns)" % (flag, text, TIME_MAX), EXIT_USAGE)
+    return ns
 
 
 def parse_cpus(text):
-    """'0,2-3' -> frozenset({0, 2, 3})."""
+    """'0,2-3' -> frozenset({0, 2, 3}); indexes below capture.MAX_CPUS."""
     out = set()
     for part in text.split(","):
-        m = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
+        m = re.fullmatch(r"\s*([0-9]{1,9})\s*(?:-\s*([0-9]{1,9})\s*)?", part)
         if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
             raise Failure("--cpu: bad list %.40r (e.g. 0,2-3)" % text, EXIT_USAGE)
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
-        if hi - lo > 65535:
-            raise Failure("--cpu: range %.40r too large" % part, EXIT_USAGE)
+        if hi >= MAX_CPUS:
+            raise Failure("--cpu: %.40r: vCPU indexes are below %d" % (part, MAX_CPUS), EXIT_USAGE)
         out.update(range(lo, hi + 1))
     return frozenset(out)
 

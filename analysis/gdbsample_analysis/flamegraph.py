@@ -20,8 +20,8 @@ import html
 import re
 import zlib
 
-from . import common, filters
-from .common import EXIT_USAGE, Failure
+from . import common, filters, output
+from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 from .fold import fold_capture
 from .folded import FoldedError, parse_folded
 
@@ -196,13 +196,14 @@ def add_arguments(p):
     p.add_argument("-o", "--output", metavar="OUT", help="write the SVG to OUT (default stdout)")
     p.add_argument("--title", default=None, help='title line (default "Flame Graph" or "Differential'
                    ' Flame Graph")')
-    p.add_argument("--width", type=int, default=1200, metavar="PX", help="image width (default 1200)")
+    p.add_argument("--width", type=common.count_type(200, 100000), default=1200, metavar="PX",
+                   help="image width, 200-100000 (default 1200)")
     p.add_argument("--diff", metavar="BASE", help="colour by change from BASE (capture or folded)")
     p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame for captures")
     filters.add_arguments(p)
 
 
-_DIFF_LINE = re.compile(r"(.+) ([0-9]+) ([0-9]+)")
+_DIFF_LINE = re.compile(r"(.+) ([0-9]{1,18}) ([0-9]{1,18})")  # counts below folded.COUNT_MAX
 
 
 def parse_profile_text(text, name):
@@ -248,9 +249,7 @@ def load(path, elf, args, statuses, kaslr_offset=None):
 
 
 def run(args):
-    if not 200 <= args.width <= 100000:
-        raise Failure("--width: %d px is not in 200..100000" % args.width, EXIT_USAGE)
-    out = common.Output(args.output)                                  # fail early on a bad path
+    out = output.Output(args.output, (args.input, args.diff, args.elf, args.base_elf))  # not an input
     statuses = []
     stacks, base = load(args.input, args.elf, args, statuses, args.kaslr_offset)  # folded, diff or capture
     if args.diff:
@@ -260,13 +259,14 @@ def run(args):
         base, again = load(args.diff, args.base_elf or args.elf, args, statuses, common.base_offset(args))
         if again is not None:
             raise Failure("--diff %s: BASE must be a plain profile" % args.diff, EXIT_USAGE)
+    empty = EXIT_DAMAGED if EXIT_DAMAGED in statuses else EXIT_FAIL   # nothing left before damage: 3
     if not sum(stacks.values()):
-        raise Failure("%s: no samples to draw" % args.input)
+        raise Failure("%s: no samples to draw" % args.input, empty)
     if base is not None and not sum(base.values()):
-        raise Failure("%s: the base profile has no samples" % (args.diff or args.input))
+        raise Failure("%s: the base profile has no samples" % (args.diff or args.input), empty)
     title = args.title or ("Differential Flame Graph" if base is not None else "Flame Graph")
     out.write(render_svg(stacks, title, args.width, base))                # sorted, deterministic
-    out.close()
+    out.commit()
     return max(statuses, default=common.EXIT_OK)
 
 

@@ -5,7 +5,7 @@ distinct stacks, not the samples; names (and DWARF lines or inlined frames) are 
 per distinct (address, return address or not), by symbols.py's one naming rule, with the KASLR
 offset chosen for the capture.
 """
-from . import common, filters
+from . import common, filters, output
 from .common import EXIT_USAGE, Failure
 from .folded import format_folded
 from .symbols import is_return
@@ -109,22 +109,25 @@ def run(args):
         raise Failure("--split-by-cpu writes one file per vCPU: give -o OUT", EXIT_USAGE)
     if args.split_by_cpu and args.group_by_cpu:
         raise Failure("--split-by-cpu and --group-by-cpu do not go together", EXIT_USAGE)
+    inputs = (args.capture, args.elf)
     flt = filters.Filter(args)                                      # --cpu, --from/--until, --idle
+    if not args.split_by_cpu:
+        out = output.Output(args.output, inputs)                    # not an input; a bad path fails early
     cap = common.open_capture(args.capture)                         # header checked
     flt.check(cap)
+    if args.split_by_cpu:                                           # one file per vCPU, none an input
+        cpus = sorted(flt.cpus) if flt.cpus is not None else range(cap.ncpus)
+        outs = {c: output.Output(output.split_path(args.output, c), inputs) for c in cpus}
     syms = common.load_symbols(args.elf) if args.elf else None     # sorted table, once
     if syms and (args.lines or args.inline) and not syms.is_elf:
         raise Failure("--lines and --inline need an ELF with DWARF, not a symbol map", EXIT_USAGE)
     syms = common.symbols_for(syms, cap, args.kaslr_offset)         # the capture's KASLR offset
     namer = Namer(syms, args.lines, args.inline)
     if not args.split_by_cpu:
-        out = common.Output(args.output)                            # fail early on a bad path
         raw = count_raw(flt.apply(cap.samples()), args.group_by_cpu)  # one streaming pass
         out.write(format_folded(name_stacks(raw, namer, args.group_by_cpu)))
-        out.close()
+        out.commit()                                                # complete: into place
         return common.loss_status(cap)
-    cpus = sorted(flt.cpus) if flt.cpus is not None else range(cap.ncpus)
-    outs = {c: common.Output(common.split_path(args.output, c)) for c in cpus}  # one per vCPU
     raw = count_raw(flt.apply(cap.samples()), True)
     per = {c: {} for c in cpus}
     for (cpu, frames, exact), n in raw.items():
@@ -132,8 +135,9 @@ def run(args):
             per[cpu][(None, frames, exact)] = n
         else:  # a sample from a vCPU beyond the header's count: its own file
             per[cpu] = {(None, frames, exact): n}
-            outs[cpu] = common.Output(common.split_path(args.output, cpu))
+            outs[cpu] = output.Output(output.split_path(args.output, cpu), inputs)
     for cpu in sorted(per):
         outs[cpu].write(format_folded(name_stacks(per[cpu], namer, False)))
-        outs[cpu].close()
+    for cpu in sorted(per):                                         # all made: into place together
+        outs[cpu].commit()
     return common.loss_status(cap)

@@ -5,6 +5,8 @@ stackcollapse scripts and speedscope's importer: the count follows the last spac
 separated by `;`, lines are sorted by the stack text in byte order.
 """
 
+COUNT_MAX = (1 << 63) - 1   # largest count read: sums and shares stay exact enough, never overflow
+
 
 class FoldedError(Exception):
     """Malformed folded input (one-line message with the line number)."""
@@ -26,6 +28,8 @@ def parse_folded(lines, name="<folded>"):
             raise FoldedError("%s:%d: count %.20r is not an integer" % (name, n, count)) from None
         if c < 0:
             raise FoldedError("%s:%d: negative count %d" % (name, n, c))
+        if c > COUNT_MAX:
+            raise FoldedError("%s:%d: count %.20s... is too large" % (name, n, count))
         out[stack] = out.get(stack, 0) + c
     return out
 

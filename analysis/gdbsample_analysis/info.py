@@ -1,7 +1,7 @@
 """info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, pauses, unwinding and chunk integrity."""
 import datetime
 
-from . import common
+from . import common, output
 from .capture import FLAG_IDLE, FLAG_IRQOFF, FLAG_PARTIAL, FLAG_USER, ID_KINDS
 
 HELP = "what a capture holds: header, KASLR, vCPUs, duration, counts, pauses, unwinding, chunk integrity"
@@ -125,7 +125,7 @@ def describe(cap, per, frames, first):
     if "duration_ns" in sm:
         dur = "%.1f ms" % (sm["duration_ns"] / 1e6)
     else:
-        dur = "unknown (no summary)"
+        dur = "unknown (%s)" % ("not in the summary" if sm else "no summary")
     if first is not None:
         dur += ", samples from %.1f to %.1f ms" % (first / 1e6, cap.last_time_ns / 1e6)
     L.append("duration    " + dur)
@@ -161,9 +161,10 @@ def describe(cap, per, frames, first):
 
 
 def run(args):
+    out = output.Output(args.output, [args.capture])    # not the capture; a bad path fails early
     cap = common.open_capture(args.capture)
-    out = common.Output(args.output)
     per, frames, first = count(cap)                     # one streaming pass
+    common.summary_notes(cap)                           # invalid summary numbers: a warning each
     out.write(describe(cap, per, frames, first))
-    out.close()
+    out.commit()
     return common.EXIT_OK if cap.intact else common.EXIT_DAMAGED

@@ -7,11 +7,12 @@ from .capture import FLAG_IRQOFF
 from .common import Failure
 from .symbols import is_return
 
-HEADER = re.compile(r"^profiled (\d+) ms$")
-COUNTS = re.compile(r"^(\d+) samples on (\d+) cpus, (\d+) dropped, source (.+)$")
-LEAF = re.compile(r"^(\d+(?:\.\d)?)% (\d+) (\S+)$")
+# Numbers are ASCII digits, at most 18 of them: counts and sums stay far from overflowing.
+HEADER = re.compile(r"^profiled ([0-9]{1,18}) ms$")
+COUNTS = re.compile(r"^([0-9]{1,18}) samples on ([0-9]{1,18}) cpus, ([0-9]{1,18}) dropped, source (.+)$")
+LEAF = re.compile(r"^([0-9]{1,18}(?:\.[0-9])?)% ([0-9]{1,18}) (\S+)$")
 CALLER = re.compile(r"^ {8}<- (\S+)$")
-NOTE = re.compile(r"^\((\d+) (?:more chains not shown|samples left out: .*)\)$")
+NOTE = re.compile(r"^\(([0-9]{1,18}) (?:more chains not shown|samples left out: .*)\)$")
 INFO = re.compile(r"^(?:attached|kernel) .+$")  # gdbsample's header lines before the first chain
 
 
@@ -132,6 +133,6 @@ def load(path, syms, args):
             text = f.read()
     except OSError as e:
         raise Failure("%s: %s" % (path, e.strerror or e)) from None
-    if re.search(r"^\s*profiled \d+ ms\s*$", text, re.M):
+    if re.search(r"^\s*profiled [0-9]+ ms\s*$", text, re.M):
         return parse_reports(text, path)
     return from_folded(common.load_folded(path), path)

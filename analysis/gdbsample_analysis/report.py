@@ -11,7 +11,7 @@ symbols.py's rule (a return address by address - 1, an exact frame by itself), i
 of the address itself. Chains print by count, most first; ties by the leaf text, then by the
 caller addresses.
 """
-from . import common, filters
+from . import common, filters, output
 from .symbols import is_return
 
 HELP = "the text report of gdbsample -f report / the in-guest profile"
@@ -22,19 +22,9 @@ def add_arguments(p):
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or System.map/nm map (without it, hex)")
     common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
-    p.add_argument("--chains", type=chains_arg, default=8, metavar="N", help="chains to print (default 8)")
+    p.add_argument("--chains", type=common.count_type(1, 1000000), default=8, metavar="N",
+                   help="chains to print (default 8)")
     filters.add_arguments(p)
-
-
-def chains_arg(text):
-    import argparse
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= 1000000:
-        raise argparse.ArgumentTypeError("bad value %.40r (expected 1-1000000)" % text)
-    return n
 
 
 class Chains:
@@ -103,11 +93,11 @@ def format_report(chains, shown, duration_ns, ncpus, dropped, rate_hz, idle):
 
 def run(args):
     flt = filters.Filter(args)
+    out = output.Output(args.output, (args.capture, args.elf))  # not an input; a bad path fails early
     cap = common.open_capture(args.capture)
     flt.check(cap)
     syms = common.load_symbols(args.elf) if args.elf else None
     syms = common.symbols_for(syms, cap, args.kaslr_offset)  # the capture's KASLR offset
-    out = common.Output(args.output)
     chains = Chains(syms)
     for s in flt.apply(cap.samples()):                    # one streaming pass
         chains.add(s.frames, s.exact)
@@ -118,5 +108,5 @@ def run(args):
     dropped = cap.summary.get("dropped", 0)
     out.write(format_report(chains, args.chains, int(duration), cap.ncpus, int(dropped), cap.rate_hz,
                             flt.idle_seen))
-    out.close()
+    out.commit()
     return common.loss_status(cap)

@@ -24,7 +24,7 @@ import itertools
 import json
 import os
 
-from . import common, filters
+from . import common, filters, output
 from .capture import FLAG_IDLE
 from .fold import Namer
 from .symbols import is_return
@@ -172,15 +172,15 @@ def write_file(out, name, collector, syms):
 
 def run(args):
     flt = filters.Filter(args)                                   # --cpu, --from/--until, --idle
+    out = output.Output(args.output, (args.capture, args.elf))   # not an input; a bad path fails early
     cap = common.open_capture(args.capture)                      # header checked
     flt.check(cap)
     syms = common.load_symbols(args.elf) if args.elf else None  # sorted table, once
     syms = common.symbols_for(syms, cap, args.kaslr_offset)      # the capture's KASLR offset
-    out = common.Output(args.output)                             # fail early on a bad path
     col = Collector(keep_idle=flt.idle)
     flt.idle = True   # idle samples reach the collector, which empties their stacks unless --idle
     for s in flt.apply(cap.samples()):                           # one streaming pass
         col.add(s)
     write_file(out, os.path.basename(args.capture), col, syms)
-    out.close()
+    out.commit()
     return common.loss_status(cap)

@@ -127,14 +127,13 @@ class Symbolizer:
         except OSError as e:
             raise SymbolError("%s: %s" % (path, e.strerror or e)) from None
         if data[:4] == b"\x7fELF":
-            from elftools.common.exceptions import ELFError
             import io
             marks = {}
             try:
                 from elftools.elf.elffile import ELFFile
                 entries = elf_symbols(ELFFile(io.BytesIO(data)), marks)
-            except (ELFError, ValueError, KeyError, IndexError) as e:
-                raise SymbolError("%s: bad ELF: %s" % (path, e)) from None
+            except Exception as e:   # pyelftools on a damaged file: ELFError, but also any other kind
+                raise SymbolError("%s: bad ELF: %s" % (path, one_line(e))) from None
             if not entries:
                 raise SymbolError("%s: no function symbols (stripped?)" % path)
             return cls(entries, is_elf=True, path=path, stext=marks.get(STEXT))
@@ -196,30 +195,45 @@ class Symbolizer:
             elf = ELFFile(io.BytesIO(f.read()))
         return elf.get_dwarf_info() if elf.has_dwarf_info() else None
 
+    def _table(self, kind):
+        """The DWARF table kind ("lines" or "inline"), built on first use; SymbolError if the
+        ELF cannot be read again or its DWARF is damaged."""
+        tables = self._dwarf_tables
+        if kind not in tables:
+            from . import dwarf
+            build = dwarf.line_table if kind == "lines" else dwarf.inline_table
+            try:
+                tables[kind] = build(self._dwarf())
+            except OSError as e:
+                raise SymbolError("%s: %s" % (self.path, e.strerror or e)) from None
+            except Exception as e:   # pyelftools on damaged DWARF: any kind of exception
+                raise SymbolError("%s: bad DWARF: %s" % (self.path, one_line(e))) from None
+        return tables[kind]
+
     def line(self, addr):
         """(file, line) of the instruction at runtime address addr from the DWARF line table, or None."""
-        tables = self._dwarf_tables
-        if "lines" not in tables:
-            from . import dwarf
-            tables["lines"] = dwarf.line_table(self._dwarf())
-        addrs, rows = tables["lines"]
+        addrs, rows = self._table("lines")
         i = bisect.bisect_right(addrs, addr - self.offset) - 1
         return rows[i] if i >= 0 else None
 
     def inline_chain(self, addr):
         """[(name, call_file, call_line)] of the subroutines inlined at runtime address addr,
         outermost first."""
-        tables = self._dwarf_tables
-        if "inline" not in tables:
-            from . import dwarf
-            tables["inline"] = dwarf.inline_table(self._dwarf())
-        bounds, chains = tables["inline"]
+        bounds, chains = self._table("inline")
         i = bisect.bisect_right(bounds, addr - self.offset) - 1
         return list(chains[i]) if i >= 0 else []
 
     def inlined(self, addr):
         """Names of the functions inlined at addr, outermost to innermost (may be empty)."""
         return [name for name, _, _ in self.inline_chain(addr)]
+
+
+def one_line(e):
+    """A library's exception as one short line: its message, and its type unless pyelftools'
+    own (a KeyError's message alone, "9", would say nothing)."""
+    from elftools.common.exceptions import ELFError
+    text = " ".join(str(e).split())[:160]
+    return text if isinstance(e, ELFError) and text else "%s: %s" % (type(e).__name__, text)
 
 
 def short_path(path):

@@ -89,3 +89,23 @@ def chunk_offsets(data):
         out.append(pos)
         pos += 20 + struct.unpack_from("<I", data, pos + 8)[0]
     return out
+
+
+def reseal(data):
+    """data with the header CRC and every whole chunk's CRC recomputed (a chunk's length as its
+    header says): damage that CRCs cannot catch, hostile values behind valid checksums."""
+    b = bytearray(data)
+    if len(b) < 128:
+        return bytes(b)
+    struct.pack_into("<I", b, 124, zlib.crc32(bytes(b[:124])))
+    version = struct.unpack_from("<H", b, 8)[0]
+    pos = 128
+    while pos + 20 <= len(b):
+        length = struct.unpack_from("<I", b, pos + 8)[0]
+        if pos + 20 + length > len(b):
+            break
+        payload = bytes(b[pos + 20:pos + 20 + length])
+        crc = zlib.crc32(payload, zlib.crc32(bytes(b[pos + 4:pos + 16]))) if version >= 2 else zlib.crc32(payload)
+        struct.pack_into("<I", b, pos + 16, crc)
+        pos += 20 + length
+    return bytes(b)

@@ -1,14 +1,10 @@
 """The capture reader on literal bytes: header checks, chunks, truncation, bit flips, summaries."""
-import os
-import sys
 
 import pytest
 
 import capgen
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "analysis"))
-from gdbsample_analysis.capture import Capture, CaptureError, Sample  # noqa: E402
+from gdbsample_analysis.capture import Capture, CaptureError, Sample
 
 SAMPLES = [(1000 * i, i % 2, 1 if i % 5 == 0 else 0, tuple(0xffffffff80100000 + 16 * k + i for k in range(1 + i % 4)))
            for i in range(30)]

@@ -3,15 +3,13 @@ the chunk CRC over the chunk header, and what counts as damage (bad chunk header
 type, an extension past its chunk); version 1 still reads as before."""
 import os
 import struct
-import sys
 
 import pytest
 
 import capgen
-from analyze import DATA, ROOT, one_line_error, run
+from analyze import DATA, one_line_error, run
 
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
-from gdbsample_analysis.capture import Capture, Sample, parse_samples  # noqa: E402
+from gdbsample_analysis.capture import Capture, Sample, parse_samples
 
 ELF = os.path.join(DATA, "tiny.elf")
 K = 0xffffffff80100000

@@ -3,15 +3,13 @@ System.map) or runtime ones (/proc/kallsyms); the offset is chosen per capture (
 the header's KASLR offset, the runtime _stext against a map's) and applied by every subcommand."""
 import json
 import os
-import sys
 
 import pytest
 
 import capgen
-from analyze import DATA, ROOT, one_line_error, run
+from analyze import DATA, one_line_error, run
 
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
-from gdbsample_analysis.symbols import Symbolizer, choose_offset  # noqa: E402
+from gdbsample_analysis.symbols import Symbolizer, choose_offset
 
 ELF = os.path.join(DATA, "tiny.elf")
 MAP = os.path.join(DATA, "tiny.map")

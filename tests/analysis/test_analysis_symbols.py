@@ -1,13 +1,11 @@
 """Symbolizer: the lookup rules shared with sampler/symbols.c, maps, ELF, DWARF lines and inlines."""
 import os
-import sys
 
 import pytest
 
-from analyze import DATA, ROOT
+from analyze import DATA
 
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
-from gdbsample_analysis.symbols import Symbolizer, SymbolError, is_return, parse_map  # noqa: E402
+from gdbsample_analysis.symbols import Symbolizer, SymbolError, is_return, parse_map
 
 ELF = os.path.join(DATA, "tiny.elf")
 

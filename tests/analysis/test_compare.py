@@ -1,15 +1,12 @@
 """`compare`: statistics on known values, parsing of every input kind, verdicts and exit codes."""
 import math
-import os
-import sys
 
 import pytest
-from analyze import ROOT, one_line_error, run
+from analyze import one_line_error, run
 
 import capgen
 
-sys.path.insert(0, os.path.join(ROOT, "analysis"))
-from gdbsample_analysis import stats  # noqa: E402
+from gdbsample_analysis import stats
 
 MAP = """\
 ffffffff80100000 T task_entry
@@ -210,7 +207,12 @@ def test_interrupts_off_code_the_tick_missed_is_tick_blind_not_a_disagreement(tm
 
 @pytest.mark.parametrize("files,args,message", [
     (("in.txt", "missing.txt"), (), "missing.txt: No such file or directory"),
-    (("in.txt", "in.txt"), ("--tolerance", "-1"), "must not be negative"),
+    (("in.txt", "in.txt"), ("--tolerance", "-1"), "--tolerance: bad value '-1'"),
+    (("in.txt", "in.txt"), ("--tolerance", "nan"), "--tolerance: bad value 'nan'"),
+    (("in.txt", "in.txt"), ("--tolerance", "inf"), "--tolerance: bad value 'inf'"),
+    (("in.txt", "in.txt"), ("--max-tvd", "1e400"), "--max-tvd: bad value '1e400'"),
+    (("in.txt", "in.txt"), ("--max-tvd=-nan",), "--max-tvd: bad value '-nan'"),
+    (("in.txt", "in.txt"), ("--chains", "9" * 400), "--chains: bad value"),
     (("bad.txt", "in.txt"), (), "'profiled' line not followed by"),
     (("junk.txt", "in.txt"), (), "junk.txt"),
     (("in.txt", "ext.cap"), (), "give -e ELF"),

@@ -12,9 +12,8 @@ import zlib
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-import regen_golden_visual as regen  # noqa: E402
+import regen_golden_visual as regen
 
 DATA = regen.DATA
 BASE = os.path.join(DATA, "fg_base.folded")

@@ -8,12 +8,10 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "analysis"))
 
-import regen_golden_visual as regen  # noqa: E402
-from gdbsample_analysis.capture import Capture  # noqa: E402
-from gdbsample_analysis.symbols import Symbolizer  # noqa: E402
+import regen_golden_visual as regen
+from gdbsample_analysis.capture import Capture
+from gdbsample_analysis.symbols import Symbolizer
 
 DATA = regen.DATA
 CAP, ELF = regen.CAPTURE, regen.ELF
