@@ -277,7 +277,6 @@ def bench_gdb(a, res):
 
 def render(res, a):
     p = res["pause"]
-    host = platform.node()
     lines = [BEGIN, "## gdbsample (issue 3)", "",
              f"Measured by `make bench` (bench/sampler_bench.py) on {datetime.date.today()}: "
              f"{subprocess.run(['qemu-system-x86_64', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}, "
@@ -345,7 +344,7 @@ def render(res, a):
               "### (e) Against `gdb -batch`", ""]
     gd = res["gdb"]
     ours_wall = 1e6 / top  # at the highest rate reached: wall time per sample when sampling flat out
-    lines += [f"One backtrace with `gdb -batch -nx kernel.elf -ex 'target remote …' -ex bt -ex detach` (1 vCPU):",
+    lines += ["One backtrace with `gdb -batch -nx kernel.elf -ex 'target remote …' -ex bt -ex detach` (1 vCPU):",
               "",
               "| per sample | gdb -batch | gdbsample | gdbsample is cheaper by |", "|---|---:|---:|---:|",
               f"| VM stopped (QEMU's STOP→RESUME QMP events) | {gd['gdb_p50']:.0f} µs | {gd['ours_qmp_p50']:.0f} µs | "

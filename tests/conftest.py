@@ -1,6 +1,9 @@
 """Shared pytest setup: paths, and a fixture that boots the test kernel and always stops it."""
+import json
 import os
+import socket
 import sys
+import time
 
 import pytest
 
@@ -9,9 +12,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
 KERNEL = os.path.join(BUILD, "kernel.elf")
 KERNEL_NOFP = os.path.join(BUILD, "kernel-nofp.elf")  # the same kernel without frame pointers
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+# The one place the tests' imports are set up: the project's Python lives in tools/ (guest,
+# linuxguest, qemu_versions, udpshell), analysis/ (gdbsample_analysis) and vm-configs/ (vmconfig).
+for _d in ("tools", "analysis", "vm-configs"):
+    if os.path.join(ROOT, _d) not in sys.path:
+        sys.path.insert(0, os.path.join(ROOT, _d))
 
 from guest import Guest  # noqa: E402
+import qemu_versions  # noqa: E402
+
+# QEMU versions (tools/qemu_versions.py): guests run on the system's QEMU (7.2) unless a test is
+# parametrized over the `qemu` fixture -- @conftest.ON_EACH_QEMU, or a "qemu" column with
+# indirect=["qemu"] -- or pytest runs with --qemu VERSION. The suites say which tests run on each.
+QEMU_VERSIONS = qemu_versions.VERSIONS
+ON_EACH_QEMU = pytest.mark.parametrize("qemu", QEMU_VERSIONS, indirect=True)
+_qemu_skip = {}  # version -> why it cannot run here (None: it can); decided once per session
+
+
+def pytest_addoption(parser):
+    parser.addoption("--qemu", choices=QEMU_VERSIONS, default=qemu_versions.SYSTEM,
+                     help="QEMU version for guests of tests not parametrized over versions "
+                          f"(default {qemu_versions.SYSTEM}, the system's)")
 
 
 def folded_rows(text):
@@ -24,8 +45,22 @@ def folded_rows(text):
 
 
 @pytest.fixture
-def boot():
-    """boot(smp=2, kernel=KERNEL, ...) -> a started Guest; every guest is stopped by pid at teardown."""
+def qemu(request):
+    """The QEMU version this test's guests run on: its parameter, else --qemu. 10.0 is fetched on
+    first use (cached under BUILD/qemu10); the test skips, with the reason, only when Debian's
+    archive is unreachable and nothing is cached."""
+    version = getattr(request, "param", None) or request.config.getoption("--qemu")
+    if version not in _qemu_skip:
+        _qemu_skip[version] = qemu_versions.skip_reason(version, BUILD)
+    if _qemu_skip[version]:
+        pytest.skip(_qemu_skip[version])
+    return version
+
+
+@pytest.fixture
+def boot(qemu):
+    """boot(smp=2, kernel=KERNEL, ...) -> a started Guest on the `qemu` fixture's QEMU (unless
+    qemu= is given); every guest is stopped by pid at teardown."""
     if not os.path.exists(KERNEL):
         pytest.fail(f"{KERNEL} is missing: run `make kernel` (make test builds it)")
     guests = []
@@ -34,6 +69,7 @@ def boot():
         path = kernel or KERNEL
         if not os.path.exists(path):
             pytest.fail(f"{path} is missing: run `make kernel` (make test builds it)")
+        kw.setdefault("qemu", qemu)
         g = Guest(path, smp=smp, **kw)
         guests.append(g)
         return g.start()
@@ -44,11 +80,11 @@ def boot():
 
 
 @pytest.fixture(scope="module")
-def shared_guest():
-    """One -smp 2 guest for a module's tests that change nothing (bad-input tables)."""
+def shared_guest(request):
+    """One -smp 2 guest (on --qemu's QEMU) for a module's tests that change nothing (bad-input tables)."""
     if not os.path.exists(KERNEL):
         pytest.fail(f"{KERNEL} is missing: run `make kernel` (make test builds it)")
-    g = Guest(KERNEL, smp=2)
+    g = Guest(KERNEL, smp=2, qemu=request.config.getoption("--qemu"))
     try:
         yield g.start()
     finally:
@@ -58,3 +94,58 @@ def shared_guest():
 # The two builds of the test kernel the sampler is checked on: frame pointers in every function,
 # and none (DWARF CFI only, as most kernels are built).
 KERNELS = {"fp": KERNEL, "nofp": KERNEL_NOFP}
+
+
+def qmp(path, command, arguments=None):
+    """One QMP command on a guest's QMP socket (capabilities negotiated first); its "return"."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        f = s.makefile("rw")
+        json.loads(f.readline())  # greeting
+        for cmd in ({"execute": "qmp_capabilities"}, dict({"execute": command}, **(
+                {"arguments": arguments} if arguments else {}))):
+            f.write(json.dumps(cmd) + "\n")
+            f.flush()
+            while True:  # skip asynchronous events
+                msg = json.loads(f.readline())
+                if "return" in msg or "error" in msg:
+                    break
+        return msg.get("return")
+
+
+def qmp_status(path):
+    """QMP query-status of a guest: 'running', 'paused', ..."""
+    return qmp(path, "query-status")["status"]
+
+
+def hmp(path, line):
+    """A human monitor command through QMP; its text output."""
+    return qmp(path, "human-monitor-command", {"command-line": line})
+
+
+def wait_running(path, timeout=3.0):
+    """The guest's status once it is 'running', or the last status seen after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = qmp_status(path)
+        if st == "running" or time.monotonic() > deadline:
+            return st
+        time.sleep(0.05)
+
+
+# -- `make check`: the tests that start no QEMU -------------------------------------------------
+# Tests that boot a guest are marked `qemu`: every test using a guest fixture automatically, and
+# modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. `make check` runs
+# `-m "not qemu"`: the edit-compile loop's tests, in seconds.
+GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "qemu: the test starts a QEMU guest (left out by `make check`)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if GUEST_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.qemu)

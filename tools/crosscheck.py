@@ -11,6 +11,7 @@ Writes OUT/inguest.txt, OUT/external.cap, OUT/compare.txt; exit status is compar
   tools/crosscheck.py --smp 2 --work "split 5 3 2" --work "irqoff 3" --out build/crosscheck
 """
 import argparse
+import glob
 import os
 import re
 import signal
@@ -62,13 +63,20 @@ def work_time(g, pid):
     return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
 
 
+def recording(path):
+    """Where gdbsample is writing the capture it will move to path when done (path.partial-*),
+    or None before it has started."""
+    found = glob.glob(glob.escape(path) + ".partial-*")
+    return found[0] if found else None
+
+
 def external_so_far(path):
     """Non-idle samples in the chunks gdbsample has flushed so far (it flushes every second)."""
     n = 0
     try:
-        for s in Capture(path).samples():
+        for s in Capture(recording(path) or path).samples():
             n += not s.flags & FLAG_IDLE
-    except CaptureError:
+    except (CaptureError, TypeError):
         pass
     return n
 
@@ -89,7 +97,11 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 10
-            while not os.path.exists(res.capture) or os.path.getsize(res.capture) < 128:
+            # gdbsample records into a temporary file beside -o and moves it into place at the end
+            while True:
+                rec = recording(res.capture)
+                if rec and os.path.getsize(rec) >= 128:
+                    break
                 if gs.poll() is not None or time.monotonic() > deadline:
                     raise GuestError("gdbsample did not start: " + (gs.stderr.read() if gs.stderr else ""))
                 time.sleep(0.01)

@@ -2,7 +2,9 @@
 
 Used by the system tests, the demo and the benchmarks. QEMU's serial port is a unix
 socket that QEMU waits on (server=on,wait=on), so no boot output is ever lost; the
-gdbstub listens on 127.0.0.1 only; QEMU is always stopped by its own pid.
+gdbstub listens on 127.0.0.1 only; QEMU is always stopped by its own pid. qemu="10.0" runs
+bookworm-backports' QEMU unpacked beside the system's 7.2 (tools/qemu_versions.py): the command is
+that binary itself, so the pid is still QEMU's.
 """
 import os
 import re
@@ -15,6 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vm-configs"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qemu_versions  # noqa: E402
 import vmconfig  # noqa: E402
 
 PROMPT = "\n> "
@@ -49,14 +53,19 @@ class Guest:
     """One QEMU process running build/kernel.elf, with its serial shell connected."""
 
     def __init__(self, kernel, smp=None, config=DEFAULT_CONFIG, gdb=True, qmp=False, extra=(), table=None,
-                 net=None):
+                 net=None, qemu=None):
         """config: a row of vm-configs/configs.toml (its name); smp overrides its vCPU count.
+        qemu: None or "7.2" (the system's), "10.0" (fetched on first use: start() raises GuestError
+        when that fails, e.g. Debian's archive cannot be reached and nothing is cached).
         net: None (no NIC); "user": virtio-net on user networking, the UDP shell on
         127.0.0.1:udp_port and the netload sink (guest udp/9001) on 127.0.0.1:sink_port;
         "socket": virtio-net whose wire is UDP, QEMU on 127.0.0.1:frame_port sending each frame
         the guest transmits to 127.0.0.1:peer_port (bind that to receive them)."""
         if net not in (None, "user", "socket"):
             raise GuestError(f"net must be None, 'user' or 'socket', not {net!r}")
+        if qemu not in (None,) + qemu_versions.VERSIONS:
+            raise GuestError(f"qemu must be one of {', '.join(qemu_versions.VERSIONS)}, not {qemu!r}")
+        self.qemu = qemu or qemu_versions.SYSTEM
         self.kernel = kernel
         rows = vmconfig.load(table or vmconfig.TABLE)["config"]
         if config not in rows:
@@ -94,7 +103,15 @@ class Guest:
             self.frame_port, self.peer_port = free_udp_ports(2)
             net = vmconfig.net_socket(self.peer_port, self.frame_port)
         return vmconfig.qemu_command(self.config, self.kernel, serial="unix:" + serial, gdb=gdb,
-                                     qmp=self.qmp_path, smp=self.smp, extra=net + self.extra)
+                                     qmp=self.qmp_path, smp=self.smp, extra=net + self.extra,
+                                     qemu=self.qemu_prefix())
+
+    def qemu_prefix(self):
+        """The argv prefix of the chosen QEMU (fetching 10.0 when missing)."""
+        try:
+            return qemu_versions.command(self.qemu)
+        except qemu_versions.QemuError as e:
+            raise GuestError(str(e)) from e
 
     def start(self, boot_timeout=60):
         self.dir = tempfile.mkdtemp(prefix="gdbsample-guest-")

@@ -117,10 +117,11 @@ def net_socket(peer_port, local_port):
             "-device", f"virtio-net-pci,netdev=n0,mac={GUEST_MAC}"]
 
 
-def qemu_command(cfg, kernel, serial="stdio", gdb=None, qmp=None, smp=None, extra=()):
+def qemu_command(cfg, kernel, serial="stdio", gdb=None, qmp=None, smp=None, extra=(), qemu=(QEMU,)):
     """The QEMU argv for config row cfg. serial: stdio, mon:stdio, none or unix:PATH (QEMU
-    waits for a client so no output is lost); gdb: see check_gdb; qmp: a unix socket path."""
-    cmd = [QEMU, "-machine", "pc", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
+    waits for a client so no output is lost); gdb: see check_gdb; qmp: a unix socket path;
+    qemu: the argv prefix that runs qemu-system-x86_64 (tools/qemu_versions.py command())."""
+    cmd = list(qemu) + ["-machine", "pc", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
            "-smp", str(smp or cfg["smp"]), "-m", f"{cfg['memory']}M", "-kernel", kernel,
            "-display", "none", "-nodefaults", "-no-reboot", "-device", DEBUG_EXIT]
     if serial in ("stdio", "mon:stdio"):

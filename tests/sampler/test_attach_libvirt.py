@@ -15,6 +15,8 @@ import time
 import conftest
 import pytest
 
+pytestmark = pytest.mark.qemu  # a libvirt domain: QEMU under libvirtd
+
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 LIBVIRTD = "/usr/sbin/libvirtd"
 DOMAIN = "gdbsample-tcg-qemu64"

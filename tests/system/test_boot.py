@@ -12,10 +12,11 @@ def test_boots_and_every_cpu_ticks(boot, smp):
     g = boot(smp=smp)
     up0, ticks0, online, total = g.cpus()
     assert (online, total) == (smp, smp), g.tail()
-    time.sleep(2.0)
-    up1, ticks1, _, _ = g.cpus()
+    up1 = up0
+    while up1 - up0 < 2000:  # two seconds of guest time (a loaded host gives the guest less)
+        time.sleep(0.5)
+        up1, ticks1, _, _ = g.cpus()
     elapsed = (up1 - up0) / 1000.0  # guest time: TCG freezes the guest clock while QEMU is stopped
-    assert elapsed > 1.5
     for cpu in range(smp):
         rate = (ticks1[cpu] - ticks0[cpu]) / elapsed
         assert abs(rate - TICK_HZ) <= TICK_HZ * TOLERANCE, f"cpu{cpu} ticks at {rate:.1f} Hz"

@@ -8,8 +8,9 @@ import sys
 import conftest
 import pytest
 
-sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
-import crosscheck  # noqa: E402
+import crosscheck
+
+pytestmark = pytest.mark.qemu  # tools/crosscheck.py boots the kernel
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 ANALYZE = os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze")
@@ -31,14 +32,15 @@ def shares(counts, names):
 
 @pytest.fixture(scope="module")
 def split_and_irqoff(tmp_path_factory):
-    """One run on -smp 4: three `split 5 3 2` and one `irqoff 3`, each on its own vCPU; at least
-    three 2 s in-guest windows (~2400 tick samples) and gdbsample at 400 Hz over the same time,
-    with more windows while gdbsample has fewer than 8000 samples (2000 per vCPU: a busy host
-    lowers its rate; the checks keep their bar and get more samples instead)."""
+    """One run on -smp 2: two `split 5 3 2`, each on its own vCPU; at least six 2 s in-guest
+    windows (~2400 tick samples) and gdbsample at 400 Hz over the same time, with more windows
+    while gdbsample has fewer than 4000 samples (2000 per vCPU: a busy host lowers its rate; the
+    checks keep their bar and get more samples instead). Two busy vCPUs on this 2-core host, not
+    four: with more busy vCPU threads than host cores, stops stop being uniform in guest time and
+    the shares skew by more than sampling noise (4.6 pp once on -smp 4 under load)."""
     out = str(tmp_path_factory.mktemp("crosscheck"))
-    return crosscheck.run(conftest.KERNEL, GDBSAMPLE, out, smp=4,
-                          works=("split 5 3 2", "split 5 3 2", "split 5 3 2", "irqoff 3"),
-                          windows=3, ms=2000, rate=400, min_external=8000, max_windows=12)
+    return crosscheck.run(conftest.KERNEL, GDBSAMPLE, out, smp=2, works=("split 5 3 2", "split 5 3 2"),
+                          windows=6, ms=2000, rate=400, min_external=4000, max_windows=14)
 
 
 def external_counts(res):
@@ -55,7 +57,7 @@ def test_split_shares_agree_on_both_sides_and_compare_says_consistent(split_and_
     res = split_and_irqoff
     n_in, s_in = shares(leaf_counts(open(res.inguest).read()), SPLIT)
     n_ext, s_ext = shares(external_counts(res), SPLIT)
-    assert n_in >= 1700 and n_ext >= 2000, (n_in, n_ext)  # plus ~600 in-guest irqoff samples
+    assert n_in >= 2000 and n_ext >= 2000, (n_in, n_ext)
     in_total = int(re.search(r"\((tick 100 Hz), (\d+) samples", res.compare_text).group(2))
     ext_total = int(re.search(r"\((gdbstub \d+ Hz), (\d+) samples", res.compare_text).group(2))
     assert in_total >= 2000 and ext_total >= 2000, res.compare_text
@@ -115,7 +117,7 @@ def test_irqoff_spin_is_seen_outside_missed_by_the_tick_and_flagged_tick_blind(i
 
 
 def test_a_mismatched_pair_differs(split_and_irqoff, tmp_path):
-    """The in-guest report of the split/irqoff run against gdbsample on a `work chain 6` guest."""
+    """The in-guest report of the split run against gdbsample on a `work chain 6` guest."""
     from guest import Guest
     cap = str(tmp_path / "chain.cap")
     with Guest(conftest.KERNEL, smp=2) as g:

@@ -4,7 +4,6 @@ import subprocess
 import time
 
 import conftest
-import pytest
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "fpwalk_gdb.py")
 CHAIN5 = ["chain5", "chain4", "chain3", "chain2", "chain1"]

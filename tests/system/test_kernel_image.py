@@ -7,7 +7,10 @@ import subprocess
 import tempfile
 
 import conftest
+import pytest
 from elftools.elf.elffile import ELFFile
+
+pytestmark = pytest.mark.qemu  # rebuilds the kernel in a scratch tree
 
 KERNBASE = 0xffffffff80000000
 

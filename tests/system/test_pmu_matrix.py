@@ -1,7 +1,6 @@
 """The PMU-detection matrix: every TCG configuration and CPUID persona decides as the table says."""
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -10,8 +9,9 @@ import pytest
 
 MATRIX = os.path.join(conftest.ROOT, "tools", "pmu_matrix.py")
 TABLE = os.path.join(conftest.ROOT, "vm-configs", "configs.toml")
-sys.path.insert(0, os.path.join(conftest.ROOT, "vm-configs"))
-import vmconfig  # noqa: E402
+import vmconfig
+
+pytestmark = pytest.mark.qemu  # every configuration of the matrix boots
 
 
 def matrix(*args):
@@ -35,9 +35,10 @@ def test_matrix_passes_for_every_tcg_row_and_persona():
         assert got[(p["base"], name)] == "PASS", r.stdout
     # KVM rows are listed with the reason they were skipped
     assert re.search(r"^SKIP kvm-\S+ / -: .+", r.stdout, re.M)
-    # each persona that claims a counter was caught by the probe, within its bound
+    # each persona that claims a counter was caught by the probe, which spins its whole bound
+    # (~10 us of guest TSC) before deciding; how much longer is up to the host (no upper bound)
     for probe in re.findall(r"counter did not count \(probe ([\d.]+) us\)", r.stdout):
-        assert 9.5 <= float(probe) <= 50.0, r.stdout
+        assert float(probe) >= 9.5, r.stdout
 
 
 def test_corrupting_one_expected_outcome_fails_exactly_that_row(tmp_path):

@@ -75,9 +75,7 @@ def test_every_form_of_the_command(boot):
     ("profile 100 all 129", "profile: chains must be 1-128, not '129'"),
 ])
 def test_bad_arguments_give_one_line_and_no_profile(shared_guest, line, error):
-    t0 = time.monotonic()
-    assert shared_guest.cmd(line) == error + "\n"
-    assert time.monotonic() - t0 < 1.0  # no profile window ran
+    assert shared_guest.cmd(line) == error + "\n"  # that line alone: no profile window ran
 
 
 

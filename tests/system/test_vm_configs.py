@@ -9,8 +9,7 @@ import conftest
 import pytest
 
 RUN = os.path.join(conftest.ROOT, "vm-configs", "run")
-sys.path.insert(0, os.path.join(conftest.ROOT, "vm-configs"))
-import vmconfig  # noqa: E402
+import vmconfig
 
 
 def run(*args):

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""qemu_versions.py: the QEMU versions gdbsample is tested on -- the system's 7.2 and 10.0 beside it.
+
+"7.2" is Debian 12's qemu-system-x86, run as `qemu-system-x86_64` from PATH. "10.0" is
+bookworm-backports' qemu-system-x86 1:10.0.x, downloaded through a private apt configuration (the
+system's apt sources and its installed QEMU are never touched) and unpacked with dpkg -x:
+
+    BUILD/qemu10/apt/    sources.list naming bookworm-backports only, its lists and cache
+    BUILD/qemu10/root/   qemu-system-x86, qemu-system-common, qemu-system-data and seabios unpacked;
+                         root/VERSION (written last) marks a complete tree
+
+Every shared library 10.0 needs is already in Debian 12 at a version it accepts (checked with
+ldd when fetching). What must not come from the system is QEMU's own files: its modules
+(/usr/lib/x86_64-linux-gnu/qemu: 7.2's make 10.0 abort, "Only modules from the same build can be
+loaded", e.g. on `-device help`) and its firmware (/usr/share/qemu: pvh.bin boots our kernel;
+/usr/share/seabios: 10.0 wants seabios >= 1.16.3). QEMU's own relocation handles both: when the
+binary's directory holds an entry named `qemu-bundle`, every configured path -- module directory,
+firmware path, data directory, /etc/qemu -- is looked up under it instead (util/cutils.c,
+get_relocated_path; QEMU >= 7.1, made for running from a build tree). So root/usr/bin/qemu-bundle
+is a symlink to root, the command is the binary alone -- no wrapper, no environment, and the pid
+a caller starts is QEMU's. The one file from outside the tree is the NIC option ROMs: root's
+/usr/lib/ipxe/qemu links to the system's ipxe-qemu, the package 10.0 depends on (unversioned).
+TCG is built into both binaries (7.2 loads it as a module, accel-tcg-x86_64.so; 10.0 has none).
+
+    qemu_versions.py fetch [--build DIR] [--refresh]   download and unpack 10.0 (no network if cached)
+    qemu_versions.py command VERSION [--build DIR]     print the command-line prefix for VERSION
+    qemu_versions.py list [--build DIR]                each version, its command and what it reports
+"""
+import argparse
+import fcntl
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SYSTEM = "7.2"                      # the version Debian 12 installs (make deps)
+VERSIONS = (SYSTEM, "10.0")         # what the tests run on
+SYSTEM_QEMU = "qemu-system-x86_64"  # found on PATH
+SOURCE = "deb http://deb.debian.org/debian bookworm-backports main"
+PACKAGES = ("qemu-system-x86", "qemu-system-common", "qemu-system-data", "seabios")
+WANT = re.compile(r"1:10\.0\.")     # qemu-system-x86 versions that count as "10.0"
+BINARY = "usr/bin/qemu-system-x86_64"
+SYSTEM_IPXE = "/usr/lib/ipxe/qemu"  # ipxe-qemu's ROMs (virtio-net's efi-virtio.rom)
+
+# apt's words for "the network is not there" (anything else is a real error).
+UNREACHABLE = re.compile(r"Could not resolve|Temporary failure resolving|Unable to connect|"
+                         r"Could not connect|Connection timed out|Network is unreachable|"
+                         r"No route to host|Connection refused|Cannot initiate the connection", re.I)
+
+
+class QemuError(Exception):
+    """A version that cannot be run: the message is one line for the user."""
+
+
+class QemuUnavailable(QemuError):
+    """Debian's archive cannot be reached and nothing is cached (tests skip on it)."""
+
+
+def default_build():
+    """The build directory the tests use: $GDBSAMPLE_BUILD, else build/."""
+    return os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
+
+
+def tree(build=None):
+    """BUILD/qemu10/root: where 10.0 is unpacked (absolute: apt takes a relative Dir:: from /)."""
+    return os.path.join(os.path.abspath(build or default_build()), "qemu10", "root")
+
+
+def cached(build=None):
+    """The unpacked 10.0's binary if a complete tree is there, else None."""
+    t = tree(build)
+    ok = os.path.exists(os.path.join(t, "VERSION")) and os.access(os.path.join(t, BINARY), os.X_OK)
+    return os.path.join(t, BINARY) if ok else None
+
+
+# -- fetching --------------------------------------------------------------------------------
+def _apt(argv, cwd=None):
+    """Runs an apt tool: (status, combined output). No apt at all counts as unreachable."""
+    try:
+        r = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=600)
+    except FileNotFoundError:
+        raise QemuUnavailable(f"cannot reach Debian's archive: {argv[0]} is not installed")
+    except subprocess.TimeoutExpired:
+        raise QemuUnavailable(f"cannot reach Debian's archive: {' '.join(argv[:2])} timed out")
+    return r.returncode, r.stdout + r.stderr
+
+
+def _apt_failed(what, out):
+    """The exception for a failed apt step: QemuUnavailable if the network is the reason."""
+    lines = out.splitlines()
+    why = [ln for ln in lines if ln.startswith("E:") or "Failed to fetch" in ln] or \
+        [ln for ln in lines if ln.startswith("W:")]
+    why = (" ".join(why) or out.strip())[:400]
+    if UNREACHABLE.search(out):
+        return QemuUnavailable(f"QEMU 10.0: cannot reach Debian's archive ({what}): {why}")
+    return QemuError(f"QEMU 10.0: {what} failed: {why}")
+
+
+def _apt_options(build):
+    """-o options for a private apt configuration under BUILD/qemu10/apt: SOURCE only."""
+    d = os.path.join(build, "qemu10", "apt")
+    for sub in ("lists/partial", "cache/archives/partial"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    with open(os.path.join(d, "sources.list"), "w") as f:
+        f.write(SOURCE + "\n")
+    return ["-o", f"Dir::Etc::sourcelist={d}/sources.list", "-o", "Dir::Etc::sourceparts=-",
+            "-o", f"Dir::State::Lists={d}/lists", "-o", f"Dir::Cache={d}/cache"]
+
+
+def _deb_field(deb, field):
+    return subprocess.run(["dpkg-deb", "-f", deb, field], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _unpack(debs, dest):
+    """dpkg -x every .deb into dest, then the qemu-bundle and ipxe links; checks the libraries."""
+    for deb in debs:
+        subprocess.run(["dpkg", "-x", deb, dest], check=True)
+    os.symlink("../..", os.path.join(dest, "usr", "bin", "qemu-bundle"))  # usr/bin/../.. = dest
+    if os.path.isdir(SYSTEM_IPXE):
+        os.makedirs(os.path.join(dest, "usr", "lib", "ipxe"), exist_ok=True)
+        os.symlink(SYSTEM_IPXE, os.path.join(dest, "usr", "lib", "ipxe", "qemu"))
+    binary = os.path.join(dest, BINARY)
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    missing = sorted({ln.split()[0] for ln in ldd.splitlines() if "not found" in ln})
+    if missing:
+        raise QemuError(f"QEMU 10.0 needs libraries this system lacks: {', '.join(missing)} "
+                        "(download them from bookworm-backports too)")
+    r = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    first = (r.stdout or r.stderr).splitlines()[:1]
+    if r.returncode != 0 or not first or not re.search(r"version 10\.0\.", first[0]):
+        raise QemuError(f"the unpacked QEMU 10.0 does not run: {(r.stdout + r.stderr).strip()[-300:]}")
+    return first[0]
+
+
+def fetch(build=None, refresh=False):
+    """The unpacked 10.0's binary, from the cache (no network) or else downloaded and unpacked.
+    Raises QemuUnavailable when the archive is needed and cannot be reached, QemuError otherwise."""
+    build = os.path.abspath(build or default_build())
+    have = cached(build)
+    if have and not refresh:
+        return have
+    top = os.path.join(build, "qemu10")
+    os.makedirs(top, exist_ok=True)
+    with open(os.path.join(top, ".lock"), "w") as lock:  # one fetch at a time (apt locks its lists too)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        have = cached(build)
+        if have and not refresh:
+            return have  # another process fetched it while we waited
+        return _fetch_locked(build, top)
+
+
+def _fetch_locked(build, top):
+    """fetch() under its lock: apt-get update and download, unpack into a temporary tree, check
+    it runs, then move it into place (a tree is never seen half made)."""
+    opts = _apt_options(build)
+    status, out = _apt(["apt-get", "-q", "update"] + opts)
+    if status != 0 or re.search(r"^(W|E): Failed to fetch", out, re.M):
+        raise _apt_failed("apt-get update", out)
+    tmp = tempfile.mkdtemp(prefix=".fetch-", dir=top)
+    try:
+        status, out = _apt(["apt-get", "-q"] + opts + ["download"] + list(PACKAGES), cwd=tmp)
+        debs = sorted(glob.glob(os.path.join(tmp, "*.deb")))
+        if status != 0 or len(debs) != len(PACKAGES):
+            raise _apt_failed(f"apt-get download {' '.join(PACKAGES)}", out)
+        versions = {_deb_field(d, "Package"): _deb_field(d, "Version") for d in debs}
+        if not WANT.match(versions.get("qemu-system-x86", "")):
+            raise QemuError(f"bookworm-backports now serves qemu-system-x86 {versions.get('qemu-system-x86')}, "
+                            "not 1:10.0.x: update VERSIONS and WANT in tools/qemu_versions.py")
+        dest = os.path.join(tmp, "root")
+        banner = _unpack(debs, dest)
+        with open(os.path.join(dest, "VERSION"), "w") as f:  # last: marks the tree complete
+            f.write(banner + "\n" + "".join(f"{p} {v}\n" for p, v in sorted(versions.items())))
+        final = tree(build)
+        if os.path.exists(final):  # --refresh, or a tree without VERSION (an interrupted fetch)
+            os.rename(final, os.path.join(tmp, "old"))
+        os.rename(dest, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return cached(build)
+
+
+# -- what callers use ------------------------------------------------------------------------
+def command(version, build=None, fetch_missing=True):
+    """The argv prefix that runs qemu-system-x86_64 of this version (QEMU's own pid: no wrapper).
+    "10.0" is fetched first when missing (fetch_missing) -- see fetch() for what it raises."""
+    if version == SYSTEM:
+        return [SYSTEM_QEMU]
+    if version == "10.0":
+        binary = cached(build) or (fetch(build) if fetch_missing else None)
+        if not binary:
+            raise QemuError(f"QEMU 10.0 is not unpacked under {tree(build)}: run tools/qemu_versions.py fetch")
+        return [binary]
+    raise QemuError(f"QEMU version must be one of {', '.join(VERSIONS)}, not {version!r}")
+
+
+def skip_reason(version, build=None):
+    """None if version can run here (fetching 10.0 if needed), else why not: the system QEMU is
+    missing, or Debian's archive is unreachable and nothing is cached. Other failures raise."""
+    if version == SYSTEM:
+        return None if shutil.which(SYSTEM_QEMU) else f"{SYSTEM_QEMU} is not installed (make deps)"
+    try:
+        command(version, build)
+    except QemuUnavailable as e:
+        return str(e)
+    return None
+
+
+def reported_version(prefix):
+    """The first line of `QEMU --version` for a command prefix, or why it could not be run."""
+    try:
+        r = subprocess.run(prefix + ["--version"], capture_output=True, text=True, timeout=30)
+    except OSError as e:
+        return f"cannot run: {e.strerror}"
+    return ((r.stdout or r.stderr).splitlines() or ["(no output)"])[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="qemu_versions.py", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="verb", required=True)
+    f = sub.add_parser("fetch", help="download and unpack QEMU 10.0 (nothing to do when cached)")
+    f.add_argument("--refresh", action="store_true", help="download again even when cached")
+    c = sub.add_parser("command", help="print the command-line prefix for a version")
+    c.add_argument("version", choices=VERSIONS)
+    ls = sub.add_parser("list", help="each version, its command and the version it reports")
+    for p in (f, c, ls):
+        p.add_argument("--build", help="build directory (default $GDBSAMPLE_BUILD or build/)")
+    a = ap.parse_args()
+    try:
+        if a.verb == "fetch":
+            print(fetch(a.build, refresh=a.refresh))
+        elif a.verb == "command":
+            print(" ".join(command(a.version, a.build)))
+        else:
+            for v in VERSIONS:
+                try:
+                    prefix = command(v, a.build, fetch_missing=False)
+                    print(f"{v:5} {' '.join(prefix)}  ({reported_version(prefix)})")
+                except QemuError as e:
+                    print(f"{v:5} -  ({e})")
+    except QemuError as e:
+        sys.exit(f"qemu_versions.py: {e}")
+
+
+if __name__ == "__main__":
+    main()
