@@ -15,7 +15,7 @@ ifeq ($(PY),)
 PY := /usr/bin/python3
 endif
 
-.PHONY: all kernel test unit-test system-test deps run demo bench clean pmu-matrix libvirt-xml crosscheck
+.PHONY: all kernel test unit-test check system-test deps run demo bench clean pmu-matrix libvirt-xml crosscheck
 all: kernel $(BUILD)/gdbsample
 
 include kernel/kernel.mk
@@ -24,7 +24,7 @@ include kernel/kernel.mk
 # Debian packages the build, the tests and the demo need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
 	    libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
-	    gdb socat chromium busybox-static cpio \
+	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -58,12 +58,23 @@ test: deps all
 
 unit-test: kernel-unit sampler-unit
 
+# The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
+# (pytest -m "not qemu"; tests/conftest.py says which do) -- under a minute.
+check: all
+	$(MAKE) --no-print-directory unit-test
+	$(PY) -m pyflakes analysis tools tests bench gdbscripts vm-configs/vmconfig.py
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu" tests
+
 # Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
 bench: deps all
 	$(MAKE) --no-print-directory sampler-bench
 	$(PY) bench/analysis_bench.py --out docs/benchmarks.md
 	$(PY) bench/net_bench.py --out docs/benchmarks.md
 	$(PY) bench/attach_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
+	$(MAKE) --no-print-directory $(BUILD)/walk-bench $(BUILD)/rtt
+	$(PY) bench/unwind_bench.py --gdbsample $(BUILD)/gdbsample --walk-bench $(BUILD)/walk-bench --rtt $(BUILD)/rtt \
+	  --linux-build $(BUILD)/linux --out docs/benchmarks.md
+	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
 # about its PMU, against what the table expects (KVM rows only where /dev/kvm works).
@@ -77,3 +88,16 @@ libvirt-xml:
 
 clean:
 	rm -rf $(BUILD)
+
+# Debian's stock kernels for the Linux-guest tests (6.1 from bookworm, 6.12 from bookworm-backports
+# through a private apt configuration) and their busybox initramfs, cached under $(BUILD)/linux.
+.PHONY: linux-image
+linux-image:
+	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
+
+# Fuzzing and sanitizers (fuzz/fuzz.mk): `make fuzz` builds every libFuzzer harness into
+# $(BUILD)/fuzz and runs each FUZZ_SECONDS (default 60), printing executions, coverage and crashes;
+# `make asan-test` runs the C unit tests and the sampler's system tests under ASan + UBSan;
+# `make unit-test` (so `make test`) also replays the seed corpora and every fixed crash.
+include fuzz/fuzz.mk
+unit-test: fuzz-replay

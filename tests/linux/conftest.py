@@ -1,0 +1,45 @@
+"""The stock Debian guests the tests under tests/linux/ share: each booted once for the package and
+stopped by its pid when the package is done (a package-scoped fixture)."""
+import os
+
+import pytest
+
+import conftest
+from linuxguest import ArchiveUnreachable, LinuxGuest
+
+BUILD = os.path.join(conftest.BUILD, "linux")
+
+
+def start(**kw):
+    """A started LinuxGuest. Skips (with apt's reason) only when Debian's archive is unreachable
+    and nothing is cached; any other failure fails the test."""
+    try:
+        return LinuxGuest(build=BUILD, **kw).start()
+    except ArchiveUnreachable as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="package")
+def linux61():
+    """6.1 (ORC v1, xz vmlinuz) as shipped: KASLR on, -smp 2; the guest prints idle CPUs' stacks
+    too when asked (nmi_backtrace.backtrace_idle=1, for the idle-chain check)."""
+    g = start(series="6.1", smp=2, append=["nmi_backtrace.backtrace_idle=1"])
+    try:
+        if g.kaslr_slide() == 0:
+            # KASLR may pick the link address itself (about one boot in 490): boot once more
+            # rather than fail a test on a legitimate draw.
+            g.stop()
+            g = start(series="6.1", smp=2, append=["nmi_backtrace.backtrace_idle=1"])
+        yield g
+    finally:
+        g.stop()
+
+
+@pytest.fixture(scope="package")
+def linux612_nokaslr():
+    """6.12 from bookworm-backports (ORC v3 with .orc_header, zstd vmlinuz), booted nokaslr."""
+    g = start(series="6.12", smp=2, kaslr=False)
+    try:
+        yield g
+    finally:
+        g.stop()

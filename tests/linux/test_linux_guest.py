@@ -1,0 +1,110 @@
+"""Debian's stock 6.1 kernel boots under QEMU TCG (tools/linuxguest.py): map, shell, workloads, KASLR."""
+import os
+
+import pytest
+
+import conftest
+import linuxguest
+from linuxguest import STEXT_NOKASLR, WORKLOADS, ArchiveUnreachable, LinuxGuestError
+
+BUILD = os.path.join(conftest.BUILD, "linux")
+KASLR_ALIGN = 0x200000  # CONFIG_PHYSICAL_ALIGN on Debian's amd64 kernels: the slide's granule
+
+
+@pytest.fixture
+def guest(linux61):
+    """The package's 6.1 guest (tests/linux/conftest.py): KASLR on, -smp 2."""
+    return linux61
+
+
+# -- pure parsers, on literals ---------------------------------------------------------------
+def test_parse_kallsyms():
+    text = ("ffffffff9a000000 T _stext\n"
+            "000000000001fb80 A current_task\n"
+            "ffffffff9b161900 D linux_banner\n"
+            "ffffffffc0000000 t helper\t[somemod]\n"
+            "ffffffff9a000010 t helper\n")
+    syms = linuxguest.parse_kallsyms(text)
+    assert syms["_stext"] == (0xffffffff9a000000, "T")
+    assert syms["current_task"] == (0x1fb80, "A")
+    assert syms["helper"] == (0xffffffffc0000000, "t")  # the first of duplicate names
+
+
+def test_parse_stat():
+    text = ("100 (zerodd) R 97 97 1 0 -1 4194304 314 0 0 0 3 238 0 0 20 0 1 0 5493 3371008 548\n"
+            "101 (a) b) (c) S 97 97 1 0 -1 4194304 1 0 0 0 17 4 0 0 20 0 1 0 5493 3371008 548\n")
+    assert linuxguest.parse_stat(text) == {100: (3, 238), 101: (17, 4)}
+
+
+def test_unreachable_archive_is_its_own_error():
+    out = ("Err:1 http://deb.debian.org/debian bookworm InRelease\n"
+           "  Temporary failure resolving 'deb.debian.org'\n")
+    assert isinstance(linuxguest._apt_failed("apt-get update", out), ArchiveUnreachable)
+    out = "E: Unable to locate package linux-image-amd64\n"
+    err = linuxguest._apt_failed("apt-get download", out)
+    assert not isinstance(err, ArchiveUnreachable) and "Unable to locate" in str(err)
+
+
+# -- one 6.1 guest, KASLR on -----------------------------------------------------------------
+def test_cached_kernel_needs_no_apt(guest, monkeypatch):
+    def no_apt(*a, **kw):
+        raise AssertionError("apt was run although the kernel is cached")
+    monkeypatch.setattr(linuxguest, "_apt", no_apt)
+    assert linuxguest.fetch_kernel(BUILD, "6.1") == (guest.vmlinuz, guest.config)
+    assert os.path.basename(guest.vmlinuz).startswith("vmlinuz-6.1.")
+
+
+def test_map_is_complete_and_from_this_boot(guest):
+    with open(guest.kallsyms_path(), "rb") as f:
+        text = f.read()
+    assert b"\r" not in text and text.endswith(b"\n")
+    syms = guest.symbols()
+    assert len(syms) > 50000, len(syms)
+    assert syms["_stext"][1] in "Tt" and syms["linux_banner"][1] in "Dd"
+    # The guest's own view of the same symbol: the map carries this boot's slide.
+    own = guest.cmd("grep -w _stext /proc/kallsyms").split()
+    assert int(own[0], 16) == syms["_stext"][0], own
+    assert guest.cmd("cat /proc/version").startswith("Linux version 6.1.")
+
+
+def test_command_round_trip(guest):
+    assert guest.cmd("echo hello") == "hello\n"
+    assert guest.run("sh -c 'exit 3'") == (3, "")
+    assert guest.cmd("seq 1 500").split() == [str(i) for i in range(1, 501)]
+    with pytest.raises(LinuxGuestError):
+        guest.cmd("false")
+    assert guest.cmd("echo still here") == "still here\n"
+
+
+def test_workloads_run_under_their_names(guest):
+    pids = guest.start_workloads()
+    try:
+        assert set(pids) == set(WORKLOADS)
+        ps = {}
+        for line in guest.cmd("ps -o pid,comm").splitlines()[1:]:
+            pid, comm = line.split(None, 1)
+            ps[int(pid)] = comm.strip()
+        for name, pid in pids.items():
+            assert ps.get(pid) == name, (name, pid, ps.get(pid))
+        before = guest.cpu_times(pids)
+        guest.cmd("sleep 1")
+        after = guest.cpu_times(pids)
+        assert set(after) == set(pids.values())  # all still alive
+        z, s = pids["zerodd"], pids["spinner"]
+        assert after[z][1] > before[z][1], (before[z], after[z])  # dd from /dev/zero: kernel time
+        assert after[s][0] > before[s][0], (before[s], after[s])  # the spinner: user time
+    finally:
+        guest.stop_workloads(pids)
+    assert guest.cpu_times(pids) == {}
+
+
+def test_kaslr_moves_stext(guest):
+    assert "nokaslr" not in guest.cmd("cat /proc/cmdline")
+    slide = guest.kaslr_slide()
+    assert slide != 0 and slide % KASLR_ALIGN == 0, hex(slide)
+
+
+# -- the package's 6.12 guest, booted nokaslr ---------------------------------------------------
+def test_nokaslr_keeps_stext(linux612_nokaslr):
+    assert "nokaslr" in linux612_nokaslr.cmd("cat /proc/cmdline")
+    assert linux612_nokaslr.symbols()["_stext"][0] == STEXT_NOKASLR
