@@ -27,14 +27,14 @@ int cmd_dump(const struct opts *o)
 	static struct session ss;
 	static struct sample out[GDB_MAX_CPUS];
 	int n = 0, err = 0;
-	int64_t paused;
+	struct pause pz;
 	record_signals();                                 /* a signal waits for the clean way out */
 	if (session_open(&ss, o) < 0) {                   /* connecting stops the VM */
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 		session_close(&ss);
 		return ss.err;
 	}
-	int rc = session_sample(&ss, out, &n, &paused);   /* registers and stacks of every vCPU */
+	int rc = session_sample(&ss, out, &n, &pz);        /* registers and stacks of every vCPU */
 	if (rc == 0)
 		for (int i = 0; i < n; i++) print_stack(&ss, &out[i]);
 	else if (rc < 0)

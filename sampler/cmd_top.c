@@ -67,7 +67,7 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 	printf("gdbsample top: %d vCPUs, %.0f Hz achieved of %d requested, pause p50 %.0f us p99 %.0f us, "
 	       "guest stopped %.2f%%\n", t->ss->ncpu, secs > 0 ? (double)st->stops / secs : 0.0,
 	       t->ss->o->rate, stats_pause_pct(st, 50), stats_pause_pct(st, 99),
-	       secs > 0 ? 100.0 * (double)st->paused_ns / 1e9 / secs : 0.0);
+	       secs > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / secs : 0.0);
 	printf("%llu samples, %llu idle%s, %.0f s\n\n  %%self  samples  function\n",
 	       (unsigned long long)l->total, (unsigned long long)st->idle, t->ss->o->idle ? "" : " (hidden)", secs);
 	for (int shown = 0; shown < TOP_FUNCS; shown++) { /* selection of the largest, ties by key */

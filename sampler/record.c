@@ -64,8 +64,9 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			session_warn(ss, "falling behind: %llu sampling deadlines skipped so far; lower -r",
 				     (unsigned long long)p->skipped);
 		int n = 0;
-		int64_t t0 = pace_now(), paused;
-		int got = session_sample(ss, out, &n, &paused);    /* stop, read, resume: the session's */
+		int64_t t0 = pace_now();
+		struct pause pz;
+		int got = session_sample(ss, out, &n, &pz);        /* stop, read, resume: the session's */
 		if (got < 0) {
 			st->failed_stops++;
 			rc = -1;
@@ -73,8 +74,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		}
 		stopped = 0;
 		if (got > 0) continue;                             /* a round lost to the pause watchdog */
-		int64_t t1 = t0 + paused;
-		stats_pause(st, t1 - t0);
+		stats_pause(st, pz.pause_ns, pz.stopped_ns);
 		st->dropped = ss->s.p.st.reg_errors;
 		for (int i = 0; i < n; i++) {
 			out[i].t_ns = (uint64_t)(t0 - start);

@@ -1,6 +1,7 @@
 /* sample.c: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
 #include "sample.h"
 #include "err.h"
+#include "pace.h"
 #include <stdlib.h>
 
 /*
@@ -133,6 +134,7 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 		if (ev == GDB_EV_PACKET && rsp_is_stop(s->g->dec.pkt, s->g->dec.len)) {
 			if (expect_stop) {
 				expect_stop = 0;
+				s->stopped_at_ns = pace_now();
 				*stop_tid = gdb_stop_tid(s->g->dec.pkt, s->g->dec.len);
 			} else {
 				s->g->st.stray_stops++;
@@ -141,6 +143,7 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 		}
 		if (expect_stop) { /* a reply before any stop reply: the VM was already stopped */
 			s->p.st.no_stop_reply++;
+			s->stopped_at_ns = pace_now();
 			expect_stop = 0;
 		}
 		apply(s, &slots[i++], ev);
@@ -167,6 +170,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 	struct slot slots[SAMPLE_GROUP * (3 + UNWIND_MAX_CHUNKS) + 8];
 	int elide = -1, stopped_by_us = s->g->running;
 	*nout = 0;
+	s->stopped_at_ns = 0;
 	for (int i = 0, k = 1; i < s->nv; i++) {
 		struct vcpu *v = &s->v[i];
 		v->nregs = 0;

@@ -140,6 +140,8 @@ struct sampler {
 	struct plan p;                  /* what to ask and what the answers mean */
 	int stop_tid;                   /* thread named by the last stop reply (-1 unknown): QEMU
 					 * selects it for g/m after every stop, so its Hg can be left out */
+	int64_t stopped_at_ns;          /* CLOCK_MONOTONIC when this round's stop reply was read (the
+					 * VM is stopped from then on for sure); 0 if none came */
 	int nv;                         /* vCPUs sampled */
 	struct vcpu *v;                 /* their state */
 	int err;                        /* sticky error code */

@@ -82,14 +82,16 @@ int session_open(struct session *ss, const struct opts *o)
 	return 0;
 }
 
-int session_sample(struct session *ss, struct sample *out, int *n, int64_t *paused_ns)
+int session_sample(struct session *ss, struct sample *out, int *n, struct pause *pz)
 {
 	*n = 0;
 	int64_t t0 = pace_now();
 	guard_enter(&ss->guard);
 	int taken = sampler_take(&ss->s, out, n);
 	int resumed = taken == 0 ? sampler_resume(&ss->s) : -1;
-	*paused_ns = pace_now() - t0;
+	int64_t t1 = pace_now(), from = ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0;
+	pz->pause_ns = t1 - t0;
+	pz->stopped_ns = t1 - from;
 	if (resumed == 0) {
 		guard_leave(&ss->guard);
 		return 0;
@@ -102,8 +104,10 @@ int session_sample(struct session *ss, struct sample *out, int *n, int64_t *paus
 		ss->g.running = 1;
 		ss->rescues = guard_acknowledge(&ss->guard);
 		if (ss->guard.sh && ss->guard.sh->longest_ns > ss->rescue_max_ns) ss->rescue_max_ns = ss->guard.sh->longest_ns;
-		if (ss->guard.sh && ss->guard.sh->rescued_at_ns > t0) /* the guest ran from the rescue on */
-			*paused_ns = ss->guard.sh->rescued_at_ns - t0;
+		if (ss->guard.sh && ss->guard.sh->rescued_at_ns > t0) { /* the guest ran from the rescue on */
+			pz->pause_ns = ss->guard.sh->rescued_at_ns - t0;
+			pz->stopped_ns = ss->guard.sh->rescued_at_ns > from ? ss->guard.sh->rescued_at_ns - from : 0;
+		}
 		session_warn(ss, "gdbsample was held up and the pause watchdog resumed the guest after more than "
 			     "%.0f ms (rescue %llu)", ss->o->max_pause * 1e3, (unsigned long long)ss->rescues);
 		if (taken == 0) return 0;

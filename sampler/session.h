@@ -33,11 +33,19 @@ struct session {
 
 /* Load symbols, connect, check the ELF, start the guard and the sampler. VM left stopped. */
 int session_open(struct session *ss, const struct opts *o);
+/* What one round cost the guest, as gdbsample's clock sees it. */
+struct pause {
+	int64_t pause_ns;    /* from writing the stop to writing the resume: the sample's latency */
+	int64_t stopped_ns;  /* from reading the stop reply to writing the resume: time the VM surely
+			      * stood still (QEMU may take a while to act on the stop byte when its
+			      * threads outnumber the host's cores; the guest runs meanwhile) */
+};
+
 /* One round: stop the VM, read every vCPU, resume it -- with the guard armed from the stop to the
- * resume. 0: *n samples in out, *paused_ns the time the VM was stopped (measured by us); 1: the
- * round was lost because the pause watchdog resumed the VM while we were held up (the VM runs,
- * counted, warned); -1: failed (ss->err). */
-int session_sample(struct session *ss, struct sample *out, int *n, int64_t *paused_ns);
+ * resume. 0: *n samples in out, *pz what the round cost; 1: the round was lost because the pause
+ * watchdog resumed the VM while we were held up (the VM runs, counted, warned); -1: failed
+ * (ss->err). */
+int session_sample(struct session *ss, struct sample *out, int *n, struct pause *pz);
 /* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. */
 int session_close(struct session *ss);
 /* Append the attach summary lines (attach, accel, vcpu_threads, gdbstub) to the key value text. */

@@ -9,12 +9,13 @@ void stats_init(struct stats *st, int64_t now_ns)
 	st->start_ns = st->end_ns = now_ns;
 }
 
-void stats_pause(struct stats *st, int64_t ns)
+void stats_pause(struct stats *st, int64_t ns, int64_t stopped_ns)
 {
 	int64_t us = ns / 1000;
 	st->hist[us > STATS_HIST_US ? STATS_HIST_US : us]++;
 	st->stops++;
 	st->paused_ns += ns;
+	st->stopped_ns += stopped_ns;
 	if (ns > st->max_pause_ns) st->max_pause_ns = ns;
 }
 
@@ -53,7 +54,7 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	   (unsigned long long)st->kept, (unsigned long long)st->idle, (unsigned long long)st->dropped);
 	KV("pause_p50_us %.0f\npause_p99_us %.0f\npause_max_us %lld\n", stats_pause_pct(st, 50),
 	   stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000));
-	KV("stopped_fraction %.5f\n", s > 0 ? (double)st->paused_ns / 1e9 / s : 0.0);
+	KV("stopped_fraction %.5f\n", s > 0 ? (double)st->stopped_ns / 1e9 / s : 0.0);
 	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
 	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
 	KV("mem_reads %llu\nmem_bytes %llu\n", (unsigned long long)ss->mem_reads, (unsigned long long)ss->mem_bytes);
@@ -94,7 +95,7 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	  s > 0 ? (double)st->stops / s : 0.0, rate_hz);
 	P("gdbsample: pause per sample p50 %.0f us, p99 %.0f us, max %lld us; guest stopped %.2f%% of wall time\n",
 	  stats_pause_pct(st, 50), stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000),
-	  s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
+	  s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0);
 	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu, round trips %llu, "
 	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read)\n",
 	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,

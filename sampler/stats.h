@@ -12,7 +12,9 @@
 struct stats {
 	uint32_t hist[STATS_HIST_US + 1]; /* pause counts by microsecond; last bin = longer */
 	uint64_t stops;                    /* stop/resume cycles (samples of the whole VM) */
-	int64_t paused_ns;                 /* total time the VM was stopped by us */
+	int64_t paused_ns;                 /* total of the pauses (stop written to resume written) */
+	int64_t stopped_ns;                /* total time the VM surely stood still (stop reply read to
+					    * resume written): the guest's loss */
 	int64_t max_pause_ns;              /* longest pause */
 	int64_t start_ns, end_ns;          /* run start and end (CLOCK_MONOTONIC) */
 	uint64_t kept;                     /* vCPU samples given to the output */
@@ -25,8 +27,9 @@ struct stats {
 };
 
 void stats_init(struct stats *st, int64_t now_ns);
-/* One stop/resume cycle that kept the VM stopped for pause_ns. */
-void stats_pause(struct stats *st, int64_t pause_ns);
+/* One stop/resume cycle: its latency (stop written to resume written) and the time the VM surely
+ * stood still (stop reply read to resume written). */
+void stats_pause(struct stats *st, int64_t pause_ns, int64_t stopped_ns);
 /* Pause percentile (0..100) in microseconds. */
 double stats_pause_pct(const struct stats *st, double pct);
 /* The summary as "key value" lines (for the capture trailer). */

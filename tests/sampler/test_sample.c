@@ -1,5 +1,6 @@
 /* test_sample.c: the one-round-trip sample against a scripted fake gdbstub on a socketpair. */
 #include "check.h"
+#include "../../sampler/pace.h"
 #include "../../sampler/sample.h"
 #include <signal.h>
 #include <stdlib.h>
@@ -174,9 +175,13 @@ static char *four_samples(struct sampler *s)
 	check_chain(&out[0], 0);
 	check_chain(&out[1], 1);
 	CHECK(s->p.st.trips == 2 && s->p.st.misses == 2 && s->p.st.hits == 0);
+	CHECK(s->stopped_at_ns == 0); /* no stop written, no stop reply: nothing to time */
 	CHECK(sampler_resume(s) == 0);
 	for (int i = 0; i < 3; i++) {
+		int64_t t0 = pace_now();
 		CHECK(sampler_take(s, out, &n) == 0 && n == 2);
+		/* the stop reply's arrival is timed: the guest's stopped share counts from there */
+		CHECK(s->stopped_at_ns >= t0 && s->stopped_at_ns <= pace_now());
 		check_chain(&out[0], 0);
 		check_chain(&out[1], 1);
 		CHECK(sampler_resume(s) == 0);
