@@ -7,6 +7,8 @@
 #define REQ_TIMEOUT_MS(g) ((g)->req_ms > 0 ? (g)->req_ms : GDB_REQ_TIMEOUT_MS)
 #define STOP_TIMEOUT_MS 1000 /* 0x03 -> stop reply; after this we ask with `?` */
 #define MAX_RETRANSMIT 5
+#define RESYNC_QUIET_MS 100  /* gdb_resync: the stream is drained once quiet this long ... */
+#define RESYNC_MAX_MS 2000   /* ... or after this in all (a stub that never stops talking) */
 
 static long long now_ms(void)
 {
@@ -30,11 +32,44 @@ int gdb_write(struct gdb *g, const void *buf, size_t len)
 	g->sent_ms = now_ms(); /* replies are due from here */
 	g->late_read = 0;
 	int rc = conn_write(&g->conn, buf, len);
-	if (g->gate) g->gate(g->gate_arg, 0);
+	int raced = g->gate && g->gate(g->gate_arg, 0) < 0;
 	if (rc < 0) {
 		take_conn_err(g);
 		return -1;
 	}
+	if (raced) { /* written, but the guard resumed the VM meanwhile: the caller must gdb_resync */
+		g->raced = 1;
+		ERR_SET(g, ERR_RESCUED, "the pause watchdog resumed the guest while gdbsample was held up");
+		return -1;
+	}
+	return 0;
+}
+
+int gdb_resync(struct gdb *g)
+{
+	/* The guard's bytes (guard.c): whatever our raced write did -- a 0x03 that stopped the VM
+	 * again, a `$` that stopped a QEMU 7.2 VM and left the rest as noise -- they resume it. */
+	static const char resume[] = "+\x03$c#63";
+	g->raced = 0;
+	g->running = 1;
+	if (conn_write(&g->conn, resume, sizeof resume - 1) < 0) {
+		take_conn_err(g);
+		return -1;
+	}
+	/* Drop whatever was in flight (stop replies, replies to the raced batch) until the stub is
+	 * quiet for RESYNC_QUIET_MS, at most RESYNC_MAX_MS. */
+	long long end = now_ms() + RESYNC_MAX_MS;
+	while (now_ms() < end) {
+		ssize_t n = conn_read(&g->conn, g->rbuf, sizeof g->rbuf, RESYNC_QUIET_MS);
+		if (n < 0) {
+			take_conn_err(g);
+			return -1;
+		}
+		if (n == 0) break;
+	}
+	g->roff = g->rlen = 0;
+	rsp_dec_init(&g->dec);
+	g->sent_ms = 0;
 	return 0;
 }
 

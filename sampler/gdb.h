@@ -60,6 +60,7 @@ struct gdb {
 	int multiprocess;               /* stub agreed to multiprocess+: thread ids are p1.N */
 	int noack;                      /* QStartNoAckMode in force */
 	int running;                    /* we resumed the VM and have not stopped it since */
+	int raced;                      /* a write the pause watchdog raced: call gdb_resync */
 	int packet_size;                /* PacketSize from qSupported */
 	struct layout layout;           /* register layout from target.xml */
 	int ncpu;                       /* vCPUs (threads) */
@@ -67,7 +68,7 @@ struct gdb {
 	int pids[GDB_MAX_CPUS];         /* process id of vCPU i (QEMU: 1) */
 	struct gdb_stats st;            /* protocol counters */
 	/* Around every write: gate(arg, 1) before (-1 forbids it: the pause watchdog resumed the VM
-	 * meanwhile, see guard.h), gate(arg, 0) after. NULL: no gate. */
+	 * meanwhile, see guard.h), gate(arg, 0) after (-1: it did so during the write). NULL: none. */
 	int (*gate)(void *arg, int enter);
 	void *gate_arg;                 /* its argument */
 	int err;                        /* sticky error code (err.h) */
@@ -82,6 +83,10 @@ int gdb_handshake(struct gdb *g);
 int gdb_request(struct gdb *g, const char *payload, int timeout_ms);
 /* Raw write of already framed bytes (a pipelined batch). */
 int gdb_write(struct gdb *g, const void *buf, size_t len);
+/* After a write failed with ERR_RESCUED and g->raced: it landed while the guard resumed the VM,
+ * so the VM may be stopped again and replies may be in flight. Resume it (the guard's bytes,
+ * which resume from every state), drain the stream until it is quiet, reset the decoder. */
+int gdb_resync(struct gdb *g);
 /* Next reply event from the stream (acks and console output skipped). The timeout counts from the
  * last write (the request), not from this call: however many events a caller skips, it hears
  * GDB_EV_TIMEOUT once timeout_ms have passed since it wrote (bytes already received are still

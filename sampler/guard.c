@@ -31,19 +31,31 @@
  * packet is never left half-sent by a kill.
  */
 /*
- * The pause watchdog. While the VM is stopped by us (state STOPPED, since_ns set by
+ * The pause watchdog. While the VM may be stopped by us (state STOPPED, since_ns set by
  * guard_enter), the guard wakes every WATCH_MS; if the stop has lasted longer than max_pause_ns
  * -- gdbsample stopped by SIGSTOP or a debugger, or starved by the host -- it resumes the VM as
- * above and marks the state RESCUED. Every write to the socket, by either process, happens
- * under one process-shared lock, and the parent refuses to write once the state is RESCUED: so
- * a rescue never lands between the parent's check and its write (a `c` after the guard's `c`
- * would stop the VM again). The parent, refused, knows the VM runs; the replies to its last
- * batch were read before (it reads all replies of a batch before it writes again), so the
- * stream holds nothing stale and sampling simply goes on.
+ * above. The two processes agree through one shared word, generation << 8 | state, changed only
+ * by compare-and-swap, never through a lock: either may be stopped at any instruction (a SIGSTOP
+ * lands on gdbsample whenever it likes), and a lock held by a stopped gdbsample would hold the
+ * guard too -- the guest paused for as long as gdbsample is (seen: 2% of SIGSTOPs at -r 10000).
+ *
+ *   parent, around each write:  STOPPED -> WRITING, send(), WRITING -> STOPPED
+ *   guard, past the limit:      STOPPED -> RESCUING, resume, -> RESCUED
+ *                               WRITING -> RACING,   resume, -> RACED
+ *
+ * RESCUED: the parent refuses every later write (a `c` after the guard's `c` would stop a QEMU
+ * 7.2 VM again); the replies to its last batch were read before it writes again, so the stream
+ * holds nothing stale and sampling goes on once it acknowledges. RACED: the parent was stopped
+ * inside a write, which may have landed before or after the guard's bytes; it sees RACED as the
+ * write ends and resumes the VM itself with the same bytes, which resume from every state
+ * (gdb_resync), then drains the stream. Each side's send() is one call of a few bytes, queued
+ * whole by the kernel, so the two never interleave within a packet.
  */
 #define WATCH_MS 50          /* how often the watchdog looks */
 #define DRAIN_MS 100         /* after a resume, drain replies until none came for this long ... */
 #define DRAIN_MAX_MS 2000    /* ... and at most this long in all (a stub that never stops talking) */
+#define STATE(w) ((int)((w) & 0xff))
+#define WITH(w, st) (((w) & ~(uint64_t)0xff) | (uint64_t)(st))
 
 static int64_t now_ns(void)
 {
@@ -52,28 +64,48 @@ static int64_t now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static void lock(struct guard_shared *sh)
+static uint64_t load(struct guard_shared *sh)
 {
-	if (pthread_mutex_lock(&sh->lock) == EOWNERDEAD) pthread_mutex_consistent(&sh->lock);
+	return __atomic_load_n(&sh->word, __ATOMIC_SEQ_CST);
+}
+
+static int cas(struct guard_shared *sh, uint64_t from, uint64_t to)
+{
+	return __atomic_compare_exchange_n(&sh->word, &from, to, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 static void resume(int sockfd, const char *pkt);
 static void drain(int sockfd);
 
+int guard_claim(struct guard_shared *sh, int64_t now)
+{
+	uint64_t w = load(sh);
+	int st = STATE(w);
+	int64_t since = __atomic_load_n(&sh->since_ns, __ATOMIC_SEQ_CST);
+	if ((st != GUARD_STOPPED && st != GUARD_WRITING) || !since || !sh->max_pause_ns ||
+	    now - since <= sh->max_pause_ns)
+		return 0;
+	if (!cas(sh, w, WITH(w, st == GUARD_STOPPED ? GUARD_RESCUING : GUARD_RACING)))
+		return 0; /* it moved on meanwhile: look again next time */
+	if (now - since > sh->longest_ns) sh->longest_ns = now - since;
+	sh->rescued_at_ns = now;
+	__atomic_add_fetch(&sh->rescues, 1, __ATOMIC_SEQ_CST);
+	return 1;
+}
+
+void guard_claimed(struct guard_shared *sh)
+{
+	uint64_t w = load(sh); /* only the guard leaves RESCUING / RACING */
+	__atomic_store_n(&sh->word, WITH(w, STATE(w) == GUARD_RESCUING ? GUARD_RESCUED : GUARD_RACED),
+			 __ATOMIC_SEQ_CST);
+}
+
 /* Resume the VM if the current stop has outlasted the limit. */
 static void watch(int sockfd, const char *pkt, struct guard_shared *sh)
 {
-	int64_t since = sh->since_ns, now = now_ns();
-	if (sh->state != GUARD_STOPPED || !since || now - since <= sh->max_pause_ns) return;
-	lock(sh);
-	if (sh->state == GUARD_STOPPED && sh->since_ns == since) {
-		resume(sockfd, pkt);
-		if (now - since > sh->longest_ns) sh->longest_ns = now - since;
-		sh->rescued_at_ns = now;
-		__atomic_add_fetch(&sh->rescues, 1, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&sh->state, GUARD_RESCUED, __ATOMIC_SEQ_CST);
-	}
-	pthread_mutex_unlock(&sh->lock);
+	if (!guard_claim(sh, now_ns())) return;
+	resume(sockfd, pkt);
+	guard_claimed(sh);
 }
 
 static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh, void (*rescue)(void *),
@@ -97,11 +129,14 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 		if (sh->max_pause_ns) watch(sockfd, pkt, sh);
 	}
 	if (sh->done) _exit(0);
-	lock(sh);
-	int resumed = sh->state == GUARD_STOPPED;
-	if (resumed) resume(sockfd, pkt);
-	pthread_mutex_unlock(&sh->lock);
-	if (resumed) drain(sockfd);
+	/* The parent is gone: it may have left the VM stopped (STOPPED), died writing (WRITING), or
+	 * died before resuming after a raced write (RACED). RESCUED and RUNNING: the VM runs. */
+	int st = STATE(load(sh));
+	int resumed = st == GUARD_STOPPED || st == GUARD_WRITING || st == GUARD_RACED;
+	if (resumed) {
+		resume(sockfd, pkt);
+		drain(sockfd);
+	}
 	if (rescue) {
 		close(sockfd); /* drop our end of the gdb connection before the stub is closed */
 		rescue(arg);
@@ -173,7 +208,6 @@ int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, co
 		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *), void *arg)
 {
 	int fds[2], sp[2];
-	pthread_mutexattr_t ma;
 	memset(g, 0, sizeof *g);
 	memset(gdb, 0, sizeof *gdb);
 	rsp_dec_init(&gdb->dec);
@@ -184,12 +218,7 @@ int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, co
 		ERR_SET(g, ERR_SYS, "guard: %s", strerror(errno));
 		return -1;
 	}
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&g->sh->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
-	g->sh->state = GUARD_STOPPED;
+	g->sh->word = GUARD_STOPPED; /* connecting stops the VM; since_ns 0: no watchdog yet */
 	g->sh->max_pause_ns = max_pause_ns;
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -235,45 +264,68 @@ int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, co
 	return 0;
 }
 
+/* Wait (bounded) while the guard is in the middle of a rescue; the word once it is not. */
+static uint64_t settled(struct guard_shared *sh)
+{
+	uint64_t w = load(sh);
+	for (int i = 0; i < 2000 && (STATE(w) == GUARD_RESCUING || STATE(w) == GUARD_RACING); i++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+		w = load(sh);
+	}
+	return w;
+}
+
 void guard_enter(struct guard *g)
 {
 	if (!g->sh) return;
-	lock(g->sh);
-	g->sh->since_ns = now_ns();
-	__atomic_store_n(&g->sh->state, GUARD_STOPPED, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&g->sh->lock);
+	/* A new generation in STOPPED; an unacknowledged rescue stays (the next write is refused). */
+	for (;;) {
+		uint64_t w = settled(g->sh);
+		int st = STATE(w);
+		if (st == GUARD_RESCUED || st == GUARD_RACED || st == GUARD_RESCUING || st == GUARD_RACING) return;
+		__atomic_store_n(&g->sh->since_ns, now_ns(), __ATOMIC_SEQ_CST);
+		if (cas(g->sh, w, ((w >> 8) + 1) << 8 | GUARD_STOPPED)) return;
+	}
 }
 
 void guard_leave(struct guard *g)
 {
 	if (!g->sh) return;
-	lock(g->sh);
-	if (g->sh->state == GUARD_STOPPED) __atomic_store_n(&g->sh->state, GUARD_RUNNING, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&g->sh->lock);
+	uint64_t w = load(g->sh);
+	if (STATE(w) == GUARD_STOPPED) cas(g->sh, w, WITH(w, GUARD_RUNNING)); /* else a rescue: kept */
 }
 
 int guard_gate(void *arg, int enter)
 {
 	struct guard *g = arg;
 	if (!g->sh) return 0;
-	if (!enter) {
-		pthread_mutex_unlock(&g->sh->lock);
-		return 0;
+	if (enter) {
+		for (;;) {
+			uint64_t w = load(g->sh);
+			int st = STATE(w);
+			if (st == GUARD_RUNNING) return 0; /* no watchdog runs: nothing to mark */
+			if (st != GUARD_STOPPED) return -1; /* rescued (or being rescued): write nothing */
+			if (cas(g->sh, w, WITH(w, GUARD_WRITING))) {
+				g->writing = 1;
+				return 0;
+			}
+		}
 	}
-	lock(g->sh);
-	if (g->sh->state == GUARD_RESCUED) {
-		pthread_mutex_unlock(&g->sh->lock);
-		return -1;
+	if (!g->writing) return 0;
+	g->writing = 0;
+	for (;;) {
+		uint64_t w = settled(g->sh);
+		if (STATE(w) != GUARD_WRITING) return -1; /* RACED: the guard resumed the VM meanwhile */
+		if (cas(g->sh, w, WITH(w, GUARD_STOPPED))) return 0;
 	}
-	return 0;
 }
 
 uint64_t guard_acknowledge(struct guard *g)
 {
 	if (!g->sh) return 0;
-	lock(g->sh);
-	if (g->sh->state == GUARD_RESCUED) __atomic_store_n(&g->sh->state, GUARD_RUNNING, __ATOMIC_SEQ_CST);
-	pthread_mutex_unlock(&g->sh->lock);
+	uint64_t w = settled(g->sh);
+	if (STATE(w) == GUARD_RESCUED || STATE(w) == GUARD_RACED) cas(g->sh, w, WITH(w, GUARD_RUNNING));
 	g->seen = g->sh->rescues;
 	return g->seen;
 }

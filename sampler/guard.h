@@ -2,19 +2,26 @@
  * stalls (stopped by a signal or a debugger, starved by the host) longer than --max-pause. */
 #ifndef GUARD_H
 #define GUARD_H
-#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "gdb.h"
 
-/* Who holds the VM. */
-enum { GUARD_RUNNING = 0, GUARD_STOPPED, GUARD_RESCUED };
+/* Who holds the VM (the low byte of guard_shared.word; guard.c has the transitions). */
+enum {
+	GUARD_RUNNING = 0, /* the VM runs (or the watchdog is not ours to run: attaching, detached) */
+	GUARD_STOPPED,     /* the VM may be stopped by us: the watchdog times it */
+	GUARD_WRITING,     /* ... and the parent is writing to the stub */
+	GUARD_RESCUING,    /* the guard is resuming a STOPPED VM */
+	GUARD_RESCUED,     /* ... has resumed it; the parent refuses to write until it acknowledges */
+	GUARD_RACING,      /* the guard is resuming a VM the parent was writing to */
+	GUARD_RACED,       /* ... has: the parent's write may have landed after the resume */
+};
 
-/* State shared with the guard through an anonymous shared mapping. */
+/* State shared with the guard through an anonymous shared mapping. Lock-free: either process
+ * may be stopped (SIGSTOP, a debugger) at any instruction, and the other must still go on. */
 struct guard_shared {
-	pthread_mutex_t lock;        /* held around every write to the gdbstub, by either process
-				      * (process-shared, robust: a dead holder does not block the other) */
-	volatile int state;          /* GUARD_*: STOPPED while the VM may be stopped by us */
+	volatile uint64_t word;      /* generation << 8 | GUARD_*; the generation grows with every
+				      * guard_enter, so a rescue never applies to a later stop */
 	volatile int done;           /* 1 once the parent detached cleanly: nothing left to do */
 	volatile int64_t since_ns;   /* CLOCK_MONOTONIC start of the current stop (0: no watchdog,
 				      * e.g. while attaching) */
@@ -29,6 +36,7 @@ struct guard {
 	int pipe_w;                 /* write end held by the parent: EOF tells the guard we are gone */
 	struct guard_shared *sh;    /* shared state */
 	uint64_t seen;              /* rescues the parent has acknowledged */
+	int writing;                /* the parent marked the state WRITING (guard_gate) */
 	int err;                    /* sticky error code */
 	char errstr[128];           /* what went wrong */
 };
@@ -47,12 +55,20 @@ int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, co
 /* The VM is about to be stopped (the watchdog starts timing) / has been resumed. */
 void guard_enter(struct guard *g);
 void guard_leave(struct guard *g);
-/* For struct gdb's write gate: lock (enter = 1; -1 if the watchdog has resumed the VM since
- * guard_enter) or unlock (enter = 0) the socket. */
+/* For struct gdb's write gate. enter = 1, before a write: -1 if the watchdog has resumed the VM
+ * since guard_enter (write nothing). enter = 0, after it: -1 if the watchdog resumed the VM while
+ * we were writing -- our bytes may have landed after its resume, so the VM state is unknown until
+ * we resume it ourselves (gdb_resync). */
 int guard_gate(void *g, int enter);
-/* After a write was refused: the watchdog resumed the VM; acknowledge it (the VM runs). Returns
- * the rescues so far. */
+/* After a write was refused or raced (and resynced): the VM runs; acknowledge it. Returns the
+ * rescues so far. */
 uint64_t guard_acknowledge(struct guard *g);
+/* The watchdog's decision, apart from its I/O (the unit tests drive it): if the VM has been
+ * STOPPED (or WRITING) since longer than the limit at time now, claim the rescue (state RESCUING /
+ * RACING, counted) and return 1; the caller then resumes the VM and calls guard_claimed (state
+ * RESCUED / RACED). 0: nothing to do. */
+int guard_claim(struct guard_shared *sh, int64_t now);
+void guard_claimed(struct guard_shared *sh);
 /* Let the guard go and reap it: clean = we detached ourselves (the guard exits quietly);
  * otherwise it resumes the VM if a sample may be in flight, exactly as if we had died. */
 void guard_finish(struct guard *g, int clean);

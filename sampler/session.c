@@ -98,8 +98,13 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 	}
 	if (ss->g.err == ERR_RESCUED) {
 		/* We were held up and the guard's watchdog resumed the guest; our write was refused, so
-		 * the stream holds nothing stale: the VM runs and sampling goes on. A round read whole
-		 * before the rescue is still good. */
+		 * the stream holds nothing stale -- or it raced the rescue, and we resume and drain
+		 * (gdb_resync): the VM runs and sampling goes on. A round read whole before the rescue
+		 * is still good. */
+		if (ss->g.raced && gdb_resync(&ss->g) < 0) {
+			ERR_SET(ss, ss->g.err, "after the pause watchdog's rescue: %s", ss->g.errstr);
+			return -1;
+		}
 		ss->g.err = ss->s.err = 0;
 		ss->g.running = 1;
 		ss->rescues = guard_acknowledge(&ss->guard);

@@ -34,5 +34,6 @@ void test_orc(void);
 void test_cfi(void);
 void test_plan(void);
 void test_gdb(void);
+void test_guard(void);
 
 #endif

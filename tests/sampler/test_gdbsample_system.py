@@ -442,6 +442,11 @@ def test_guest_left_paused_by_earlier_client_is_resumed(boot):
     assert g.cmd("uptime").startswith("up ")
 
 
+def frame(payload):
+    """One RSP packet: $payload#checksum."""
+    return b"$" + payload + b"#%02x" % (sum(payload) % 256)
+
+
 @conftest.ON_EACH_QEMU
 def test_guard_bytes_resume_in_every_state(boot):
     """The guard's last words, "+ 0x03 $c#63", resume the guest whatever state a dying
@@ -466,6 +471,16 @@ def test_guard_bytes_resume_in_every_state(boot):
         assert wait_running(g.qmp_path) == "running"
         s.sendall(guard)  # running, nothing pending (as just after `c`)
         assert wait_running(g.qmp_path) == "running"
+        # a write that raced the watchdog's rescue lands on the running VM; gdbsample then sends
+        # the same bytes (gdb_resync): a 0x03 that stopped it, a `c` or a batch whose '$' stopped
+        # a 7.2 VM and left the rest as noise
+        batch = b"".join(frame(p) for p in (b"Hg1", b"g", b"m0,40"))
+        for late in (b"\x03", b"$c#63", batch):
+            s.sendall(late)
+            time.sleep(0.05)
+            s.sendall(guard)
+            assert wait_running(g.qmp_path) == "running", late
+            settle(s)
         s.sendall(b"\x03$D;1#b0")  # detached, running, reply pending
         settle(s)
         s.sendall(guard)

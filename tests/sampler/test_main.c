@@ -20,6 +20,7 @@ int main(void)
 	test_cfi();
 	test_plan();
 	test_gdb();
+	test_guard();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
