@@ -54,7 +54,8 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	   (unsigned long long)st->kept, (unsigned long long)st->idle, (unsigned long long)st->dropped);
 	KV("pause_p50_us %.0f\npause_p99_us %.0f\npause_max_us %lld\n", stats_pause_pct(st, 50),
 	   stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000));
-	KV("stopped_fraction %.5f\n", s > 0 ? (double)st->stopped_ns / 1e9 / s : 0.0);
+	KV("stopped_fraction %.5f\npaused_fraction %.5f\n", s > 0 ? (double)st->stopped_ns / 1e9 / s : 0.0,
+	   s > 0 ? (double)st->paused_ns / 1e9 / s : 0.0);
 	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
 	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
 	KV("mem_reads %llu\nmem_bytes %llu\n", (unsigned long long)ss->mem_reads, (unsigned long long)ss->mem_bytes);
@@ -93,9 +94,10 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	P("gdbsample: %llu samples of %d vCPU%s in %.2f s: %.1f Hz achieved, %d Hz requested\n",
 	  (unsigned long long)st->kept, ncpu, ncpu == 1 ? "" : "s", s,
 	  s > 0 ? (double)st->stops / s : 0.0, rate_hz);
-	P("gdbsample: pause per sample p50 %.0f us, p99 %.0f us, max %lld us; guest stopped %.2f%% of wall time\n",
+	P("gdbsample: pause per sample p50 %.0f us, p99 %.0f us, max %lld us; guest stopped %.2f%% of wall time "
+	  "(at most %.2f%%, counting from the stop byte)\n",
 	  stats_pause_pct(st, 50), stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000),
-	  s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0);
+	  s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0, s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
 	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu, round trips %llu, "
 	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read)\n",
 	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,

@@ -14,7 +14,9 @@ struct stats {
 	uint64_t stops;                    /* stop/resume cycles (samples of the whole VM) */
 	int64_t paused_ns;                 /* total of the pauses (stop written to resume written) */
 	int64_t stopped_ns;                /* total time the VM surely stood still (stop reply read to
-					    * resume written): the guest's loss */
+					    * resume written): a lower bound of the guest's loss, as
+					    * paused_ns is an upper one (QEMU freezes the guest's
+					    * clock somewhere between our stop byte and its stop reply) */
 	int64_t max_pause_ns;              /* longest pause */
 	int64_t start_ns, end_ns;          /* run start and end (CLOCK_MONOTONIC) */
 	uint64_t kept;                     /* vCPU samples given to the output */

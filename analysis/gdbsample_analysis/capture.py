@@ -59,7 +59,8 @@ NO_EXACT = frozenset()                    # shared by every sample without exact
 SUMMARY_NUMBERS = {"duration_ns": "count", "samples": "count", "idle": "count", "dropped": "count",
                    "vcpus": "count", "stops": "count", "rate_requested_hz": "real",
                    "rate_achieved_hz": "real", "pause_p50_us": "real", "pause_p99_us": "real",
-                   "pause_max_us": "real", "stopped_fraction": "real"}
+                   "pause_max_us": "real", "stopped_fraction": "real",
+                   "paused_fraction": "real"}
 # Control characters in summary text (terminal escapes from a hostile file) print as \xNN.
 _CONTROLS = {c: "\\x%02x" % c for c in [*range(32), *range(127, 160)] if c != 9}
 

@@ -140,11 +140,13 @@ def describe(cap, per, frames, first):
     if sm:
         L.append("dropped     %s (vCPU samples whose registers could not be read)" % sm.get("dropped", "?"))
         if "pause_p50_us" in sm:
-            stopped = sm.get("stopped_fraction")
-            L.append("pauses      p50 %s us, p99 %s us, max %s us%s"
+            stopped, paused = sm.get("stopped_fraction"), sm.get("paused_fraction")
+            L.append("pauses      p50 %s us, p99 %s us, max %s us%s%s"
                      % (sm["pause_p50_us"], sm.get("pause_p99_us", "?"), sm.get("pause_max_us", "?"),
                         "; guest stopped %.2f%% of wall time" % (100 * stopped)
-                        if isinstance(stopped, (int, float)) else ""))
+                        if isinstance(stopped, (int, float)) else "",
+                        " (at most %.2f%%, counting from the stop byte)" % (100 * paused)
+                        if isinstance(stopped, (int, float)) and isinstance(paused, (int, float)) else ""))
         L.extend(unwind_lines(sm))
         if sm.get("samples") not in (None, total - idle):
             L.append("note        the summary says %s samples not idle, the file holds %d"

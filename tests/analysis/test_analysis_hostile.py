@@ -52,6 +52,18 @@ def test_summary_valid_numbers_stay(tmp_path):
     assert r.returncode == 0 and r.stderr == "" and "99.50 Hz achieved" in r.stdout
 
 
+def test_stopped_share_bracket(tmp_path):
+    """gdbsample's two bounds of the guest's stopped share (docs/capture-format.md): info shows
+    both; a bad upper bound is dropped like any other number, the lower one stays."""
+    base = {"duration_ns": 5_000_000, "stopped_fraction": 0.019, "pause_p50_us": 180}
+    r = call("info", cap(tmp_path, summary=dict(base, paused_fraction=0.0245)))
+    assert r.returncode == 0 and r.stderr == ""
+    assert "guest stopped 1.90% of wall time (at most 2.45%, counting from the stop byte)" in r.stdout
+    r = call("info", cap(tmp_path, summary=dict(base, paused_fraction="nan"), name="b.cap"))
+    assert r.returncode == 0 and len(warnings(r)) == 1
+    assert "guest stopped 1.90% of wall time\n" in r.stdout
+
+
 def test_summary_control_characters_are_escaped(tmp_path):
     p = cap(tmp_path, summary={"duration_ns": 1, "image": "\x1b]0;owned\x07vmlinux", "x\x1bkey": "v"})
     r = call("info", p)

@@ -35,5 +35,7 @@ void test_cfi(void);
 void test_plan(void);
 void test_gdb(void);
 void test_guard(void);
+void test_stats(void);
+void test_kaslr(void);
 
 #endif

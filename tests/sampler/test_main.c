@@ -21,6 +21,8 @@ int main(void)
 	test_plan();
 	test_gdb();
 	test_guard();
+	test_stats();
+	test_kaslr();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
