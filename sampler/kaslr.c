@@ -102,6 +102,7 @@ static int banner_slide(struct kaslr *k, const struct symtab *t, int64_t hint, i
 	cand[0] = hint;
 	for (int i = 0; i < n; i++) {
 		uint8_t buf[sizeof banner - 1];
+		if (i > 0 && cand[i] == cand[0]) continue; /* the hint, tried first */
 		int rc = rd(arg, t->mark[MARK_BANNER] + (uint64_t)cand[i], buf, (int)sizeof buf);
 		if (rc == -2) return -2;
 		if (rc == 0 && !memcmp(buf, banner, sizeof buf)) {

@@ -1,0 +1,119 @@
+/* test_kaslr.c: finding the KASLR offset from text and from linux_banner, against a fake guest. */
+#include "check.h"
+#include "../../sampler/kaslr.h"
+#include "../../sampler/err.h"
+
+#define LINK 0xffffffff81000000ull
+#define TEXT_LEN 0x10000
+#define SLIDE 0x1e00000ll
+#define BANNER_AT 0xffffffff82000000ull
+
+static uint8_t image[TEXT_LEN];    /* the image's text, as linked */
+static uint8_t running[TEXT_LEN];  /* the guest's, at LINK + SLIDE: patched here and there */
+static int fail_with;              /* 0, or what the fake guest's every read returns */
+static int reads;
+
+static int guest_read(void *arg, uint64_t addr, uint8_t *buf, int len)
+{
+	(void)arg;
+	static const char banner[] = "Linux version 6.1.0-57-amd64";
+	reads++;
+	if (fail_with) return fail_with;
+	uint64_t t = LINK + (uint64_t)SLIDE, b = BANNER_AT + (uint64_t)SLIDE;
+	if (addr >= t && addr + (uint64_t)len <= t + TEXT_LEN) {
+		memcpy(buf, running + (addr - t), (size_t)len);
+		return 0;
+	}
+	if (addr >= b && addr + (uint64_t)len <= b + sizeof banner) {
+		memcpy(buf, banner + (addr - b), (size_t)len);
+		return 0;
+	}
+	return -1; /* unmapped */
+}
+
+static void make_text(uint32_t seed)
+{
+	for (int i = 0; i < TEXT_LEN; i++) {
+		seed = seed * 1103515245u + 12345u;
+		image[i] = (uint8_t)(seed >> 16);
+	}
+	memcpy(running, image, sizeof running);
+	for (int i = 0; i < TEXT_LEN; i += 40) running[i] ^= 0x5a; /* boot-time patching: 2.5 % */
+}
+
+static void image_symtab(struct symtab *t, struct textsec *sec)
+{
+	memset(t, 0, sizeof *t);
+	sec->addr = LINK;
+	sec->len = TEXT_LEN;
+	sec->data = image;
+	t->secs = sec;
+	t->nsecs = 1;
+}
+
+static void test_text(void)
+{
+	struct symtab t;
+	struct textsec sec;
+	struct kaslr k;
+	make_text(1);
+	image_symtab(&t, &sec);
+	fail_with = 0;
+	/* the slide is found from a kernel pc inside the moved text; names from the image follow it */
+	CHECK(kaslr_detect(&k, &t, 0, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == 0);
+	CHECK(k.slide == SLIDE && k.how == KASLR_TEXT && k.names_slide == SLIDE);
+	CHECK(k.match_pct >= KASLR_MIN_MATCH && k.match_pct < 100);
+	/* without a pc every 2 MiB step below the top is a candidate: still found */
+	CHECK(kaslr_detect(&k, &t, 0, 0, 0, guest_read, NULL) == 0 && k.slide == SLIDE);
+	CHECK(k.candidates > 1);
+	/* a forced offset is checked the same way */
+	CHECK(kaslr_check(&k, &t, SLIDE, guest_read, NULL) == 0 && k.how == KASLR_FORCED);
+	CHECK(kaslr_check(&k, &t, SLIDE + 0x200000, guest_read, NULL) == -1 && k.err == ERR_MISMATCH);
+	CHECK(strstr(k.errstr, "--kaslr-offset 0x2000000") != NULL);
+	/* another build of the kernel: nothing matches anywhere */
+	make_text(2);
+	for (int i = 0; i < TEXT_LEN; i++) image[i] = (uint8_t)(image[i] * 7 + 3); /* the image: build 3 */
+	CHECK(kaslr_detect(&k, &t, 0, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == -1);
+	CHECK(k.err == ERR_MISMATCH && strstr(k.errstr, "does not match the running guest") != NULL);
+	/* one window more than half rewritten is not patching, though 94 % of all bytes match */
+	make_text(1);
+	memcpy(running, image, sizeof running);
+	uint64_t off = (uint64_t)(TEXT_LEN - KASLR_PROBE_LEN) * 3 / (2 * KASLR_PROBES);
+	for (int i = 0; i < KASLR_PROBE_LEN / 2 + 1; i++) running[off + (uint64_t)i] ^= 0xff;
+	CHECK(kaslr_check(&k, &t, SLIDE, guest_read, NULL) == -1);
+	for (int i = 0; i < 2; i++) running[off + (uint64_t)i] ^= 0xff; /* half of it: patching */
+	CHECK(kaslr_check(&k, &t, SLIDE, guest_read, NULL) == 0 && k.match_pct == 94);
+	/* a connection failure is passed up as such, not as a mismatch */
+	make_text(1);
+	fail_with = -2;
+	CHECK(kaslr_detect(&k, &t, 0, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == -2);
+	fail_with = 0;
+}
+
+static void test_banner(void)
+{
+	struct symtab t;
+	struct kaslr k;
+	static const char map[] = "ffffffff81000000 T _stext\nffffffff81000100 T start_kernel\n"
+				  "ffffffff81008000 T _etext\nffffffff82000000 D linux_banner\n";
+	memset(&t, 0, sizeof t);
+	CHECK(syms_parse_map(&t, map, sizeof map - 1) == 0);
+	fail_with = 0;
+	/* a link-time map: the banner is found at the slide (offset 0 tried first, once) */
+	reads = 0;
+	CHECK(kaslr_detect(&k, &t, 1, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == 0);
+	CHECK(k.names_slide == SLIDE && k.names_how == KASLR_BANNER);
+	CHECK(reads == 2);
+	/* a map whose banner reads nothing at any offset (another boot's, another kernel's) */
+	fail_with = -1;
+	CHECK(kaslr_detect(&k, &t, 1, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == -1);
+	CHECK(strstr(k.errstr, "linux_banner") != NULL);
+	fail_with = 0;
+	syms_free(&t);
+}
+
+void test_kaslr(void)
+{
+	test_text();
+	test_banner();
+}
