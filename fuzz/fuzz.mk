@@ -46,9 +46,14 @@ $(BUILD)/fuzz-replay/fuzz_%: fuzz/fuzz_%.c fuzz/replay.c $(SAMPLER_LIB_OBJS)
 fuzz-build: $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_HARNESSES))
 
 # Each harness FUZZ_SECONDS from the seeds (and what earlier runs found, kept in $(FUZZ_DIR)/corpus);
-# a table of executions, coverage and crashes (saved in $(FUZZ_DIR)/artifacts). Exit 1 on a crash.
+# a table of executions, coverage and crashes (saved in $(FUZZ_DIR)/artifacts), also put in
+# docs/benchmarks.md (bench/fuzz_doc.py). Exit 1 on a crash.
 fuzz: fuzz-build
-	sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+	@load=$$(cut -d' ' -f1 /proc/loadavg); \
+	sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_HARNESSES) > $(FUZZ_DIR)/table.txt; rc=$$?; \
+	cat $(FUZZ_DIR)/table.txt; \
+	$(PY) bench/fuzz_doc.py --table $(FUZZ_DIR)/table.txt --seconds $(FUZZ_SECONDS) --load-before $$load \
+	  --out docs/benchmarks.md && exit $$rc
 
 # Seeds and every fixed crash, through each parser without the fuzzer (seconds; part of unit-test).
 fuzz-replay: $(FUZZ_REPLAY)
