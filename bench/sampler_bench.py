@@ -59,7 +59,7 @@ def summary(stderr):
     f["samples"], f["secs"], f["achieved"] = int(m.group(1)), float(m.group(3)), float(m.group(4))
     m = re.search(r"p50 (\d+) us, p99 (\d+) us, max (\d+) us; guest stopped ([\d.]+)%", stderr)
     f["p50"], f["p99"], f["max"], f["stopped"] = int(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4))
-    m = re.search(r"prediction hits (\d+) misses (\d+), round trips (\d+)", stderr)
+    m = re.search(r"prediction hits (\d+) misses (\d+)[^,]*, round trips (\d+)", stderr)
     f["hits"], f["misses"], f["trips"] = int(m.group(1)), int(m.group(2)), int(m.group(3))
     m = re.search(r"deadlines skipped (\d+)", stderr)
     f["skipped"] = int(m.group(1))

@@ -45,7 +45,7 @@ def summary(stderr):
     f = {}
     m = re.search(r"pause per sample p50 (\d+) us, p99 (\d+) us", stderr)
     f["p50"], f["p99"] = int(m.group(1)), int(m.group(2))
-    m = re.search(r"prediction hits (\d+) misses (\d+), round trips (\d+)", stderr)
+    m = re.search(r"prediction hits (\d+) misses (\d+)[^,]*, round trips (\d+)", stderr)
     f["hits"], f["misses"], f["trips"] = int(m.group(1)), int(m.group(2)), int(m.group(3))
     m = re.search(r"idle samples (\d+)", stderr)
     f["idle"] = int(m.group(1))

@@ -104,7 +104,7 @@ static int text_byte(const struct plan *p, uint64_t addr)
  * straddles two pages then costs one `m` instead of two. If the crossing read fails after all,
  * the next trip re-reads the range page by page.
  */
-static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cross, int max)
+static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cross, int max, int predicted)
 {
 	while (addr < end && v->nwin < max) {
 		uint64_t pend = (addr | (PAGE - 1)) + 1;
@@ -115,6 +115,7 @@ static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cr
 		w->addr = addr;
 		w->len = (int)(stop - addr);
 		w->ok = w->text = 0;
+		w->predicted = predicted;
 		w->crosses = cross && addr < cross && stop > cross;
 		addr = stop;
 	}
@@ -162,7 +163,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 		if (k == 0 && (lo & ~(PAGE - 1)) != top_page && (v->pred_sp & ~(PAGE - 1)) == top_page &&
 		    cross != top_page)
 			lo = top_page;
-		add_windows(v, lo, hi, cross, SAMPLE_PREDICT_MAX);
+		add_windows(v, lo, hi, cross, SAMPLE_PREDICT_MAX, 1);
 	}
 }
 
@@ -179,7 +180,7 @@ static void want_text(struct vcpu *v, uint64_t addr)
 	struct window *w = &v->win[v->nwin++];
 	w->addr = addr & ~(uint64_t)(TEXT_BLOCK - 1);
 	w->len = TEXT_BLOCK;
-	w->ok = w->crosses = 0;
+	w->ok = w->crosses = w->predicted = 0;
 	w->text = 1;
 }
 
@@ -222,7 +223,7 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		st->cross_failed++;
 		v->nwin_trip = v->nwin;
 		v->refetched = 1;
-		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0, UNWIND_MAX_CHUNKS);
+		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0, UNWIND_MAX_CHUNKS, cw->predicted);
 		return 0;
 	}
 	for (int w = 0; w < v->nwin; w++) /* text that arrived (unreadable text: not hlt) */
@@ -264,7 +265,10 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 			if (hi - lo > SAMPLE_EXTENT_MAX) hi = lo + SAMPLE_EXTENT_MAX;
 			if (!more) v->nwin_trip = v->nwin;
 			more = 1;
-			add_windows(v, lo, hi, 0, UNWIND_MAX_CHUNKS);
+			int from = v->nwin;
+			add_windows(v, lo, hi, 0, UNWIND_MAX_CHUNKS, 1);
+			for (int w = from; w < v->nwin; w++) /* the read-ahead is speculative, but not this */
+				if (uo.need - v->win[w].addr < (uint64_t)v->win[w].len) v->win[w].predicted = 0;
 		}
 	}
 	/* Idle is a halted vCPU: the byte before its pc is `hlt`. Given symbols but no image text

@@ -110,8 +110,11 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		struct window *w = &v->win[sl->wi];
 		if (v->hg_ok && len == (size_t)w->len * 2 && rsp_unhex(w->data, p, (size_t)w->len) == 0)
 			w->ok = 1;
-		else if (rsp_is_error(p, len) && !w->crosses)
-			s->p.st.mem_errors++; /* a failed crossing read is retried: counted by the plan */
+		else if (rsp_is_error(p, len) && !w->crosses) { /* a failed crossing read is retried:
+								    * counted by the plan */
+			if (w->predicted) s->p.st.stale_windows++; /* speculative: no loss */
+			else s->p.st.mem_errors++;
+		}
 		break;
 	}
 	}

@@ -41,6 +41,8 @@ struct window {
 	int ok;                        /* 1 once read */
 	int crosses;                   /* spans a page boundary (allowed by vcpu.cross_ok) */
 	int text;                      /* kernel text for idle tagging, not stack */
+	int predicted;                 /* speculative: predicted from the previous sample, or read
+					 * ahead of what the walk needs (not the window holding it) */
 	uint8_t data[SAMPLE_WINDOW];   /* the bytes */
 };
 
@@ -86,7 +88,11 @@ struct sampler_stats {
 	uint64_t trips;                 /* round trips in total */
 	uint64_t no_stop_reply;         /* VM was already stopped (0x03 had no stop reply) */
 	uint64_t reg_errors;            /* vCPU samples dropped: registers unreadable */
-	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) */
+	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) to memory the
+					 * walk needed */
+	uint64_t stale_windows;         /* ...and to speculative reads: windows the previous sample
+					 * predicted (a task switch may have freed that stack) or read
+					 * ahead past what the walk needed (into a guard page) */
 	uint64_t cross_reads;           /* `m` reads that crossed a page boundary (see add_windows) */
 	uint64_t cross_failed;          /* ...that failed and were re-read page by page */
 	uint64_t mem_reads;             /* `m` requests sent */

@@ -72,7 +72,8 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 			if (ss->stops_by[m][i])
 				KV("unwind_stop_%s_%s %llu\n", m < UM_N ? unwind_method_names[m] : "none",
 				   unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
-	KV("text_reads %llu\n", (unsigned long long)ss->text_reads);
+	KV("text_reads %llu\nstale_windows %llu\n", (unsigned long long)ss->text_reads,
+	   (unsigned long long)ss->stale_windows);
 	KV("errors_register %llu\nerrors_memory %llu\nerrors_rejected %llu\nno_stop_reply %llu\n",
 	   (unsigned long long)ss->reg_errors, (unsigned long long)ss->mem_errors,
 	   (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply);
@@ -98,10 +99,12 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	  "(at most %.2f%%, counting from the stop byte)\n",
 	  stats_pause_pct(st, 50), stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000),
 	  s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0, s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
-	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu, round trips %llu, "
+	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu (%llu speculative "
+	  "reads unmapped), round trips %llu, "
 	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read)\n",
 	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,
-	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips,
+	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->stale_windows,
+	  (unsigned long long)ss->trips,
 	  (unsigned long long)ss->mem_reads, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0,
 	  (unsigned long long)ss->cross_reads, (unsigned long long)ss->cross_failed);
 	P("gdbsample: unwind stops:");

@@ -16,6 +16,12 @@
 static uint8_t mem[2][STACKLEN];
 static int stub_cross; /* 1: `m` may cross a page of the stack (QEMU); 0: E14 (a stricter stub) */
 static uint64_t stub_sp = 0xf70; /* the stack pointer `g` reports, from the vCPU's stack base */
+static uint64_t hole_lo, hole_hi; /* [lo, hi) from the stack base reads E14 (a freed stack) */
+static int switch_after;          /* the stub calls task_switch() at its switch_after-th `c` */
+
+/* In the stub: each vCPU now runs a task whose chain is in the stack area's first page, and the
+ * old task's page (the second) is gone. */
+static void task_switch(void);
 
 static void put64(int cpu, uint64_t addr, uint64_t v)
 {
@@ -86,7 +92,8 @@ static void stub(int fd, int logfd, int stop_thread, int running)
 				r = hex;
 			} else if (sscanf(d.pkt, "m%llx,%x", &a, &len) == 2) {
 				uint64_t b = sel ? STACK1 : STACK0;
-				if (a >= b && a + len <= b + STACKLEN && len <= 2048 &&
+				int in_hole = a - b < hole_hi && a + len > b + hole_lo;
+				if (a >= b && a + len <= b + STACKLEN && len <= 2048 && !in_hole &&
 				    (stub_cross || (a & ~4095ull) == ((a + len - 1) & ~4095ull))) {
 					rsp_hex(hex, mem[sel] + (a - b), len);
 					r = hex;
@@ -95,6 +102,7 @@ static void stub(int fd, int logfd, int stop_thread, int running)
 				}
 			} else if (!strcmp(d.pkt, "c")) {
 				running = 1;
+				if (switch_after && --switch_after == 0) task_switch();
 				continue; /* no reply */
 			}
 			out[0] = '+';
@@ -243,20 +251,75 @@ static void test_no_read_past_the_chains_end(void)
 	fake_start(&f, 1, 0);
 	CHECK(sampler_init(&s, f.g, &(struct sampler_cfg){ .syms = NULL, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
 	/* Sample 1 knows nothing yet: its read-ahead from the frame it needs runs into the
-	 * unmapped page (two page-split E14s per vCPU, counted). From then on the windows end at
-	 * the chain's end. */
+	 * unmapped page (two page-split E14s per vCPU, counted as speculative). From then on the
+	 * windows end at the chain's end. */
 	for (int i = 0; i < 4; i++) {
 		CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
 		check_chain(&out[0], 0);
 		check_chain(&out[1], 1);
 		CHECK(sampler_resume(&s) == 0);
-		CHECK(s.p.st.mem_errors == 4);
+		/* speculative (read ahead of what the walk needed), so no memory error */
+		CHECK(s.p.st.stale_windows == 4 && s.p.st.mem_errors == 0);
 	}
 	CHECK(s.p.st.trips == 5 && s.p.st.cross_reads == 0);
 	sampler_free(&s);
 	char *log = fake_stop(&f);
 	CHECK(strstr(log, "c\n^C\ng\nmffff800000011e70,180\nHgp1.2\ng\nmffff800000021e70,180\nc\n") != NULL);
 	stub_sp = 0xf70;
+}
+
+/* A task switch between two samples: the stack the previous sample predicted has been freed
+ * (unmapped). The predicted read fails -- a stale window, a miss, not a memory error -- and the
+ * new stack is read in a second trip. */
+static void test_stale_window_after_a_task_switch(void)
+{
+	struct fake f;
+	struct sampler s;
+	struct sample out[2];
+	int n, cpus[2] = { 0, 1 };
+	stub_cross = 1;
+	memset(mem, 0, sizeof mem); /* the old task: its chain in the stack area's second page */
+	for (int c = 0; c < 2; c++) {
+		uint64_t b = c ? STACK1 : STACK0;
+		put64(c, b + 0x1f80, b + 0x1fa0); put64(c, b + 0x1f88, K + 0x1044 + (uint64_t)c);
+		put64(c, b + 0x1fa0, b + 0x1fe0); put64(c, b + 0x1fa8, K + 0x2088);
+		put64(c, b + 0x1fe0, 0);          put64(c, b + 0x1fe8, K + 0x30cc);
+	}
+	stub_sp = 0x1f70;
+	switch_after = 2;
+	fake_start(&f, 1, 0);
+	switch_after = 0;
+	stub_sp = 0xf70;
+	CHECK(sampler_init(&s, f.g, &(struct sampler_cfg){ .syms = NULL, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
+		check_chain(&out[0], 0);
+		CHECK(sampler_resume(&s) == 0);
+	}
+	uint64_t misses = s.p.st.misses, stale = s.p.st.stale_windows;
+	CHECK(sampler_take(&s, out, &n) == 0 && n == 2); /* after the stub's task_switch() */
+	check_chain(&out[0], 0);
+	check_chain(&out[1], 1);
+	CHECK(sampler_resume(&s) == 0);
+	/* per vCPU: the predicted window, and the read-ahead into the freed page -- speculative
+	 * both, so no memory error; a miss each */
+	CHECK(s.p.st.stale_windows == stale + 4 && s.p.st.mem_errors == 0 && s.p.st.misses == misses + 2);
+	sampler_free(&s);
+	fake_stop(&f);
+}
+
+static void task_switch(void)
+{
+	memset(mem, 0, sizeof mem);
+	for (int c = 0; c < 2; c++) {
+		uint64_t b = c ? STACK1 : STACK0;
+		put64(c, b + 0x180, b + 0x1a0); put64(c, b + 0x188, K + 0x1044 + (uint64_t)c);
+		put64(c, b + 0x1a0, b + 0x1e0); put64(c, b + 0x1a8, K + 0x2088);
+		put64(c, b + 0x1e0, 0);         put64(c, b + 0x1e8, K + 0x30cc);
+	}
+	stub_sp = 0x170;
+	hole_lo = 0x1000; /* the old task's page is gone */
+	hole_hi = 0x2000;
 }
 
 static void test_wrong_stop_vcpu(void)
@@ -321,6 +384,7 @@ void test_sample(void)
 	test_round_trips();
 	test_refused_crossing_falls_back_to_pages();
 	test_no_read_past_the_chains_end();
+	test_stale_window_after_a_task_switch();
 	test_wrong_stop_vcpu();
 	test_idle_not_reread();
 }
