@@ -49,6 +49,32 @@ class Result:
         self.status = None                                  # compare's exit status
         self.compare_text = ""
         self.phase_tsc = {}                                 # irqoff pid -> {phase: TSC ticks in the window}
+        self.vcpu_waited = None                             # the largest share of the window a busy
+                                                            # vCPU thread spent waiting for a host core
+
+
+def thread_schedstat(pid):
+    """{tid: (ns on a CPU, ns runnable but waiting for one)} of every thread of process pid, from
+    the host kernel's /proc/PID/task/TID/schedstat; {} where that is not available."""
+    out = {}
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(os.path.join(task, "schedstat")) as f:
+                run, wait = f.read().split()[:2]
+            out[int(os.path.basename(task))] = (int(run), int(wait))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def busiest_waited(before, after, n, wall_ns):
+    """Of the n threads that ran most between two thread_schedstat snapshots (QEMU's busy vCPU
+    threads: their names say so only with -name debug-threads=on), the largest share of wall_ns
+    one of them spent waiting for a host CPU; None without data."""
+    deltas = [(after[t][0] - before[t][0], after[t][1] - before[t][1]) for t in before if t in after]
+    if len(deltas) < n or wall_ns <= 0:
+        return None
+    return max(w for _, w in sorted(deltas, reverse=True)[:n]) / wall_ns
 
 
 IRQOFF_PHASES = ("irqoff_spin", "irqoff_exit", "irqon_spin")
@@ -107,6 +133,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                 time.sleep(0.01)
             time.sleep(0.3)  # sampling is under way
             before = {pid: work_time(g, pid) for pid in irqoff}
+            sched0 = thread_schedstat(g.proc.pid)
             t_first = time.time_ns()
             while True:
                 res.reports.append(g.cmd(f"profile {ms} all 64", timeout=ms / 1000 * 3 + 30))
@@ -115,6 +142,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                                         external_so_far(res.capture) >= min_external):
                     break
             t_last = time.time_ns()
+            res.vcpu_waited = busiest_waited(sched0, thread_schedstat(g.proc.pid), len(works), t_last - t_first)
             for pid in irqoff:
                 after = work_time(g, pid)
                 res.phase_tsc[pid] = {k: after[k] - before[pid][k] for k in IRQOFF_PHASES}

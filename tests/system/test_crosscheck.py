@@ -15,6 +15,7 @@ pytestmark = pytest.mark.qemu  # tools/crosscheck.py boots the kernel
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 ANALYZE = os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze")
 SPLIT = {"split_a": 50, "split_b": 30, "split_c": 20}
+CONTENDED = 0.10  # a vCPU thread waited for a host core this share of the window or more: contended
 
 
 def leaf_counts(report_text):
@@ -101,14 +102,20 @@ def test_irqoff_spin_is_seen_outside_missed_by_the_tick_and_flagged_tick_blind(i
     each phase, interrupts included, over the compared window (by construction ~30 % irqoff_spin,
     but only while the vCPU runs without gaps; TCG on a busy host shifts it). External samples
     are counted for the innermost of the three functions on their stack, the same attribution.
-    ~3000 samples of the task: σ of a 30 % share ≈ 0.85 pp, so ±4 pp is > 4.5σ."""
+    ~3000 samples of the task: σ of a 30 % share ≈ 0.85 pp, so ±4 pp is > 4.5σ -- while each vCPU
+    thread has a host core. When they wait for one (the host's kernel counts it: schedstat), the
+    stops stop being uniform in guest time (README, "Accuracy under TCG") and the error is a bias,
+    not noise: measured 4.2 pp with two CPU hogs beside this -smp 2 run, 11 pp beside -smp 4. The
+    bound is then the worst of those, ±12 pp: the irqoff time is still plainly seen outside."""
     res = irqoff_run
     task = ("irqoff_spin", "irqon_spin", "irqoff_exit")
     [truth] = res.phase_tsc.values()
     _, s_true = shares(truth, task)
     n_ext, s_ext = shares(inclusive_counts(res, task), task)
     assert n_ext >= 1500, n_ext
-    assert abs(s_ext["irqoff_spin"] - s_true["irqoff_spin"]) <= 4, (s_ext, s_true)
+    assert res.vcpu_waited is not None, "no schedstat for QEMU's vCPU threads"
+    bound = 4 if res.vcpu_waited <= CONTENDED else 12
+    assert abs(s_ext["irqoff_spin"] - s_true["irqoff_spin"]) <= bound, (s_ext, s_true, res.vcpu_waited)
     n_in, s_in = shares(leaf_counts(open(res.inguest).read()), task)
     assert s_in["irqoff_spin"] <= s_ext["irqoff_spin"] / 10, (s_in, s_ext)
     row = next(l for l in res.compare_text.splitlines() if l.startswith("irqoff_spin"))
@@ -142,3 +149,13 @@ def test_make_demo_runs_from_a_clean_clone(tmp_path):
         assert path in out and (clone / path).stat().st_size > 0, path
     m = re.search(r"==> done in (\d+) s", out)
     assert m and int(m.group(1)) < 60, out[-500:]
+
+
+def test_busiest_waited_picks_the_busy_threads():
+    """The vCPU threads are the n that ran most; their worst wait share is what counts."""
+    before = {1: (0, 0), 2: (0, 0), 3: (0, 0)}
+    after = {1: (900, 100), 2: (600, 400), 3: (5, 990)}  # 3: a mostly idle thread that waited
+    assert crosscheck.busiest_waited(before, after, 2, 1000) == 0.4
+    assert crosscheck.busiest_waited(before, after, 1, 1000) == 0.1
+    assert crosscheck.busiest_waited(before, {1: (1, 1)}, 2, 1000) is None  # threads gone
+    assert crosscheck.busiest_waited(before, after, 2, 0) is None
