@@ -29,6 +29,18 @@ static void put64(int cpu, uint64_t addr, uint64_t v)
 	for (int i = 0; i < 8; i++) mem[cpu][addr - base + (uint64_t)i] = (uint8_t)(v >> (8 * i));
 }
 
+/* On each vCPU's stack, a chain of three frames from off (from the stack base): fp -> off + 0x20
+ * -> off + 0x60 -> 0, return addresses K + 0x1044 (+ cpu), K + 0x2088, K + 0x30cc. */
+static void chain_at(uint64_t off)
+{
+	for (int c = 0; c < 2; c++) {
+		uint64_t b = c ? STACK1 : STACK0;
+		put64(c, b + off, b + off + 0x20); put64(c, b + off + 8, K + 0x1044 + (uint64_t)c);
+		put64(c, b + off + 0x20, b + off + 0x60); put64(c, b + off + 0x28, K + 0x2088);
+		put64(c, b + off + 0x60, 0);              put64(c, b + off + 0x68, K + 0x30cc);
+	}
+}
+
 /* vCPU c: sp near the top of its first page, so the chain crosses into the second page. */
 static void build(void)
 {
@@ -240,12 +252,7 @@ static void test_no_read_past_the_chains_end(void)
 	struct sample out[2];
 	int n, cpus[2] = { 0, 1 };
 	memset(mem, 0, sizeof mem);
-	for (int c = 0; c < 2; c++) {
-		uint64_t b = c ? STACK1 : STACK0;
-		put64(c, b + 0x1f80, b + 0x1fa0); put64(c, b + 0x1f88, K + 0x1044 + (uint64_t)c);
-		put64(c, b + 0x1fa0, b + 0x1fe0); put64(c, b + 0x1fa8, K + 0x2088);
-		put64(c, b + 0x1fe0, 0);          put64(c, b + 0x1fe8, K + 0x30cc);
-	}
+	chain_at(0x1f80);
 	stub_cross = 1;
 	stub_sp = 0x1f70;
 	fake_start(&f, 1, 0);
@@ -279,12 +286,7 @@ static void test_stale_window_after_a_task_switch(void)
 	int n, cpus[2] = { 0, 1 };
 	stub_cross = 1;
 	memset(mem, 0, sizeof mem); /* the old task: its chain in the stack area's second page */
-	for (int c = 0; c < 2; c++) {
-		uint64_t b = c ? STACK1 : STACK0;
-		put64(c, b + 0x1f80, b + 0x1fa0); put64(c, b + 0x1f88, K + 0x1044 + (uint64_t)c);
-		put64(c, b + 0x1fa0, b + 0x1fe0); put64(c, b + 0x1fa8, K + 0x2088);
-		put64(c, b + 0x1fe0, 0);          put64(c, b + 0x1fe8, K + 0x30cc);
-	}
+	chain_at(0x1f80);
 	stub_sp = 0x1f70;
 	switch_after = 2;
 	fake_start(&f, 1, 0);
@@ -311,12 +313,7 @@ static void test_stale_window_after_a_task_switch(void)
 static void task_switch(void)
 {
 	memset(mem, 0, sizeof mem);
-	for (int c = 0; c < 2; c++) {
-		uint64_t b = c ? STACK1 : STACK0;
-		put64(c, b + 0x180, b + 0x1a0); put64(c, b + 0x188, K + 0x1044 + (uint64_t)c);
-		put64(c, b + 0x1a0, b + 0x1e0); put64(c, b + 0x1a8, K + 0x2088);
-		put64(c, b + 0x1e0, 0);         put64(c, b + 0x1e8, K + 0x30cc);
-	}
+	chain_at(0x180);
 	stub_sp = 0x170;
 	hole_lo = 0x1000; /* the old task's page is gone */
 	hole_hi = 0x2000;
