@@ -30,6 +30,17 @@ class GuestError(Exception):
     pass
 
 
+def stop_qemu(proc):
+    """Stops a QEMU we started, by its own pid: SIGTERM, then SIGKILL after 5 s; reaps it."""
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:
@@ -143,13 +154,7 @@ class Guest:
         if self.sock:
             self.sock.close()
             self.sock = None
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_qemu(self.proc)
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None

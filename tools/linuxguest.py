@@ -18,7 +18,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -26,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from guest import GuestError, free_port  # noqa: E402
+from guest import GuestError, free_port, stop_qemu  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_BUILD = os.path.join(ROOT, "build", "linux")
@@ -413,13 +412,7 @@ class LinuxGuest:
         if self.sock:
             self.sock.close()
             self.sock = None
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_qemu(self.proc)
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
@@ -556,7 +549,25 @@ class LinuxGuest:
                 self.cmd(prepare, timeout=300)
             out = self.cmd(f"({command}) </dev/null >/dev/null 2>&1 & echo $!")
             pids[name] = int(out.split()[-1])
+        self._await_names(pids)
         return pids
+
+    # A workload is a subshell that execs its program: until the exec its comm is `sh`, and on a
+    # busy host the subshell may not have run yet when $! comes back. Wait, in guest time, until
+    # each pid's comm is its name, so a caller never sees a workload under the wrong name.
+    NAME_TRIES = 600  # x 50 ms of guest sleep: 30 s of guest time
+
+    def _await_names(self, pids):
+        checks = " ".join(f"{pid}:{name[:15]}" for name, pid in sorted(pids.items()))
+        out = self.cmd(
+            f"for pc in {checks}; do p=${{pc%%:*}}; c=${{pc#*:}}; i=0; "
+            f"while [ \"$(cat /proc/$p/comm 2>/dev/null)\" != \"$c\" ] && [ $i -lt {self.NAME_TRIES} ]; "
+            f"do sleep 0.05; i=$((i+1)); done; "
+            f"[ $i -lt {self.NAME_TRIES} ] || echo \"late $p $c $(cat /proc/$p/comm 2>/dev/null)\"; done; true", timeout=120)
+        late = [line for line in out.splitlines() if line.startswith("late ")]
+        if late:
+            raise LinuxGuestError("workloads not running under their names after "
+                                  f"{self.NAME_TRIES} tries: " + "; ".join(late))
 
     def stop_workloads(self, pids):
         """Kills the given pids ({name: pid} or a list) and reaps them."""
