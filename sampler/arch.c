@@ -14,7 +14,8 @@ static const char x86_64_regs[] =
 	"<architecture>i386:x86-64</architecture>"
 	R64("rax") R64("rbx") R64("rcx") R64("rdx") R64("rsi") R64("rdi") R64("rbp") R64("rsp")
 	R64("r8") R64("r9") R64("r10") R64("r11") R64("r12") R64("r13") R64("r14") R64("r15")
-	R64("rip") R32("eflags") R32("cs") R32("ss");
+	R64("rip") R32("eflags") R32("cs") R32("ss") R32("ds") R32("es") R32("fs") R32("gs")
+	R64("fs_base") R64("gs_base") R64("k_gs_base"); /* QEMU's order (the per-CPU base: task.c) */
 static const char aarch64_regs[] =
 	"<architecture>aarch64</architecture>"
 	R64("x0") R64("x1") R64("x2") R64("x3") R64("x4") R64("x5") R64("x6") R64("x7")
@@ -83,12 +84,25 @@ static int attr(const char *tag, const char *name, char *out, size_t cap)
 	return -1;
 }
 
-static const struct reg *findreg(const struct layout *l, const char *name)
+const struct reg *arch_find_reg(const struct layout *l, const char *name)
 {
 	if (!name) return NULL;
 	for (int i = 0; i < l->nregs; i++)
 		if (!strcmp(l->regs[i].name, name)) return &l->regs[i];
 	return NULL;
+}
+
+/* The next "<reg" at or after p outside XML comments: QEMU 7.2's i386-64bit.xml comments out
+ * cs_base..es_base, which its `g` reply does not hold. */
+static const char *next_reg(const char *p)
+{
+	for (;;) {
+		const char *r = strstr(p, "<reg"), *c = strstr(p, "<!--");
+		if (!c || (r && r < c)) return r;
+		const char *end = strstr(c + 4, "-->");
+		if (!end) return NULL; /* an unterminated comment runs to the end */
+		p = end + 3;
+	}
 }
 
 /*
@@ -117,7 +131,7 @@ int arch_layout_xml(struct layout *l, const char *xml)
 			return -1;
 		}
 	}
-	for (const char *p = strstr(xml, "<reg"); p; p = strstr(p + 4, "<reg")) {
+	for (const char *p = next_reg(xml); p; p = next_reg(p + 4)) {
 		if (p[4] != ' ' && p[4] != '\t' && p[4] != '\n') continue;
 		if (l->nregs == ARCH_MAX_REGS) {
 			ERR_SET(l, ERR_PROTO, "more than %d registers in target.xml", ARCH_MAX_REGS);
@@ -164,16 +178,16 @@ int arch_layout_xml(struct layout *l, const char *xml)
 		ERR_SET(l, ERR_PROTO, "target.xml names no architecture");
 		return -1;
 	}
-	l->pc = findreg(l, l->arch->pc);
-	l->sp = findreg(l, l->arch->sp);
-	l->fp = findreg(l, l->arch->fp);
-	if (!l->fp && l->arch->id == ARCH_RISCV64) l->fp = findreg(l, "s0");
-	l->lr = findreg(l, l->arch->lr);
-	l->flags = findreg(l, l->arch->flags);
-	l->mode = findreg(l, l->arch->mode);
+	l->pc = arch_find_reg(l, l->arch->pc);
+	l->sp = arch_find_reg(l, l->arch->sp);
+	l->fp = arch_find_reg(l, l->arch->fp);
+	if (!l->fp && l->arch->id == ARCH_RISCV64) l->fp = arch_find_reg(l, "s0");
+	l->lr = arch_find_reg(l, l->arch->lr);
+	l->flags = arch_find_reg(l, l->arch->flags);
+	l->mode = arch_find_reg(l, l->arch->mode);
 	for (int d = 0; d < l->arch->uw->nregs; d++) {
-		l->dwarf[d] = findreg(l, l->arch->dwarf[d]);
-		if (!l->dwarf[d] && l->arch->id == ARCH_RISCV64 && d == 8) l->dwarf[d] = findreg(l, "s0");
+		l->dwarf[d] = arch_find_reg(l, l->arch->dwarf[d]);
+		if (!l->dwarf[d] && l->arch->id == ARCH_RISCV64 && d == 8) l->dwarf[d] = arch_find_reg(l, "s0");
 	}
 	if (!l->pc || !l->sp || !l->fp) {
 		ERR_SET(l, ERR_PROTO, "target.xml lacks %s/%s/%s", l->arch->pc, l->arch->sp, l->arch->fp);

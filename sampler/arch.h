@@ -54,6 +54,8 @@ const struct arch *arch_find(const char *name);
 int arch_layout_xml(struct layout *l, const char *xml);
 /* Build the arch's fallback layout (when the stub has no qXfer:features). */
 int arch_layout_default(struct layout *l, const struct arch *a);
+/* The register named name in the layout, or NULL. */
+const struct reg *arch_find_reg(const struct layout *l, const char *name);
 /* Read a register's value from a decoded `g` reply of len bytes (0 if beyond it). */
 uint64_t arch_reg(const struct reg *r, const uint8_t *g, int len);
 /* Frame 0 for the unwinders: every register of a decoded `g` reply by DWARF number. */
