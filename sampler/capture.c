@@ -12,14 +12,15 @@
  *    14 u16 ncpu   16 u32 rate_hz   20 u32 max_frames   24 u64 kernel lo   32 u64 kernel hi
  *    40 u64 start (unix ns)   48 u8 id kind   49 u8 id len   50 u16 flags   52 id[32]
  *    84 s64 kaslr offset (v2)   92 u64 runtime _stext (v2)   100 u8 methods (v2)
- *    101..123 zero   124 u32 CRC-32 of bytes 0..123
+ *   101 u8 task_os (v3: 0 none, 1 linux, 2 testkernel)   102..123 zero   124 u32 CRC-32 of bytes 0..123
  *   then chunks:
  *     0 u32 "CHNK"   4 u32 type (1 samples, 2 summary)   8 u32 payload bytes
  *    12 u32 records   16 u32 CRC-32 (v1: of the payload; v2: of bytes 4..15 and the payload)
  *    20 payload
  *   a sample record: u64 t_ns, u16 cpu, u8 flags, u8 nframes, u64 frames[nframes]
  *     v2: flags bit 7 set = then u16 extension bytes, and that many bytes of records
- *     (u8 type, u8 length, data): type 1 = the indexes (u8 each) of exact frames.
+ *     (u8 type, u8 length, data): type 1 = the indexes (u8 each) of exact frames;
+ *     v3: type 2 (length 32) = the task: s32 pid, s32 tgid, u64 task pointer, comm[16].
  *   the summary payload: UTF-8 "key value\n" lines, written once at the end.
  * v2 readers treat an unknown chunk type as damage; unknown extension records are skipped.
  */
@@ -71,6 +72,7 @@ void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct captur
 	le(out + 84, (uint64_t)h->kaslr_offset, 8);
 	le(out + 92, h->stext, 8);
 	out[100] = h->methods;
+	out[101] = h->task_os;
 	le(out + 124, capture_crc32(out, 124), 4);
 }
 
@@ -97,6 +99,7 @@ int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEA
 		h->stext = rd(in + 92, 8);
 		h->methods = in[100];
 	}
+	if (h->version >= 3) h->task_os = in[101];
 	return 0;
 }
 
@@ -118,7 +121,8 @@ static uint32_t chunk_crc(const uint8_t *hdr, const uint8_t *payload, uint32_t l
 struct capw {
 	struct writer w;                          /* interface, first */
 	int fd;                                   /* output */
-	uint8_t buf[CAPTURE_CHUNK_HEADER + FLUSH_BYTES + 16 + 8 * SAMPLE_MAX_FRAMES + 4 + SAMPLE_MAX_FRAMES]; /* one chunk */
+	uint8_t buf[CAPTURE_CHUNK_HEADER + FLUSH_BYTES + 16 + 8 * SAMPLE_MAX_FRAMES + 4 + SAMPLE_MAX_FRAMES +
+		    2 + CAPX_TASK_LEN]; /* one chunk */
 	uint32_t len;                             /* payload bytes buffered */
 	uint32_t count;                           /* records buffered */
 	int64_t last_flush;                       /* pace_now() at the last flush */
@@ -165,15 +169,29 @@ static int capw_add(struct writer *w, const struct sample *s)
 	for (int i = 0; i < s->n; i++) le(p + 12 + 8 * i, s->frames[i], 8);
 	uint32_t len = 12 + 8u * s->n;
 	uint8_t *x = p + len + 2; /* extension records after a u16 length */
+	uint32_t xl = 0; /* extension bytes */
 	int nx = 0;
 	for (int i = 1; i < s->n; i++)
 		if (unwind_is_exact(s->exact, i)) x[2 + nx++] = (uint8_t)i;
 	if (nx) {
-		p[10] |= CAPS_EXT;
 		x[0] = CAPX_EXACT;
 		x[1] = (uint8_t)nx;
-		le(p + len, 2u + (uint32_t)nx, 2);
-		len += 2 + 2 + (uint32_t)nx;
+		xl += 2u + (uint32_t)nx;
+	}
+	if (s->has_task) {
+		uint8_t *t = x + xl;
+		t[0] = CAPX_TASK;
+		t[1] = CAPX_TASK_LEN;
+		le(t + 2, (uint32_t)s->task.pid, 4);
+		le(t + 6, (uint32_t)s->task.tgid, 4);
+		le(t + 10, s->task.ptr, 8);
+		memcpy(t + 18, s->task.comm, TASK_COMM_LEN);
+		xl += 2u + CAPX_TASK_LEN;
+	}
+	if (xl) {
+		p[10] |= CAPS_EXT;
+		le(p + len, xl, 2);
+		len += 2 + xl;
 	}
 	c->len += len;
 	c->count++;
@@ -312,6 +330,8 @@ int capture_next(struct capture_reader *r, struct sample *s)
 	s->n = p[11];
 	for (int i = 0; i < s->n; i++) s->frames[i] = rd(p + 12 + 8 * i, 8);
 	memset(s->exact, 0, sizeof s->exact);
+	s->has_task = 0;
+	memset(&s->task, 0, sizeof s->task);
 	uint32_t len = 12 + 8u * s->n;
 	if (r->h.version >= 2 && (s->flags & CAPS_EXT)) {
 		uint32_t left = r->len - r->pos - len, xl;
@@ -321,10 +341,17 @@ int capture_next(struct capture_reader *r, struct sample *s)
 			return -1;
 		}
 		for (const uint8_t *x = p + len + 2, *xe = x + xl; x + 2 <= xe && x + 2 + x[1] <= xe; x += 2 + x[1])
-			if (x[0] == CAPX_EXACT)
+			if (x[0] == CAPX_EXACT) {
 				for (int k = 0; k < x[1]; k++)
 					if (x[2 + k] && x[2 + k] < s->n) /* frame 0 is always exact */
 						s->exact[x[2 + k] >> 6] |= 1ull << (x[2 + k] & 63);
+			} else if (x[0] == CAPX_TASK && x[1] == CAPX_TASK_LEN) {
+				s->has_task = 1;
+				s->task.pid = (int32_t)rd(x + 2, 4);
+				s->task.tgid = (int32_t)rd(x + 6, 4);
+				s->task.ptr = rd(x + 10, 8);
+				memcpy(s->task.comm, x + 18, TASK_COMM_LEN);
+			}
 		len += 2 + xl;
 		s->flags &= ~CAPS_EXT;
 	}

@@ -7,7 +7,7 @@
 #include "writer.h"
 
 #define CAPTURE_MAGIC "GDBSAMP"    /* 8 bytes with the NUL */
-#define CAPTURE_VERSION 2          /* written; version 1 files still read */
+#define CAPTURE_VERSION 3          /* written; versions 1 and 2 still read */
 #define CAPTURE_HEADER_SIZE 128
 #define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
 #define CAPTURE_CHUNK_HEADER 20
@@ -16,7 +16,9 @@
 enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2 };
 enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2 }; /* header flag bits (CAPF_KASLR: kaslr_offset is known) */
 #define CAPS_EXT 0x80                   /* sample flag bit (v2): an extension block follows the frames */
-enum { CAPX_EXACT = 1 };                /* extension records: exact (interrupted) frame indexes */
+enum { CAPX_EXACT = 1, CAPX_TASK = 2 };  /* extension records: exact (interrupted) frame indexes;
+					  * the task (v3) */
+#define CAPX_TASK_LEN 32
 
 /* The decoded header. */
 struct capture_header {
@@ -35,6 +37,7 @@ struct capture_header {
 	uint64_t stext;         /* v2: where the guest's _stext is (0 unknown): a reader's map with
 				 * _stext at S needs an offset of stext - S */
 	uint8_t methods;        /* v2: unwinding methods used, bit 1 << UM_* */
+	uint8_t task_os;        /* v3: OS_* whose tasks the samples name (0: no attribution) */
 };
 
 /* Writer: streams chunks to fd, flushing at least every second. */

@@ -32,6 +32,12 @@ const char cli_usage[] =
 	"  --kernel-range LO:HI  kernel addresses, hex (default the upper half)\n"
 	"  --cpus LIST        vCPUs to sample, e.g. 0,2-3 (default all)\n"
 	"  --idle             report idle samples (default: count and drop them)\n"
+	"  --os OS            who runs on each vCPU: auto (default: Linux from the image's BTF, our\n"
+	"                     test kernel from its DWARF), linux, testkernel or none\n"
+	"  --task-format F    the folded stack's root when tasks are known: comm (default), comm-pid,\n"
+	"                     pid or cpu\n"
+	"  --pid LIST         keep only samples of these pids or thread-group ids, e.g. 1,5-7\n"
+	"  --comm REGEX       keep only samples whose task name matches (POSIX extended regex)\n"
 	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
 	"  --max-pause SECONDS  resume the guest if one sample keeps it stopped longer (gdbsample\n"
 	"                     stopped or starved); 0 turns the watchdog off (default 1)\n"
@@ -94,7 +100,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 }
 
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE };
+       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -111,10 +117,15 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "unwind", required_argument, 0, OPT_UNWIND },
 		{ "kaslr-offset", required_argument, 0, OPT_KASLR },
 		{ "max-pause", required_argument, 0, OPT_MAXPAUSE },
+		{ "os", required_argument, 0, OPT_OS },
+		{ "task-format", required_argument, 0, OPT_TASKFMT },
+		{ "pid", required_argument, 0, OPT_PID },
+		{ "comm", required_argument, 0, OPT_COMM },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	memset(o, 0, sizeof *o);
+	o->os = OS_AUTO;
 	o->rate = 100;
 	o->max_frames = 64;
 	o->chains = 8;
@@ -207,6 +218,30 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			else if (!strcmp(optarg, "orc")) o->unwind = UNWIND_ORC;
 			else return bad(o, "--unwind: unknown method '%.40s' (auto, fp, cfi or orc)%s", optarg, "");
 			break;
+		case OPT_OS:
+			if (!strcmp(optarg, "auto")) o->os = OS_AUTO;
+			else if (!strcmp(optarg, "linux")) o->os = OS_LINUX;
+			else if (!strcmp(optarg, "testkernel")) o->os = OS_TESTKERNEL;
+			else if (!strcmp(optarg, "none")) o->os = OS_NONE;
+			else return bad(o, "--os: unknown OS '%.40s' (auto, linux, testkernel or none)%s", optarg, "");
+			break;
+		case OPT_TASKFMT: {
+			int k = 0;
+			while (k < 4 && strcmp(optarg, task_format_names[k])) k++;
+			if (k == 4) return bad(o, "--task-format: unknown format '%.40s' (comm, comm-pid, pid or cpu)%s", optarg, "");
+			o->task_format = k;
+			break;
+		}
+		case OPT_PID:
+			if (task_filter_pids(&o->filter, optarg) < 0)
+				return bad(o, "--pid: expected a list like 1,5-7, got '%.40s'%s", optarg, "");
+			break;
+		case OPT_COMM: {
+			char why[100];
+			if (task_filter_comm(&o->filter, optarg, why, sizeof why) < 0)
+				return bad(o, "--comm: bad regular expression (%s)%s", why, "");
+			break;
+		}
 		case OPT_MAXPAUSE:
 			errno = 0;
 			o->max_pause = strtod(optarg, &e);
@@ -241,6 +276,10 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
 	if (o->cmd != CMD_RECORD && (o->out || have_format))
 		return bad(o, "%s writes to the terminal: -o and -f are for record%s", o->cmd == CMD_DUMP ? "dump" : "top", "");
+	if ((o->os == OS_LINUX || o->os == OS_TESTKERNEL) && !o->nelf)
+		return bad(o, "--os %s needs the kernel image (-e)%s", guestos_names[o->os], "");
+	if (task_filter_on(&o->filter) && (!o->nelf || o->os == OS_NONE))
+		return bad(o, "--pid and --comm need task attribution: the kernel image (-e) and not --os none%s%s", "", "");
 	if ((o->unwind == UNWIND_CFI || o->unwind == UNWIND_ORC) && !o->nelf)
 		return bad(o, "--unwind %s needs the kernel image (-e)%s", o->unwind == UNWIND_CFI ? "cfi" : "orc", "");
 	return 0;

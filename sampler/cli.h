@@ -2,6 +2,7 @@
 #ifndef CLI_H
 #define CLI_H
 #include <stdint.h>
+#include "task.h"
 
 enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
 enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE };
@@ -34,6 +35,9 @@ struct opts {
 	int quiet;               /* -q */
 	int chains;              /* --chains N */
 	int verify;              /* ELF check on (--no-verify clears) */
+	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
+	int task_format;         /* --task-format TF_*: the folded root when tasks are known */
+	struct task_filter filter; /* --pid LIST, --comm REGEX */
 	int help;                /* -h: print usage */
 	int err;                 /* sticky error code */
 	char errstr[128];        /* the one-line message for a bad flag */

@@ -33,6 +33,7 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	}
 	if ((t->marks >> MARK_STEXT) & 1) h->stext = t->mark[MARK_STEXT];
 	for (int k = 0; k < ss->nmethods; k++) h->methods |= (uint8_t)(1u << ss->methods[k]);
+	h->task_os = (uint8_t)ss->img.os.os;
 }
 
 static struct writer *make_writer(const struct opts *o, struct session *ss, struct output *out, struct sinks *k)
@@ -44,7 +45,7 @@ static struct writer *make_writer(const struct opts *o, struct session *ss, stru
 		capture_header_fill(&h, ss, o);
 		return k->all = capture_writer_new(out->fd, &h);
 	case FMT_FOLDED:
-		return k->text = fold_writer_new(out->f, syms);
+		return k->text = fold_writer_new(out->f, syms, ss->img.os.os != OS_NONE ? o->task_format : TF_CPU);
 	default:
 		return k->text = report_writer_new(out->f, syms, o->chains);
 	}

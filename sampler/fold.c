@@ -1,4 +1,4 @@
-/* fold.c: folded-stack output ("cpuN;root;...;leaf count", sorted) for flame graph tools. */
+/* fold.c: folded-stack output ("task;root;...;leaf count", sorted) for flame graph tools. */
 #include "writer.h"
 #include "err.h"
 #include <stdlib.h>
@@ -14,6 +14,7 @@ struct fold {
 	struct writer w;            /* interface, first */
 	FILE *out;                  /* destination */
 	const struct symtab *syms;  /* may be NULL */
+	int tf;                     /* TF_*: the root frame (TF_CPU: "cpuN", as without tasks) */
 	struct entry *e;            /* distinct lines */
 	size_t n, cap;              /* used / allocated */
 	size_t *tab;                /* open-addressing index (+1) */
@@ -56,8 +57,14 @@ static int fold_add(struct writer *w, const struct sample *s)
 {
 	struct fold *f = (struct fold *)w;
 	char line[SAMPLE_MAX_FRAMES * 72 + 16], nm[256];
-	size_t off = (size_t)snprintf(line, sizeof line, "cpu%d", s->cpu);
-	for (int i = s->n - 1; i >= 0; i--) { /* root first */
+	size_t off;
+	if (f->tf == TF_CPU) {
+		off = (size_t)snprintf(line, sizeof line, "cpu%d", s->cpu);
+	} else { /* as perf's stackcollapse: the task is the root, user mode one [user] frame */
+		task_root(f->tf, &s->task, s->has_task, nm, sizeof nm);
+		off = (size_t)snprintf(line, sizeof line, "%s%s", nm, s->flags & SF_USER ? ";[user]" : "");
+	}
+	for (int i = s->n - 1; i >= 0 && !(f->tf != TF_CPU && s->flags & SF_USER); i--) { /* root first */
 		name(f->syms, s->frames[i], i > 0 && !unwind_is_exact(s->exact, i), nm, sizeof nm);
 		off += (size_t)snprintf(line + off, sizeof line - off, ";%s", nm);
 		if (off >= sizeof line) off = sizeof line - 1;
@@ -116,7 +123,7 @@ static void fold_free(struct writer *w)
 	free(f);
 }
 
-struct writer *fold_writer_new(FILE *out, const struct symtab *syms)
+struct writer *fold_writer_new(FILE *out, const struct symtab *syms, int tf)
 {
 	struct fold *f = calloc(1, sizeof *f);
 	if (!f) return NULL;
@@ -125,5 +132,6 @@ struct writer *fold_writer_new(FILE *out, const struct symtab *syms)
 	f->w.free = fold_free;
 	f->out = out;
 	f->syms = syms;
+	f->tf = tf;
 	return &f->w;
 }

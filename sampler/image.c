@@ -41,6 +41,8 @@ static const uint8_t *section_bytes(Elf *e, const char *name, size_t *len, uint6
 	return d->d_buf;
 }
 
+static void image_guestos(struct image *im, const char *path);
+
 /* The ELF's own tables: ORC (.orc_unwind_ip, .orc_unwind, .orc_header) and CFI. */
 static int load_tables(struct image *im, const char *path, int want)
 {
@@ -62,7 +64,31 @@ static int load_tables(struct image *im, const char *path, int want)
 			    : eh.e_machine == EM_AARCH64 ? uw_arch_aarch64.nregs : uw_arch_riscv64.nregs;
 		im->has_cfi = cfi_open(&im->cfi, im->elf, nregs) == 0;
 	}
+	image_guestos(im, path);
 	return 0;
+}
+
+/* Who runs on each vCPU (guestos.h): Linux from the image's .BTF, our kernel from its DWARF. */
+static void image_guestos(struct image *im, const char *path)
+{
+	struct guestos *os = &im->os;
+	int want = im->want_os;
+	os->os = OS_NONE;
+	if (want == OS_NONE) {
+		snprintf(os->why, sizeof os->why, "--os none");
+		return;
+	}
+	size_t len = 0;
+	const uint8_t *btf = section_bytes(im->elf, ".BTF", &len, NULL);
+	if (want == OS_LINUX || (want == OS_AUTO && btf)) {
+		if (!btf) snprintf(os->why, sizeof os->why, "%s has no .BTF section (a kernel built without "
+				   "CONFIG_DEBUG_INFO_BTF)", base(path));
+		else guestos_linux_btf(os, btf, len);
+		return;
+	}
+	guestos_testkernel_dwarf(os, im->elf);
+	if (os->os == OS_NONE && want == OS_AUTO)
+		snprintf(os->why, sizeof os->why, "%s has neither BTF (Linux) nor our test kernel's DWARF", base(path));
 }
 
 /* An ELF image (from a file or a vmlinuz payload): text, symbols if any, tables. Takes buf. */
@@ -87,9 +113,11 @@ static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len
 	return load_tables(im, path, want);
 }
 
-int image_load(struct image *im, const char *const *paths, int npaths, int want)
+int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os)
 {
 	memset(im, 0, sizeof *im);
+	im->want_os = want_os;
+	snprintf(im->os.why, sizeof im->os.why, "no kernel image (-e) to find the task layout in");
 	elf_version(EV_CURRENT);
 	for (int i = 0; i < npaths; i++) {
 		uint8_t *buf;

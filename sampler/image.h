@@ -3,6 +3,7 @@
 #ifndef IMAGE_H
 #define IMAGE_H
 #include <gelf.h>
+#include "guestos.h"
 #include "symbols.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"
@@ -25,13 +26,15 @@ struct image {
 	struct cfi_ctx cfi;         /* ...(bias likewise) */
 	int has_map;                /* a text map gave names */
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
+	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
+	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */
 	char what[256];             /* what was loaded, for the report: "vmlinuz-6.1 (xz) + kallsyms" */
 	int err;                    /* sticky error code */
 	char errstr[160];           /* what went wrong */
 };
 
 /* Load one to IMAGE_MAX_FILES files (at most one ELF or vmlinuz, at most one map). */
-int image_load(struct image *im, const char *const *paths, int npaths, int want);
+int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os);
 /* Apply the KASLR offsets (kaslr.h): names and text move to the guest's addresses, the image's
  * tables subtract the text's offset from every pc they look up. */
 void image_relocate(struct image *im, int64_t text_slide, int64_t names_slide);

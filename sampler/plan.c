@@ -13,6 +13,8 @@
 			      * steps read slots just below a frame's CFA too (saved registers) */
 #define TEXTCACHE_MAX (1u << 14) /* text blocks remembered (then every new pc costs a read) */
 #define TEXT_BLOCK 64            /* bytes of text read and kept at a time */
+#define WIN_CAP (UNWIND_MAX_CHUNKS + 2) /* windows before the text block and a new task's fields:
+				  * the pointer and the predicted task's fields may take two */
 
 static enum unwind_pc pc_kind(const void *syms, uint64_t pc)
 {
@@ -34,12 +36,23 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 			p->methods[p->nmethods++] = &p->uw[cfg->order[k]];
 	if (!p->nmethods) p->methods[p->nmethods++] = &p->uw[UM_FP];
 	if (p->cfg.max_frames > SAMPLE_MAX_FRAMES) p->cfg.max_frames = SAMPLE_MAX_FRAMES;
+	p->gs = arch_find_reg(l, "gs_base");
+	p->kgs = arch_find_reg(l, "k_gs_base");
+	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
+}
+
+/* Attribution is on: the OS layer knows the layout, the stub gives the GS base, the fields fit
+ * one window. */
+int plan_tasks_on(const struct plan *p)
+{
+	return p->cfg.os && p->cfg.os->os != OS_NONE && p->gs && p->task_len && p->task_len <= SAMPLE_WINDOW;
 }
 
 void plan_free(struct plan *p)
 {
 	free(p->tc.key);
 	free(p->tc.val);
+	taskcache_free(&p->tasks);
 	p->tc.key = NULL;
 	p->tc.val = NULL;
 }
@@ -114,11 +127,100 @@ static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cr
 		struct window *w = &v->win[v->nwin++];
 		w->addr = addr;
 		w->len = (int)(stop - addr);
-		w->ok = w->text = 0;
+		w->ok = 0;
+		w->kind = WIN_STACK;
 		w->predicted = predicted;
 		w->crosses = cross && addr < cross && stop > cross;
 		addr = stop;
 	}
+}
+
+/* Queue a read for attribution (the pointer, or a task's identity fields). */
+static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, uint32_t len, int predicted)
+{
+	struct window *w = &v->win[v->nwin++];
+	w->addr = addr;
+	w->len = (int)len;
+	w->ok = w->crosses = 0;
+	w->predicted = predicted;
+	w->kind = kind;
+	p->st.task.reads++;
+	p->st.task.bytes += len;
+}
+
+static const struct window *find_win(const struct vcpu *v, int kind, uint64_t addr)
+{
+	for (int w = 0; w < v->nwin; w++)
+		if (v->win[w].kind == kind && (!addr || v->win[w].addr == addr)) return &v->win[w];
+	return NULL;
+}
+
+static uint64_t le64(const uint8_t *b)
+{
+	uint64_t x = 0;
+	for (int i = 7; i >= 0; i--) x = x << 8 | b[i];
+	return x;
+}
+
+static void task_lost(struct plan *p, struct vcpu *v)
+{
+	v->task_state = TS_LOST;
+	v->pred_task = 0;
+	p->st.task.lost++;
+}
+
+/*
+ * Attribution after a trip. The first trip read the pointer (its address is fixed once the
+ * vCPU's GS base is known) and the identity of the task the previous sample found. The same
+ * task: those fields are this sample's identity, fresh. Another task: the cache, if it read
+ * that task within TASK_VALID_NS; else its fields are read next trip. A vCPU's first sample
+ * learns the GS base from its registers and reads the pointer next trip.
+ */
+static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *more)
+{
+	struct task_stats *ts = &p->st.task;
+	if (v->task_state != TS_PENDING) return;
+	if (!v->pcpu_base) {
+		uint64_t gs = arch_reg(p->gs, v->regs, v->nregs), kgs = p->kgs ? arch_reg(p->kgs, v->regs, v->nregs) : 0;
+		v->pcpu_base = task_pcpu_base(gs, kgs);
+		if (!v->pcpu_base) { task_lost(p, v); return; } /* no kernel GS base yet (early boot) */
+	}
+	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
+	if (!pw) {
+		if (last_trip) { task_lost(p, v); return; }
+		if (!*more) v->nwin_trip = v->nwin;
+		*more = 1;
+		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
+		return;
+	}
+	if (!pw->ok) { task_lost(p, v); return; }
+	uint64_t t = le64(pw->data);
+	if (!task_ptr_ok(t)) { task_lost(p, v); return; }
+	v->task_ptr = t;
+	const struct window *fw = find_win(v, WIN_TASK, t + p->task_lo);
+	struct task_id id;
+	if (fw && fw->ok) {
+		if (task_decode(p->cfg.os, t, fw->data, (uint32_t)fw->len, &id) < 0) { task_lost(p, v); return; }
+		ts->renamed += (uint64_t)taskcache_put(&p->tasks, &id, p->now_ns);
+		if (fw->predicted) ts->verified++;
+		else ts->misses++;
+	} else if (fw && !fw->predicted) {
+		{ task_lost(p, v); return; } /* the fields of a pointer just read would not read */
+	} else {
+		const struct task_id *c = taskcache_get(&p->tasks, t, p->now_ns);
+		if (!c) {
+			if (last_trip) { task_lost(p, v); return; }
+			if (!*more) v->nwin_trip = v->nwin;
+			*more = 1;
+			want_task(p, v, WIN_TASK, t + p->task_lo, p->task_len, 0);
+			return;
+		}
+		id = *c;
+		ts->hits++;
+	}
+	v->task = id;
+	v->task_state = TS_DONE;
+	v->pred_task = t;
 }
 
 /* A page boundary both of whose sides were read this sample (0 if none). */
@@ -127,11 +229,11 @@ static uint64_t read_boundary(const struct vcpu *v)
 	for (int a = 0; a < v->nwin; a++) {
 		const struct window *w = &v->win[a];
 		uint64_t end = w->addr + (uint64_t)w->len;
-		if (!w->ok || w->text) continue;
+		if (!w->ok || w->kind != WIN_STACK) continue;
 		if (w->crosses) return (w->addr | (PAGE - 1)) + 1;
 		if (end % PAGE) continue;
 		for (int b = 0; b < v->nwin; b++)
-			if (v->win[b].ok && !v->win[b].text && v->win[b].addr == end) return end;
+			if (v->win[b].ok && v->win[b].kind == WIN_STACK && v->win[b].addr == end) return end;
 	}
 	return 0;
 }
@@ -146,6 +248,12 @@ void plan_first(struct plan *p, struct vcpu *v)
 {
 	v->nwin = v->nwin_trip = 0;
 	v->refetched = 0;
+	v->task_ptr = 0;
+	v->task_state = TS_PENDING;
+	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
+		if (v->pcpu_base) want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
+		if (v->pred_task) want_task(p, v, WIN_TASK, v->pred_task + p->task_lo, p->task_len, 1);
+	}
 	if (!v->have_pred || v->idle_prev || !v->pred_next) return;
 	uint64_t cross = p->cross_off ? 0 : v->cross_ok;
 	int ended = v->prev_stop == UW_END || v->prev_stop == UW_USER;
@@ -181,7 +289,7 @@ static void want_text(struct vcpu *v, uint64_t addr)
 	w->addr = addr & ~(uint64_t)(TEXT_BLOCK - 1);
 	w->len = TEXT_BLOCK;
 	w->ok = w->crosses = w->predicted = 0;
-	w->text = 1;
+	w->kind = WIN_TEXT;
 }
 
 void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_in *in)
@@ -199,7 +307,7 @@ void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_i
 	in->nmethods = p->nmethods;
 	memcpy(in->methods, p->methods, sizeof in->methods);
 	for (int w = 0; w < v->nwin; w++)
-		if (v->win[w].ok && !v->win[w].text && in->nchunks < UNWIND_MAX_CHUNKS)
+		if (v->win[w].ok && v->win[w].kind == WIN_STACK && in->nchunks < UNWIND_MAX_CHUNKS)
 			in->chunks[in->nchunks++] = (struct unwind_chunk){ v->win[w].addr, (uint32_t)v->win[w].len,
 									   v->win[w].data };
 }
@@ -223,11 +331,11 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		st->cross_failed++;
 		v->nwin_trip = v->nwin;
 		v->refetched = 1;
-		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0, UNWIND_MAX_CHUNKS, cw->predicted);
+		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0, WIN_CAP, cw->predicted);
 		return 0;
 	}
 	for (int w = 0; w < v->nwin; w++) /* text that arrived (unreadable text: not hlt) */
-		if (v->win[w].text) tc_put(&p->tc, v->win[w].addr, v->win[w].ok ? v->win[w].data : NULL);
+		if (v->win[w].kind == WIN_TEXT) tc_put(&p->tc, v->win[w].addr, v->win[w].ok ? v->win[w].data : NULL);
 
 	struct unwind_in in;
 	struct unwind_out uo;
@@ -250,10 +358,10 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 	}
 	int more = 0;
 	/* The walk wants memory we have not read: fetch it next trip unless it is hopeless. */
-	if (uo.stop == UW_UNREAD && !last_trip && v->nwin < UNWIND_MAX_CHUNKS) {
+	if (uo.stop == UW_UNREAD && !last_trip && v->nwin < WIN_CAP) {
 		int already = 0;
 		for (int w = 0; w < v->nwin; w++)
-			if (!v->win[w].text && uo.need >= v->win[w].addr &&
+			if (v->win[w].kind == WIN_STACK && uo.need >= v->win[w].addr &&
 			    uo.need - v->win[w].addr < (uint64_t)v->win[w].len)
 				already = 1; /* it was requested and failed (unmapped): give up */
 		if (!already) {
@@ -266,7 +374,7 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 			if (!more) v->nwin_trip = v->nwin;
 			more = 1;
 			int from = v->nwin;
-			add_windows(v, lo, hi, 0, UNWIND_MAX_CHUNKS, 1);
+			add_windows(v, lo, hi, 0, WIN_CAP, 1);
 			for (int w = from; w < v->nwin; w++) /* the read-ahead is speculative, but not this */
 				if (uo.need - v->win[w].addr < (uint64_t)v->win[w].len) v->win[w].predicted = 0;
 		}
@@ -277,7 +385,7 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 	if (p->cfg.syms && !in.user && in_kernel(p, in.pc)) {
 		idle = text_byte(p, in.pc - 1);
 		int asked = 0;
-		for (int w = 0; w < v->nwin; w++) asked |= v->win[w].text; /* once a sample, even if it failed */
+		for (int w = 0; w < v->nwin; w++) asked |= v->win[w].kind == WIN_TEXT; /* once a sample, even if it failed */
 		if (idle < 0 && !asked && !last_trip && p->tc.n < TEXTCACHE_MAX) {
 			if (!more) v->nwin_trip = v->nwin;
 			more = 1;
@@ -286,12 +394,13 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		}
 		if (idle >= 0) idle = idle == 0xf4; /* hlt (Intel SDM vol 2) */
 	}
+	if (plan_tasks_on(p)) task_after_trip(p, v, last_trip, &more);
 	if (more) return 0;
 
 	if (v->refetched) { /* page by page it read fine: this gdbstub refuses crossing reads */
 		int all = 1, any = 0;
 		for (int w = v->nwin_trip; w < v->nwin; w++)
-			if (!v->win[w].text) {
+			if (v->win[w].kind == WIN_STACK) {
 				all &= v->win[w].ok;
 				any = 1;
 			}
@@ -322,6 +431,8 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 	v->prev_n = uo.n;
 	v->prev_stop = uo.stop;
 	out->cpu = (uint16_t)v->cpu;
+	out->has_task = v->task_state == TS_DONE;
+	if (out->has_task) out->task = v->task;
 	out->n = (uint8_t)uo.n;
 	memcpy(out->exact, uo.exact, sizeof out->exact);
 	out->flags = 0;

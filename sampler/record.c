@@ -27,6 +27,10 @@ void record_signals(void)
 
 static int deliver(struct session *ss, struct sinks *k, struct stats *st, const struct sample *s)
 {
+	if (!task_filter_match(&ss->o->filter, &s->task, s->has_task)) {
+		st->filtered++;
+		return 0;
+	}
 	int idle = s->flags & SF_IDLE;
 	if (idle) st->idle++;
 	if (k->all && k->all->add(k->all, s) < 0) {

@@ -68,7 +68,7 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 	}
 	for (int w = v->nwin_trip; w < v->nwin; w++) {
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
-		if (!v->win[w].text) { /* text bytes are counted by the plan */
+		if (v->win[w].kind == WIN_STACK) { /* text and task bytes are counted apart */
 			s->p.st.mem_reads++;
 			s->p.st.mem_bytes += (uint64_t)v->win[w].len;
 			s->p.st.cross_reads += (uint64_t)v->win[w].crosses;
@@ -110,6 +110,8 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		struct window *w = &v->win[sl->wi];
 		if (v->hg_ok && len == (size_t)w->len * 2 && rsp_unhex(w->data, p, (size_t)w->len) == 0)
 			w->ok = 1;
+		else if (w->kind == WIN_TASKPTR || w->kind == WIN_TASK)
+			; /* attribution counts its own losses (plan.c) */
 		else if (rsp_is_error(p, len) && !w->crosses) { /* a failed crossing read is retried:
 								    * counted by the plan */
 			if (w->predicted) s->p.st.stale_windows++; /* speculative: no loss */
@@ -170,10 +172,11 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 {
 	static char buf[GDB_REQ_MAX * 2];
 	static int order[GDB_MAX_CPUS];
-	struct slot slots[SAMPLE_GROUP * (3 + UNWIND_MAX_CHUNKS) + 8];
+	struct slot slots[SAMPLE_GROUP * (6 + UNWIND_MAX_CHUNKS) + 8];
 	int elide = -1, stopped_by_us = s->g->running;
 	*nout = 0;
 	s->stopped_at_ns = 0;
+	s->p.now_ns = pace_now();
 	for (int i = 0, k = 1; i < s->nv; i++) {
 		struct vcpu *v = &s->v[i];
 		v->nregs = 0;

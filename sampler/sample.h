@@ -5,6 +5,7 @@
 #include "gdb.h"
 #include "symbols.h"
 #include "unwind.h"
+#include "task.h"
 
 #define SAMPLE_MAX_FRAMES 255   /* frames per sample (the capture stores a u8 count) */
 #define SAMPLE_WINDOW 2048      /* bytes of stack one `m` reads at most (QEMU's `m` limit) */
@@ -31,8 +32,13 @@ struct sample {
 	uint8_t n;                             /* frames used: frames[0] = pc, then return addresses */
 	uint64_t exact[4];                     /* bit i: frames[i] (i > 0) is an interrupted pc (an
 						* interrupt or exception frame's), not a return address */
+	int has_task;                          /* task holds who ran (attribution on and read) */
+	struct task_id task;
 	uint64_t frames[SAMPLE_MAX_FRAMES];    /* the chain, leaf first */
 };
+
+/* What a window holds. */
+enum { WIN_STACK, WIN_TEXT, WIN_TASKPTR, WIN_TASK };
 
 /* A window of guest memory read from a vCPU. */
 struct window {
@@ -40,7 +46,8 @@ struct window {
 	int len;                       /* bytes requested (crossing at most vcpu.cross_ok) */
 	int ok;                        /* 1 once read */
 	int crosses;                   /* spans a page boundary (allowed by vcpu.cross_ok) */
-	int text;                      /* kernel text for idle tagging, not stack */
+	int kind;                      /* WIN_*: stack; kernel text (idle tagging); the per-CPU
+					 * current-task pointer; a task's identity fields */
 	int predicted;                 /* speculative: predicted from the previous sample, or read
 					 * ahead of what the walk needs (not the window holding it) */
 	uint8_t data[SAMPLE_WINDOW];   /* the bytes */
@@ -69,7 +76,8 @@ struct vcpu {
 	int nregs;                     /* bytes in regs (0 = not read yet this sample) */
 	uint8_t regs[1024];            /* decoded `g` reply */
 	int nwin;                      /* windows in use this sample */
-	struct window win[UNWIND_MAX_CHUNKS + 1]; /* stack read this sample, and one text byte */
+	struct window win[UNWIND_MAX_CHUNKS + 4]; /* stack read this sample, one text block, and
+						   * the current task's pointer and fields */
 	int nwin_trip;                 /* windows requested in the current trip start at this index */
 	uint64_t cross_ok;             /* a page boundary whose both sides the last sample read (0 =
 	                                * none, and always 0 once the plan's cross_off): the next
@@ -77,6 +85,13 @@ struct vcpu {
 	int refetched;                 /* a failed crossing read is being re-read page by page */
 	int done;                      /* sample finished (or given up) */
 	int failed;                    /* no usable registers: sample dropped */
+	uint64_t pcpu_base;            /* the vCPU's kernel GS base (0 = not learned yet): the
+					* current-task pointer is read at a fixed address from it */
+	uint64_t pred_task;            /* the task the previous sample found (0 none): its identity
+					* is re-read with every sample, in the first trip */
+	uint64_t task_ptr;             /* this sample's current-task pointer (0 = not read yet) */
+	int task_state;                /* TS_*: how far this sample's attribution got */
+	struct task_id task;           /* ...and what it found */
 	int trips;                     /* round trips this sample needed */
 };
 
@@ -103,6 +118,7 @@ struct sampler_stats {
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
 	uint64_t text_reads;            /* kernel text blocks read from the guest to tag idle samples
 					 * (a map without the image's text: once per 64 bytes of text) */
+	struct task_stats task;         /* task attribution (task.h) */
 	uint64_t stops[UW_NSTOPS];      /* why walks ended */
 	uint64_t frames[UM_N];          /* frames each unwinding method produced */
 	uint64_t stops_by[UM_N + 1][UW_NSTOPS]; /* why walks ended, by the method of their last
@@ -118,6 +134,7 @@ struct sampler_cfg {
 	void *cfi;                      /* struct cfi_ctx for UM_CFI */
 	uint64_t klo, khi;              /* kernel range */
 	int max_frames;                 /* frame cap */
+	const struct guestos *os;       /* task layout (NULL or OS_NONE: no attribution) */
 };
 
 /* Kernel text read from the guest, in aligned blocks (text never changes). */
@@ -138,6 +155,10 @@ struct plan {
 	int cross_off;                  /* 1 once a crossing read failed where page-by-page reads
 					 * worked: this gdbstub refuses them, never cross again */
 	struct textcache tc;            /* text bytes read for idle tagging */
+	struct taskcache tasks;         /* task identities by task pointer */
+	const struct reg *gs, *kgs;     /* gs_base and k_gs_base in the `g` layout (NULL: absent) */
+	uint32_t task_lo, task_len;     /* the identity fields' span in a task struct (task_span) */
+	int64_t now_ns;                 /* when this round started (the cache's clock) */
 	struct sampler_stats st;        /* counters */
 };
 
@@ -164,6 +185,8 @@ int sampler_resume(struct sampler *s);
 void sampler_free(struct sampler *s);
 
 /* plan.c */
+/* 1 if task attribution runs (cfg.os knows the layout and the `g` layout has gs_base). */
+int plan_tasks_on(const struct plan *p);
 /* Set up the plan (cfg copied; no methods = the frame-pointer walk). */
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg);
 /* A new sample: forget v's windows, and queue the ones its previous sample predicts. */

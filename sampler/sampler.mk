@@ -2,7 +2,7 @@
 BUILD ?= build
 SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation
 # libdw (DWARF CFI), libelf, and the codecs a compressed vmlinuz may use (zlib, xz, zstd, lz4).
-SAMPLER_LIBS := -ldw -lelf -lz -llzma -lzstd -llz4 -pthread
+SAMPLER_LIBS := -lbpf -ldw -lelf -lz -llzma -lzstd -llz4 -pthread
 # libvirt is optional: with libvirt-dev (pkg-config libvirt-qemu) --domain works, without it says so.
 SAMPLER_LIBVIRT := $(shell pkg-config --exists libvirt-qemu libvirt 2>/dev/null && echo yes)
 ifeq ($(SAMPLER_LIBVIRT),yes)

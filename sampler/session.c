@@ -33,7 +33,7 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->o = o;
 	int want = o->unwind == UNWIND_FP ? 0 : o->unwind == UNWIND_CFI ? IMG_WANT_CFI
 		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
-	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want) < 0)        /* before touching the VM */
+	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os) < 0)        /* before touching the VM */
 		return fail(ss, ss->img.err, ss->img.errstr);
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
@@ -75,10 +75,24 @@ int session_open(struct session *ss, const struct opts *o)
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
 	if (o->nelf && locate_kernel(ss) < 0) return -1;                   /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
-				   ss->img.has_cfi ? &ss->img.cfi : NULL, o->klo, o->khi, o->max_frames };
+				   ss->img.has_cfi ? &ss->img.cfi : NULL, o->klo, o->khi, o->max_frames, NULL };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);
+	cfg.os = &ss->img.os;
 	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
+	if (ss->img.os.os != OS_NONE && !plan_tasks_on(&ss->s.p)) {
+		ss->img.os.os = OS_NONE;
+		snprintf(ss->img.os.why, sizeof ss->img.os.why, "the gdbstub's %s registers include no gs_base",
+			 ga->name);
+	}
+	if (ss->img.os.os == OS_NONE && o->nelf && o->os != OS_NONE) {
+		if (task_filter_on(&o->filter)) {
+			char msg[256];
+			snprintf(msg, sizeof msg, "--pid/--comm: task attribution is off: %s", ss->img.os.why);
+			return fail(ss, ERR_USAGE, msg);
+		}
+		session_warn(ss, "task attribution off: %s", ss->img.os.why);
+	}
 	return 0;
 }
 

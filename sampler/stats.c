@@ -83,6 +83,13 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 	   (long long)(p ? p->late_max_ns : 0));
 	KV("watchdog_rescues %llu\nwatchdog_longest_ns %lld\nwatchdog_lost_rounds %llu\n",
 	   (unsigned long long)st->rescues, (long long)st->rescue_max_ns, (unsigned long long)st->rescued_samples);
+	const struct task_stats *t = &ss->task;
+	if (t->verified + t->hits + t->misses + t->lost)
+		KV("task_verified %llu\ntask_hits %llu\ntask_misses %llu\ntask_renamed %llu\ntask_lost %llu\n"
+		   "task_reads %llu\ntask_bytes %llu\n", (unsigned long long)t->verified, (unsigned long long)t->hits,
+		   (unsigned long long)t->misses, (unsigned long long)t->renamed, (unsigned long long)t->lost,
+		   (unsigned long long)t->reads, (unsigned long long)t->bytes);
+	if (st->filtered) KV("filtered %llu\n", (unsigned long long)st->filtered);
 #undef KV
 }
 
@@ -134,6 +141,14 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	  (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply,
 	  (unsigned long long)st->failed_stops, gs->naks, gs->badsum, (unsigned long long)late_count(p),
 	  p ? (double)p->late_max_ns / 1e6 : 0.0);
+	const struct task_stats *t = &ss->task;
+	if (t->verified + t->hits + t->misses + t->lost)
+		P("gdbsample: tasks: %llu confirmed in the same round trip, %llu from the cache, %llu cost another trip, "
+		  "%llu unattributed; %llu renamed (exec or a reused task struct)%s\n", (unsigned long long)t->verified,
+		  (unsigned long long)t->hits, (unsigned long long)t->misses, (unsigned long long)t->lost,
+		  (unsigned long long)t->renamed, "");
+	if (st->filtered)
+		P("gdbsample: %llu samples left out by --pid/--comm\n", (unsigned long long)st->filtered);
 	if (st->rescues)
 		P("gdbsample: the pause watchdog resumed the guest %llu time%s (gdbsample was held up, longest "
 		  "stop %.0f ms; %llu sample round%s lost)\n", (unsigned long long)st->rescues, st->rescues == 1 ? "" : "s",

@@ -32,7 +32,7 @@ struct writer {
 
 /* The text report shared with the in-guest `profile` (docs/report-format.md). */
 struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains);
-/* Folded stacks "cpuN;root;...;leaf count", sorted. */
-struct writer *fold_writer_new(FILE *out, const struct symtab *syms);
+/* Folded stacks "ROOT;frame;...;leaf count", sorted: ROOT is cpuN (tf TF_CPU) or the task. */
+struct writer *fold_writer_new(FILE *out, const struct symtab *syms, int tf);
 
 #endif

@@ -37,5 +37,6 @@ void test_gdb(void);
 void test_guard(void);
 void test_stats(void);
 void test_kaslr(void);
+void test_task(void);
 
 #endif

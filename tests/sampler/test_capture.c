@@ -9,6 +9,14 @@ static struct sample mk(uint64_t t, int cpu, int flags, int n)
 {
 	struct sample s = { .t_ns = t, .cpu = (uint16_t)cpu, .flags = (uint8_t)flags, .n = (uint8_t)n };
 	for (int i = 0; i < n; i++) s.frames[i] = 0xffffffff80000000ull + t * 16 + (uint64_t)i;
+	if (t % 3 == 0) { /* a task on every third sample: a full 16-byte name, raw bytes included */
+		s.has_task = 1;
+		s.task = (struct task_id){ (int32_t)(t + 1), (int32_t)(t / 2), 0xffff888000000000ull + t * 0x1000, "" };
+		for (int i = 0; i < TASK_COMM_LEN; i++) s.task.comm[i] = (char)('a' + (t + (uint64_t)i) % 26);
+		s.task.comm[3] = (char)0xc3;
+		if (t % 9) s.task.comm[TASK_COMM_LEN - 1] = 0;
+	}
+	if (t % 4 == 1 && n > 2) s.exact[0] |= 2; /* frame 1 interrupted: both records in one block */
 	return s;
 }
 
@@ -27,7 +35,7 @@ static void test_roundtrip(void)
 	int fd = mkstemp(path);
 	struct capture_header h = { .arch = 1, .ncpu = 4, .flags = CAPF_IDLE_KEPT, .rate_hz = 1000,
 				    .max_frames = 64, .klo = 0xffff800000000000ull, .khi = ~0ull,
-				    .start_unix_ns = 1234567890123ull, .id_kind = 1, .id_len = 20 };
+				    .start_unix_ns = 1234567890123ull, .id_kind = 1, .id_len = 20, .task_os = 1 };
 	for (int i = 0; i < 20; i++) h.id[i] = (uint8_t)i;
 	struct writer *w = capture_writer_new(fd, &h);
 	CHECK(w && !w->err);
@@ -49,11 +57,13 @@ static void test_roundtrip(void)
 	CHECK(r.h.arch == 1 && r.h.ncpu == 4 && r.h.rate_hz == 1000 && r.h.max_frames == 64);
 	CHECK(r.h.klo == 0xffff800000000000ull && r.h.khi == ~0ull && r.h.start_unix_ns == 1234567890123ull);
 	CHECK(r.h.id_kind == 1 && r.h.id_len == 20 && r.h.id[19] == 19);
+	CHECK(r.h.version == 3 && r.h.task_os == 1);
 	int n = 0, bad = 0, rc;
 	while ((rc = capture_next(&r, &s)) == 1) {
 		struct sample e = mk((uint64_t)n, n % 4, n % 8, 1 + n % 255);
 		if (s.t_ns != e.t_ns || s.cpu != e.cpu || s.flags != e.flags || s.n != e.n ||
-		    memcmp(s.frames, e.frames, 8u * e.n))
+		    memcmp(s.frames, e.frames, 8u * e.n) || s.has_task != e.has_task ||
+		    memcmp(&s.task, &e.task, sizeof e.task) || memcmp(s.exact, e.exact, sizeof e.exact))
 			bad++;
 		n++;
 	}
@@ -103,7 +113,8 @@ static void test_header_literal(void)
 	struct capture_header h = { .arch = 1, .ncpu = 2, .rate_hz = 100 }, g;
 	capture_header_encode(b, &h);
 	CHECK(memcmp(b, "GDBSAMP\0", 8) == 0);
-	CHECK(b[8] == 2 && b[9] == 0);      /* version 2, little-endian */
+	CHECK(b[8] == 3 && b[9] == 0);      /* version 3, little-endian */
+	CHECK(b[101] == 0);                 /* no task attribution */
 	CHECK(b[10] == 128);                /* header size */
 	CHECK(b[16] == 100);                /* rate */
 	CHECK(capture_header_decode(&g, b) == 0 && g.ncpu == 2);

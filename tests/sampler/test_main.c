@@ -23,6 +23,7 @@ int main(void)
 	test_guard();
 	test_stats();
 	test_kaslr();
+	test_task();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -85,7 +85,7 @@ void test_plan(void)
 	regs(&v, K + 0x20, STK + 0x3f00, 0);
 	v.trips = 1;
 	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
-	CHECK(v.nwin == 1 && v.win[0].text && v.win[0].addr == K && v.win[0].len == 64);
+	CHECK(v.nwin == 1 && v.win[0].kind == WIN_TEXT && v.win[0].addr == K && v.win[0].len == 64);
 	v.win[0].ok = 1;
 	memset(v.win[0].data, 0x90, 64);
 	v.win[0].data[0x1f] = 0xf4; /* hlt just before the pc */

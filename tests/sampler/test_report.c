@@ -82,7 +82,7 @@ static void test_folded_golden(void)
 	size_t len;
 	symtab(&t);
 	FILE *f = open_memstream(&buf, &len);
-	run(fold_writer_new(f, &t), f, &buf, &len, 2);
+	run(fold_writer_new(f, &t, TF_CPU), f, &buf, &len, 2);
 	CHECK_STR(buf,
 		  "cpu0;work_main;0x1234 2\n"
 		  "cpu0;work_main;copy_round;memcpy 3\n"

@@ -1,0 +1,125 @@
+/* os_linux.c: a Linux guest's current task -- per-CPU offset and task_struct fields from BTF (libbpf). */
+#include "guestos.h"
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * x86_64 Linux: the kernel GS base is the CPU's per-CPU base, and the per-CPU section is
+ * zero-based, so a per-CPU variable's offset in BTF's ".data..percpu" DATASEC is its offset from
+ * that base. The current task is the per-CPU `current_task` (<= 6.1) or the `current_task`
+ * member of the per-CPU `pcpu_hot` (6.2 on). task_struct's pid, tgid and comm come from BTF too:
+ * their offsets differ from build to build, so nothing here is hard-coded.
+ */
+
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+/* The byte offset of member `name` in struct/union type id, looking through anonymous members;
+ * *size gets its size. -1 if absent. */
+static long member_off(const struct btf *b, __u32 id, const char *name, __s64 *size, int depth)
+{
+	const struct btf_type *t = btf__type_by_id(b, id);
+	while (t && (btf_is_mod(t) || btf_is_typedef(t))) t = btf__type_by_id(b, t->type);
+	if (!t || !(btf_is_struct(t) || btf_is_union(t)) || depth > 8) return -1;
+	const struct btf_member *m = btf_members(t);
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const char *n = btf__name_by_offset(b, m[i].name_off);
+		long bit = (long)btf_member_bit_offset(t, (__u32)i);
+		if (n && *n) {
+			if (!strcmp(n, name) && bit % 8 == 0) {
+				*size = btf__resolve_size(b, m[i].type);
+				return bit / 8;
+			}
+		} else { /* anonymous struct or union: its members are ours */
+			long inner = member_off(b, m[i].type, name, size, depth + 1);
+			if (inner >= 0) return bit / 8 + inner;
+		}
+	}
+	return -1;
+}
+
+/* A per-CPU variable's offset and BTF type id from the ".data..percpu" DATASEC; -1 if absent. */
+static long percpu_var(const struct btf *b, const char *name, __u32 *type)
+{
+	int id = btf__find_by_name_kind(b, ".data..percpu", BTF_KIND_DATASEC);
+	if (id < 0) return -1;
+	const struct btf_type *t = btf__type_by_id(b, (__u32)id);
+	const struct btf_var_secinfo *v = btf_var_secinfos(t);
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const struct btf_type *var = btf__type_by_id(b, v[i].type);
+		if (var && btf_is_var(var) && !strcmp(btf__name_by_offset(b, var->name_off), name)) {
+			*type = var->type;
+			return (long)v[i].offset;
+		}
+	}
+	return -1;
+}
+
+static int off(struct guestos *os, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(os->why, sizeof os->why, fmt, ap);
+	va_end(ap);
+	os->os = OS_NONE;
+	return -1;
+}
+
+int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
+{
+	libbpf_set_print(quiet);
+	struct btf *b = btf__new(data, (__u32)len);
+	if (!b || libbpf_get_error(b)) return off(os, "the image's BTF does not parse (libbpf)");
+	int rc = -1;
+	int task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
+	if (task < 0) {
+		off(os, "the image's BTF has no struct task_struct");
+		goto out;
+	}
+	__s64 psz = 0, tsz = 0, csz = 0;
+	long pid = member_off(b, (__u32)task, "pid", &psz, 0), tgid = member_off(b, (__u32)task, "tgid", &tsz, 0);
+	long comm = member_off(b, (__u32)task, "comm", &csz, 0);
+	if (pid < 0 || tgid < 0 || comm < 0 || psz != 4 || tsz != 4 || csz < 1) {
+		off(os, "task_struct in BTF lacks pid, tgid or comm in a layout gdbsample knows");
+		goto out;
+	}
+	__u32 vt = 0;
+	long cur = percpu_var(b, "current_task", &vt);
+	const char *how = "current_task";
+	if (cur < 0) {
+		long hot = percpu_var(b, "pcpu_hot", &vt);
+		__s64 sz = 0;
+		long in = hot < 0 ? -1 : member_off(b, vt, "current_task", &sz, 0);
+		if (in < 0 || sz != 8) {
+			off(os, "BTF names neither the per-CPU current_task (<= 6.1) nor pcpu_hot.current_task "
+			    "(6.2 on): a kernel layout gdbsample does not know");
+			goto out;
+		}
+		cur = hot + in;
+		how = "pcpu_hot.current_task";
+	} else if (btf__resolve_size(b, vt) != 8) {
+		off(os, "the per-CPU current_task in BTF is not a pointer");
+		goto out;
+	}
+	os->os = OS_LINUX;
+	os->cur_off = (uint64_t)cur;
+	os->pid_off = (uint32_t)pid;
+	os->tgid_off = (uint32_t)tgid;
+	os->comm_off = (uint32_t)comm;
+	os->comm_len = csz > TASK_COMM_LEN ? TASK_COMM_LEN : (uint32_t)csz;
+	snprintf(os->what, sizeof os->what, "linux: BTF, per-CPU %s at +0x%lx, task_struct pid +%ld comm +%ld",
+		 how, cur, pid, comm);
+	os->why[0] = 0;
+	rc = 0;
+out:
+	btf__free(b);
+	return rc;
+}
