@@ -74,6 +74,8 @@ bench: deps all
 	$(MAKE) --no-print-directory $(BUILD)/walk-bench $(BUILD)/rtt
 	$(PY) bench/unwind_bench.py --gdbsample $(BUILD)/gdbsample --walk-bench $(BUILD)/walk-bench --rtt $(BUILD)/rtt \
 	  --linux-build $(BUILD)/linux --out docs/benchmarks.md
+	$(PY) bench/task_bench.py --gdbsample $(BUILD)/gdbsample --kernel $(BUILD)/kernel.elf --linux-build $(BUILD)/linux \
+	  --out docs/benchmarks.md
 	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides

@@ -9,8 +9,13 @@
 static void print_stack(const struct session *ss, const struct sample *s)
 {
 	const struct symtab *t = session_syms(ss);
-	char buf[256];
-	printf("cpu%d%s%s%s%s%s\n", s->cpu, s->flags & SF_IDLE ? " idle" : "",
+	char buf[256], task[TASK_COMM_LEN * 4 + 48] = "";
+	if (s->has_task) { /* as py-spy dump names the thread: who this stack belongs to */
+		char c[TASK_COMM_LEN * 4 + 1];
+		task_comm_format(s->task.comm, c);
+		snprintf(task, sizeof task, " %s pid %d tgid %d", c, s->task.pid, s->task.tgid);
+	}
+	printf("cpu%d%s%s%s%s%s%s\n", s->cpu, task, s->flags & SF_IDLE ? " idle" : "",
 	       s->flags & SF_IRQOFF ? " irqs-off" : "", s->flags & SF_USER ? " user" : "",
 	       s->flags & SF_PARTIAL ? " (stack truncated)" : "", s->flags & SF_UNRELIABLE ? " unreliable" : "");
 	for (int i = 0; i < s->n; i++) {

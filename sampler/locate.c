@@ -154,6 +154,9 @@ void session_image_kv(const struct session *ss, char *out, size_t cap)
 	if (nk != k || ss->kaslr.names_how != ss->kaslr.how)
 		KV("kaslr_names_offset %s0x%llx\nkaslr_names_how %s\n", nk < 0 ? "-" : "",
 		   (unsigned long long)(nk < 0 ? -nk : nk), kaslr_how_names[ss->kaslr.names_how]);
+	KV("task_os %s\n", guestos_names[ss->img.os.os]);
+	if (ss->img.os.os != OS_NONE) KV("task_layout %s\n", ss->img.os.what);
+	else KV("task_off %s\n", ss->img.os.why);
 #undef KV
 }
 
@@ -166,6 +169,8 @@ void session_image_line(const struct session *ss, char *out, size_t cap)
 	for (int k = 0; k < ss->nmethods && o < cap; k++)
 		o += (size_t)snprintf(out + o, cap - o, "%s%s", k ? "," : " ", unwind_method_names[ss->methods[k]]);
 	if (o < cap && ss->kaslr.how != KASLR_NONE)
-		snprintf(out + o, cap - o, ", kaslr offset 0x%llx (%s)", (unsigned long long)ss->kaslr.slide,
-			 kaslr_how_names[ss->kaslr.how]);
+		o += (size_t)snprintf(out + o, cap - o, ", kaslr offset 0x%llx (%s)", (unsigned long long)ss->kaslr.slide,
+				      kaslr_how_names[ss->kaslr.how]);
+	if (o < cap && ss->img.os.os != OS_NONE)
+		snprintf(out + o, cap - o, ", tasks %s", ss->img.os.what);
 }

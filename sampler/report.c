@@ -24,6 +24,16 @@ struct chain {
 	uint64_t hash;        /* of leaf + callers */
 };
 
+/* One task's samples (attribution on). */
+struct tstat {
+	struct task_id id;    /* pid, tgid, name (ptr unused) */
+	int known;            /* 0: the samples with no task */
+	uint64_t count;       /* samples */
+	uint64_t user;        /* ...in user mode */
+};
+
+#define REPORT_TASKS_SHOWN 16
+
 struct report {
 	struct writer w;            /* interface, first */
 	FILE *out;                  /* destination */
@@ -34,7 +44,71 @@ struct report {
 	size_t *tab;                /* open-addressing index into c (+1; 0 = empty) */
 	size_t tabcap;              /* power of two */
 	uint64_t total;             /* samples added */
+	struct tstat *t;            /* tasks seen (linear: a profile has tens, not thousands) */
+	size_t nt, tcap;
+	int any_task;               /* some sample had a task */
 };
+
+/* Count a sample for its task. */
+static int task_add(struct report *r, const struct sample *s)
+{
+	if (s->has_task) r->any_task = 1;
+	for (size_t i = 0; i < r->nt; i++) {
+		struct tstat *t = &r->t[i];
+		if (t->known == s->has_task && (!t->known || (t->id.pid == s->task.pid && t->id.tgid == s->task.tgid &&
+							       !memcmp(t->id.comm, s->task.comm, TASK_COMM_LEN)))) {
+			t->count++;
+			t->user += (s->flags & SF_USER) != 0;
+			if (i) { /* move to front: the busy ones stay cheap to find */
+				struct tstat x = *t;
+				memmove(r->t + 1, r->t, i * sizeof *r->t);
+				r->t[0] = x;
+			}
+			return 0;
+		}
+	}
+	if (r->nt == r->tcap) {
+		size_t ncap = r->tcap ? r->tcap * 2 : 32;
+		struct tstat *nt = realloc(r->t, ncap * sizeof *nt);
+		if (!nt) return -1;
+		r->t = nt;
+		r->tcap = ncap;
+	}
+	memmove(r->t + 1, r->t, r->nt * sizeof *r->t);
+	r->t[0] = (struct tstat){ s->task, s->has_task, 1, (s->flags & SF_USER) != 0 };
+	r->nt++;
+	return 0;
+}
+
+static int taskcmp(const void *a, const void *b)
+{
+	const struct tstat *x = a, *y = b;
+	if (x->count != y->count) return x->count > y->count ? -1 : 1;
+	if (x->known != y->known) return y->known - x->known;
+	if (x->id.pid != y->id.pid) return x->id.pid < y->id.pid ? -1 : 1;
+	return memcmp(x->id.comm, y->id.comm, TASK_COMM_LEN);
+}
+
+/* "task P% COUNT NAME pid P tgid T, user U%" lines, most samples first, before the chains. */
+static void print_tasks(struct report *r)
+{
+	if (!r->any_task) return;
+	if (r->nt) qsort(r->t, r->nt, sizeof *r->t, taskcmp);
+	size_t shown = r->nt < REPORT_TASKS_SHOWN ? r->nt : REPORT_TASKS_SHOWN;
+	for (size_t i = 0; i < shown; i++) {
+		const struct tstat *t = &r->t[i];
+		char c[TASK_COMM_LEN * 4 + 1];
+		double pct = 100.0 * (double)t->count / (double)r->total, user = 100.0 * (double)t->user / (double)t->count;
+		if (!t->known) {
+			fprintf(r->out, "task %.1f%% %llu [unknown], user %.1f%%\n", pct, (unsigned long long)t->count, user);
+			continue;
+		}
+		task_comm_format(t->id.comm, c);
+		fprintf(r->out, "task %.1f%% %llu %s pid %d tgid %d, user %.1f%%\n", pct, (unsigned long long)t->count,
+			c, t->id.pid, t->id.tgid, user);
+	}
+	if (r->nt > shown) fprintf(r->out, "task (%zu more not shown)\n", r->nt - shown);
+}
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -60,6 +134,7 @@ static int reindex(struct report *r, size_t ncap)
 static int rep_add(struct writer *w, const struct sample *s)
 {
 	struct report *r = (struct report *)w;
+	if (task_add(r, s) < 0) goto oom;
 	const struct sym *sym = r->syms ? syms_lookup(r->syms, s->frames[0]) : NULL;
 	uint64_t leaf = sym ? sym->addr : s->frames[0];
 	uint64_t h = mix(0xcbf29ce484222325ull, leaf);
@@ -152,6 +227,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 		(unsigned long long)r->total, ri->ncpu, (unsigned long long)ri->dropped, ri->rate_hz);
 	if (ri->attach) fprintf(r->out, "attached %s\n", ri->attach);
 	if (ri->kernel) fprintf(r->out, "%s\n", ri->kernel);
+	print_tasks(r);
 	if (!r->total) {
 		if (ri->idle) fprintf(r->out, "no samples: all %llu were idle (--idle keeps them)\n",
 				      (unsigned long long)ri->idle);
@@ -188,6 +264,7 @@ static void rep_free(struct writer *w)
 	for (size_t i = 0; i < r->n; i++) free(r->c[i].callers);
 	free(r->c);
 	free(r->tab);
+	free(r->t);
 	free(r);
 }
 

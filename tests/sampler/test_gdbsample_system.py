@@ -380,7 +380,7 @@ def test_dump_prints_every_vcpu_stack(boot):
         if " idle" in r.stdout and "chain6+0x" in r.stdout:
             break
     assert "chain6+0x" in r.stdout and "work_main+0x" in r.stdout, r.stdout
-    assert re.search(r"^cpu\d idle$", r.stdout, re.M), r.stdout  # the other vCPU is halted in hlt
+    assert re.search(r"^cpu\d idle/\d pid \d+ tgid \d+ idle$", r.stdout, re.M), r.stdout  # the other vCPU: halted in hlt, its idle task
     assert g.cmd("uptime").startswith("up ")
 
 
