@@ -117,7 +117,8 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 {
 	memset(im, 0, sizeof *im);
 	im->want_os = want_os;
-	snprintf(im->os.why, sizeof im->os.why, "no kernel image (-e) to find the task layout in");
+	snprintf(im->os.why, sizeof im->os.why, "a symbol map has no types to find the task layout in (BTF "
+		 "or DWARF): give the kernel image (-e vmlinuz) too");
 	elf_version(EV_CURRENT);
 	for (int i = 0; i < npaths; i++) {
 		uint8_t *buf;

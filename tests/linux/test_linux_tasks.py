@@ -61,8 +61,13 @@ def record_until(g, cap, pids, extra=()):
 def test_per_task_shares_match_the_guests_accounting(linux61, tmp_path):
     """Three busy processes, each in its own path: dd from /dev/zero (read_zero), dd from
     /dev/urandom (the ChaCha RNG), a shell loop (user mode only). Each one's share of gdbsample's
-    samples, and of its user-mode samples, is within 4 pp of the share of CPU time the guest
-    itself charged it over the same window (/proc/PID/stat utime + stime)."""
+    samples is within 4 pp of the share of CPU time the guest itself charged it over the same
+    window (/proc/PID/stat utime + stime); the user-mode samples are the shell loop's.
+
+    User time is not compared share for share: the guest's tick accounting charges a whole tick
+    to user time when the tick interrupted user mode, timer interrupt included, while gdbsample
+    sees the interrupt handler as kernel code -- under TCG (an emulated APIC and HPET) 3-12 % of
+    the loop's samples, as the guest's own utime/stime split cannot show."""
     g = linux61
     names = ("zerodd", "rngdd", "spinner")
     pids = g.start_workloads(names)
@@ -88,12 +93,11 @@ def test_per_task_shares_match_the_guests_accounting(linux61, tmp_path):
     for name, pid in pids.items():
         got, want = 100.0 * n[pid] / total, 100.0 * sum(ticks[pid]) / all_ticks
         assert abs(got - want) <= TOLERANCE, (name, got, want, n, ticks)
-        got_user, want_user = 100.0 * user[pid] / total, 100.0 * ticks[pid][0] / all_ticks
-        assert abs(got_user - want_user) <= TOLERANCE, (name, "user", got_user, want_user, user, ticks)
     # the samples' names are the processes' own (comm), and the spinner's are user mode
     comms = {s.task.pid: s.task.comm for s in c.samples() if s.task is not None and s.task.pid in n}
     assert comms == {pid: name for name, pid in pids.items()}, comms
-    assert user[pids["spinner"]] >= 0.9 * n[pids["spinner"]], (user, n)
+    assert user[pids["spinner"]] >= 0.95 * sum(user.values()), (user, n)   # user mode: the loop's
+    assert user[pids["spinner"]] >= 0.5 * n[pids["spinner"]], (user, n)     # and mostly user mode
 
 
 def test_idle_samples_belong_to_the_idle_task(linux61, tmp_path):
@@ -132,10 +136,10 @@ def test_folded_roots_and_filters(linux61):
 def test_attribution_off_says_why_and_sampling_goes_on(linux61):
     """A map alone has no BTF: one warning line, and the samples come as before (cpuN roots)."""
     r = subprocess.run([GDBSAMPLE, "-p", str(linux61.gdb_port), "-e", linux61.kallsyms_path(), "-r", "100", "-d", "1",
-                        "-f", "folded"], capture_output=True, text=True, timeout=120)
+                        "--idle", "-f", "folded"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     warn = [line for line in r.stderr.splitlines() if "task attribution off" in line]
-    assert len(warn) == 1 and "no kernel image" in warn[0], r.stderr
+    assert len(warn) == 1 and "give the kernel image (-e vmlinuz) too" in warn[0], r.stderr
     assert r.stdout and all(line.startswith("cpu") for line in r.stdout.splitlines()), r.stdout
     r = subprocess.run([GDBSAMPLE, "-p", str(linux61.gdb_port), "-e", linux61.kallsyms_path(), "-d", "1",
                         "--pid", "1"], capture_output=True, text=True, timeout=120)
