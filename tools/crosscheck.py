@@ -49,6 +49,7 @@ class Result:
         self.status = None                                  # compare's exit status
         self.compare_text = ""
         self.phase_tsc = {}                                 # irqoff pid -> {phase: TSC ticks in the window}
+        self.per_pid = {}                                   # pid -> its own in-guest windows and compare
         self.vcpu_waited = None                             # the largest share of the window a busy
                                                             # vCPU thread spent waiting for a host core
 
@@ -108,10 +109,13 @@ def external_so_far(path):
 
 
 def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=2000, rate=200,
-        settle=0.3, config="tcg-qemu64", compare_args=(), min_external=0, max_windows=None):
+        settle=0.3, config="tcg-qemu64", compare_args=(), min_external=0, max_windows=None, per_pid=False):
     """Runs `windows` in-guest windows, then more (up to max_windows) while gdbsample has
     recorded fewer than min_external non-idle samples: a busy host lowers the rate gdbsample
-    reaches, and a statistical check needs its samples, not a lower bar."""
+    reaches, and a statistical check needs its samples, not a lower bar.
+    per_pid: after those, `windows` windows of `profile MS PID` for each workload in turn, each
+    compared (compare --pid) with gdbsample's samples of that pid over its own windows:
+    res.per_pid[pid] = {"work", "inguest", "window", "status", "text"}."""
     os.makedirs(out, exist_ok=True)
     res = Result(out)
     with Guest(kernel, smp=smp, config=config) as g:
@@ -143,6 +147,10 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                     break
             t_last = time.time_ns()
             res.vcpu_waited = busiest_waited(sched0, thread_schedstat(g.proc.pid), len(works), t_last - t_first)
+            for w, pid in started if per_pid else ():
+                t0 = time.time_ns()
+                text = "".join(g.cmd(f"profile {ms} {pid} 64", timeout=ms / 1000 * 3 + 30) for _ in range(windows))
+                res.per_pid[pid] = {"work": w, "text_in": text, "t": (t0, time.time_ns())}
             for pid in irqoff:
                 after = work_time(g, pid)
                 res.phase_tsc[pid] = {k: after[k] - before[pid][k] for k in IRQOFF_PHASES}
@@ -164,6 +172,17 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
     res.status, res.compare_text = r.returncode, r.stdout + r.stderr
     with open(res.compare, "w") as f:
         f.write(res.compare_text)
+    for pid, d in res.per_pid.items():
+        d["inguest"] = os.path.join(out, f"inguest-{pid}.txt")
+        d["window"] = (d["t"][0] - start, d["t"][1] - start)
+        with open(d["inguest"], "w") as f:
+            f.write(d["text_in"])
+        r = subprocess.run([sys.executable, ANALYZE, "compare", rel(d["inguest"]), rel(res.capture), "-e", kernel,
+                            "--pid", str(pid), "--from", str(d["window"][0]), "--until", str(d["window"][1]),
+                            *compare_args], capture_output=True, text=True, timeout=120)
+        d["status"], d["text"] = r.returncode, r.stdout + r.stderr
+        with open(os.path.join(out, f"compare-{pid}.txt"), "w") as f:
+            f.write(d["text"])
     return res
 
 
