@@ -1,12 +1,13 @@
 """capture.py: streaming reader for gdbsample's binary capture format (docs/capture-format.md).
 
-Layout (all integers little-endian; version 2 is written, version 1 still reads):
+Layout (all integers little-endian; version 3 is written, versions 1 and 2 still read):
   header, 128 bytes:
-     0 magic "GDBSAMP\\0"  8 u16 version (1 or 2)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
+     0 magic "GDBSAMP\\0"  8 u16 version (1, 2 or 3)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
     16 u32 rate_hz  20 u32 max_frames  24 u64 kernel lo  32 u64 kernel hi  40 u64 start (unix ns)
     48 u8 id kind  49 u8 id len  50 u16 flags  52 id[32]
     v2: 84 s64 KASLR offset (valid if flags bit 1)  92 u64 runtime _stext (0 unknown)  100 u8 methods
-    (v1: 84..123 reserved)  124 u32 CRC-32 of 0..123
+    v3: 101 u8 task_os (0 no task attribution, 1 linux, 2 testkernel)
+    (v1: 84..123 reserved; v2: 101..123)  124 u32 CRC-32 of 0..123
   chunks, back to back until the end of the file:
      0 u32 "CHNK"  4 u32 type (1 samples, 2 summary)  8 u32 payload bytes (<= 1 MiB)
     12 u32 records  16 u32 CRC-32 (v1: of the payload; v2: of bytes 4..15, then the payload)
@@ -16,6 +17,9 @@ Layout (all integers little-endian; version 2 is written, version 1 still reads)
     t_ns < 2^63 and cpu < 4096, else the sample makes no sense: damage
     v2, flags bit 7 set: u16 L, then L bytes of extension records (u8 type, u8 len, data); type 1
     = the indexes (u8 each) of exact frames (interrupted pcs). Bit 7 is not a sample flag.
+    v3: type 2, length 32 = the task current on the vCPU: s32 pid, s32 tgid, u64 task pointer,
+    u8 comm[16] (NUL-padded guest bytes; another length: skipped). No record: no task known.
+    In v1 and v2 type 2 means nothing (skipped as unknown).
   summary payload: UTF-8 "key value" lines, written once, last. Values a reader computes with
     (SUMMARY_NUMBERS) that are not valid numbers are dropped, as if absent (Capture.summary_bad).
 
@@ -37,7 +41,7 @@ FLAG_EXT = 0x80    # v2: an extension block follows the frames (stripped from Sa
 HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are in the file
 HEADER_FLAG_KASLR = 2                     # header flags bit 1 (v2): the KASLR offset is known
 MAGIC = b"GDBSAMP\0"
-VERSIONS = (1, 2)                         # versions this reader knows
+VERSIONS = (1, 2, 3)                      # versions this reader knows
 HEADER_SIZE = 128
 CHUNK_MAGIC = 0x4B4E4843                  # "CHNK" little-endian
 CHUNK_HEADER = struct.Struct("<IIIII")    # magic, type, payload length, records, CRC
@@ -45,13 +49,17 @@ CHUNK_SAMPLES = 1
 CHUNK_SUMMARY = 2
 CHUNK_MAX = 1 << 20                       # largest payload a reader accepts
 EXT_EXACT = 1                             # extension record: indexes of exact frames
+EXT_TASK = 2                              # v3 extension record: the current task (TASK, 32 bytes)
 MAX_CPUS = 4096                           # vCPUs (header) and vCPU indexes (samples) are below this
 TIME_MAX = (1 << 63) - 1                  # largest sample time: a CLOCK_MONOTONIC difference, s64
 ARCHES = {1: "x86_64", 2: "aarch64", 3: "riscv64"}
 ID_KINDS = {0: "none", 1: "build-id", 2: "fnv1a64"}
 METHODS = {0: "fp", 1: "cfi", 2: "orc"}   # header `methods` bits: unwinding methods used
+TASK_OSES = {1: "linux", 2: "testkernel"}  # header `task_os` (v3): whose tasks the samples name
 
-HEADER = struct.Struct("<8sHHHHIIQQQBBH32sqQB23xI")
+HEADER = struct.Struct("<8sHHHHIIQQQBBH32sqQBB22xI")
+TASK = struct.Struct("<iiQ16s")           # v3 task record: pid, tgid, task pointer, comm
+LONE_TASK = struct.pack("<HBB", 2 + TASK.size, EXT_TASK, TASK.size)  # a block of one task record
 RECORD = struct.Struct("<QHBB")           # t_ns, cpu, flags, frame count
 NO_EXACT = frozenset()                    # shared by every sample without exact frames
 # Summary keys a reader computes with -> the number each must be: "count", an integer in
@@ -60,13 +68,18 @@ SUMMARY_NUMBERS = {"duration_ns": "count", "samples": "count", "idle": "count", 
                    "vcpus": "count", "stops": "count", "rate_requested_hz": "real",
                    "rate_achieved_hz": "real", "pause_p50_us": "real", "pause_p99_us": "real",
                    "pause_max_us": "real", "stopped_fraction": "real",
-                   "paused_fraction": "real"}
+                   "paused_fraction": "real", "task_verified": "count", "task_hits": "count",
+                   "task_misses": "count", "task_renamed": "count", "task_lost": "count"}
 # Control characters in summary text (terminal escapes from a hostile file) print as \xNN.
 _CONTROLS = {c: "\\x%02x" % c for c in [*range(32), *range(127, 160)] if c != 9}
 
 # exact: indexes of the frames that are interrupted pcs (named by their own address), not return
-# addresses; empty for version 1 and most samples.
-Sample = collections.namedtuple("Sample", "time_ns cpu flags frames exact", defaults=(NO_EXACT,))
+# addresses; empty for version 1 and most samples. task: the Task current on the vCPU (v3), None
+# when the sample has no task record.
+Sample = collections.namedtuple("Sample", "time_ns cpu flags frames exact task", defaults=(NO_EXACT, None))
+# A guest task: pid and tgid (s32), comm (str, sanitized: printable ASCII, other bytes as \xNN, up
+# to the first NUL), ptr (the guest address of its task struct).
+Task = collections.namedtuple("Task", "pid tgid comm ptr")
 
 
 class CaptureError(Exception):
@@ -78,23 +91,26 @@ def parse_header(data):
     if len(data) < HEADER_SIZE:
         raise CaptureError("truncated header (%d of %d bytes)" % (len(data), HEADER_SIZE))
     (magic, version, hsize, arch, ncpus, rate, maxf, klo, khi, start, idkind, idlen, flags,
-     kid, kaslr, stext, methods, crc) = HEADER.unpack_from(data)
+     kid, kaslr, stext, methods, task_os, crc) = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise CaptureError("not a gdbsample capture (bad magic)")
     if zlib.crc32(data[:124]) != crc:
         raise CaptureError("header checksum mismatch")
     if version not in VERSIONS or hsize != HEADER_SIZE:
         raise CaptureError("unsupported capture version %d (header size %d); this reader knows "
-                           "versions %s" % (version, hsize, " and ".join(map(str, VERSIONS))))
+                           "versions %s and %d" % (version, hsize, ", ".join(map(str, VERSIONS[:-1])),
+                                                   VERSIONS[-1]))
     if ncpus > MAX_CPUS:
         raise CaptureError("header says %d vCPUs (at most %d)" % (ncpus, MAX_CPUS))
     if version < 2:   # bytes 84..123 were reserved
         kaslr, stext, methods = 0, 0, 0
+    if version < 3:   # byte 101 was reserved
+        task_os = 0
     return dict(version=version, arch=arch, ncpus=ncpus, rate_hz=rate, max_frames=maxf,
                 kernel_lo=klo, kernel_hi=khi, start_ns=start, kernel_id_kind=idkind,
                 kernel_id=kid[:min(idlen, 32)], flags=flags,
                 kaslr_offset=kaslr if version >= 2 and flags & HEADER_FLAG_KASLR else None,
-                stext=stext, methods=methods)
+                stext=stext, methods=methods, task_os=task_os)
 
 
 def chunk_crc(head, payload, version):
@@ -104,10 +120,35 @@ def chunk_crc(head, payload, version):
     return zlib.crc32(payload)
 
 
-def parse_extension(data, n):
-    """A v2 extension block -> frozenset of exact frame indexes (1..n-1; others are ignored).
-    Unknown record types are skipped; a record running past the block ends it (as the C reader)."""
-    exact = None
+# Display text of each comm byte: printable ASCII as itself, anything else as \xNN.
+_COMM_CHARS = [chr(b) if 32 <= b < 127 else "\\x%02x" % b for b in range(256)]
+_tasks = {}          # raw 32-byte task record -> Task: samples of one task share one object
+TASKS_CACHED = 1 << 16
+
+
+def comm_text(raw):
+    """A comm field's bytes -> display text: up to the first NUL, printable ASCII kept, any
+    other byte as \\xNN (guest memory: a hostile name cannot reach a terminal or a parser)."""
+    return "".join([_COMM_CHARS[b] for b in raw.split(b"\0", 1)[0]])
+
+
+def parse_task(raw):
+    """A 32-byte task record -> Task (shared with every other record of the same bytes)."""
+    task = _tasks.get(raw)
+    if task is None:
+        pid, tgid, ptr, comm = TASK.unpack(raw)
+        if len(_tasks) >= TASKS_CACHED:
+            _tasks.clear()
+        task = _tasks[raw] = Task(pid, tgid, comm_text(comm), ptr)
+    return task
+
+
+def parse_extension(data, n, version=2):
+    """An extension block -> (frozenset of exact frame indexes (1..n-1; others are ignored), Task
+    or None). Unknown record types, and v3 task records whose length is not 32, are skipped; a
+    record running past the block ends it (as the C reader). Before v3 type 2 is unknown."""
+    exact = task = None
+    tasks = version >= 3
     pos, end = 0, len(data)
     while pos + 2 <= end:
         rtype, rlen = data[pos], data[pos + 1]
@@ -116,8 +157,10 @@ def parse_extension(data, n):
         if rtype == EXT_EXACT:
             idx = {i for i in data[pos + 2:pos + 2 + rlen] if 0 < i < n}
             exact = idx if exact is None else exact | idx
+        elif rtype == EXT_TASK and tasks and rlen == TASK.size:
+            task = parse_task(data[pos + 2:pos + 2 + rlen])   # a second one would replace it
         pos += 2 + rlen
-    return frozenset(exact) if exact else NO_EXACT
+    return (frozenset(exact) if exact else NO_EXACT), task
 
 
 _frame_structs = {}
@@ -131,6 +174,9 @@ def parse_samples(payload, records, version=1):
     unpack = RECORD.unpack_from
     structs = _frame_structs
     ext = FLAG_EXT if version >= 2 else 0   # v1: bit 7 is nothing special
+    strip = ~FLAG_EXT
+    lone_task = LONE_TASK if version >= 3 else None
+    cache = _tasks
     tmax, cmax = TIME_MAX, MAX_CPUS
     while pos < end:
         if end - pos < 12:
@@ -148,14 +194,20 @@ def parse_samples(payload, records, version=1):
         if fs is None:
             fs = structs[n] = struct.Struct("<%dQ" % n)
         if not flags & ext:
-            append(new(Sample, (t, cpu, flags, fs.unpack_from(payload, pos + 12), none)))
+            append(new(Sample, (t, cpu, flags, fs.unpack_from(payload, pos + 12), none, None)))
             pos = nxt
             continue
         if end - nxt < 2 or end - nxt - 2 < payload[nxt] | payload[nxt + 1] << 8:
             raise ValueError("sample extension overruns its chunk at payload byte %d" % pos)
-        xend = nxt + 2 + (payload[nxt] | payload[nxt + 1] << 8)
-        append(Sample(t, cpu, flags & ~FLAG_EXT, fs.unpack_from(payload, pos + 12),
-                      parse_extension(payload[nxt + 2:xend], n)))
+        if payload[nxt:nxt + 4] == lone_task:       # most v3 samples: one task record, no more
+            xend = nxt + 36
+            raw = payload[nxt + 4:xend]
+            task = cache.get(raw) or parse_task(raw)
+            append(new(Sample, (t, cpu, flags & strip, fs.unpack_from(payload, pos + 12), none, task)))
+        else:
+            xend = nxt + 2 + (payload[nxt] | payload[nxt + 1] << 8)
+            exact, task = parse_extension(payload[nxt + 2:xend], n, version)
+            append(new(Sample, (t, cpu, flags & strip, fs.unpack_from(payload, pos + 12), exact, task)))
         pos = xend
     if len(out) != records:
         raise ValueError("chunk holds %d samples but its header says %d" % (len(out), records))
@@ -227,6 +279,10 @@ class Capture:
         self.kaslr_offset = fields["kaslr_offset"]  # runtime - link address of the text; None unknown
         self.stext = fields["stext"]                # runtime address of _stext, 0 unknown (v1: 0)
         self.methods = fields["methods"]            # unwinding methods used, bit 1 << k (METHODS)
+        self.task_os_id = fields["task_os"]         # v3 header byte 101: 0 none, 1 linux, 2 testkernel
+        # whose tasks the samples name: "linux", "testkernel", None without task attribution
+        self.task_os = (None if not self.task_os_id else
+                        TASK_OSES.get(self.task_os_id, "unknown(%d)" % self.task_os_id))
         self.intact = None          # after samples(): True if every byte was read cleanly
         self.problem = None         # after samples(): one line, what was lost and where
         self.summary = {}           # the summary chunk, {} if absent (invalid numbers left out)

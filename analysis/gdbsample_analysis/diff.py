@@ -4,11 +4,13 @@ Each input is a capture (folded here with -e ELF and the usual filters) or a fol
 (detected by the capture magic). By default BASE's counts are scaled to NEW's total (rounded),
 as FlameGraph's difffolded.pl -n does, so the two columns compare shares; --no-normalize keeps
 raw counts. The movers table ranks functions by the change of their self share (samples where
-they are the leaf), in percentage points, with their inclusive share beside it.
+they are the leaf), in percentage points, with their inclusive share beside it. Captures' tasks
+are root frames as `fold` makes them (--task-format; by default comm only when both inputs are
+captures with task attribution and no --group-by-cpu, so that the roots of the two sides match).
 """
 from . import common, filters, output
 from .common import EXIT_OK
-from .fold import fold_capture
+from .fold import add_task_format_argument, fold_capture, shared_task_format
 from .folded import sorted_items
 
 HELP = "differential folded stacks of two captures or folded files, and the biggest movers"
@@ -30,19 +32,20 @@ def add_arguments(p):
                    help="print only the movers table, on stdout (default: table on stderr)")
     g.add_argument("--no-table", action="store_true", help="no movers table")
     p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame for captures")
+    add_task_format_argument(p)
     filters.add_arguments(p)
 
 
-def load(path, elf, args, statuses, kaslr_offset=None):
+def load(path, elf, args, statuses, kaslr_offset=None, task_fmt=None):
     """A capture or folded file -> {stack: count}; kaslr_offset: --kaslr-offset for a capture
-    (None: chosen from the capture)."""
+    (None: chosen from the capture); task_fmt: its task roots (fold.task_format)."""
     if not common.is_capture(path):
         return common.load_folded(path)
     cap = common.open_capture(path)
     flt = filters.Filter(args)
     flt.check(cap)
     syms = common.load_symbols(elf) if elf else None
-    stacks = fold_capture(cap, syms, flt, args.group_by_cpu, kaslr_offset=kaslr_offset)
+    stacks = fold_capture(cap, syms, flt, args.group_by_cpu, kaslr_offset=kaslr_offset, task_fmt=task_fmt)
     statuses.append(common.loss_status(cap))
     return stacks
 
@@ -94,8 +97,9 @@ def run(args):
     statuses = []
     out = output.Output(None if args.table else args.output,          # not an input
                         (args.base, args.new, args.elf, args.base_elf))
-    base = load(args.base, args.base_elf or args.elf, args, statuses, common.base_offset(args))  # capture or folded
-    new = load(args.new, args.elf, args, statuses, args.kaslr_offset)
+    fmt = shared_task_format(args.task_format, (args.base, args.new), args.group_by_cpu)  # comm if both have tasks
+    base = load(args.base, args.base_elf or args.elf, args, statuses, common.base_offset(args), fmt)  # capture or folded
+    new = load(args.new, args.elf, args, statuses, args.kaslr_offset, fmt)
     table = movers(base, new, args.top)
     if args.table:
         out.write(table)

@@ -1,4 +1,4 @@
-"""filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not."""
+"""filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not, tasks (v3)."""
 import decimal
 import re
 
@@ -6,6 +6,8 @@ from .capture import FLAG_IDLE, MAX_CPUS, TIME_MAX
 from .common import EXIT_USAGE, Failure
 
 _UNITS = {"": 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
+PID_MAX = (1 << 31) - 1     # pids and tgids are s32; a negative one is never selected
+MATCHES_KEPT = 1 << 16      # distinct tasks whose --pid/--comm verdict is remembered at once
 
 
 def parse_time(text, flag):
@@ -36,6 +38,35 @@ def parse_cpus(text):
     return frozenset(out)
 
 
+def parse_pids(text):
+    """'1,5-7' -> ((1, 1), (5, 7)): inclusive ranges of pids, 0..PID_MAX."""
+    out = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*([0-9]{1,10})\s*(?:-\s*([0-9]{1,10})\s*)?", part)
+        lo = int(m.group(1)) if m else 0
+        hi = int(m.group(2)) if m and m.group(2) else lo
+        if not m or hi < lo:
+            raise Failure("--pid: bad list %.40r (e.g. 1,5-7)" % text, EXIT_USAGE)
+        if hi > PID_MAX:
+            raise Failure("--pid: %.40r: pids are at most %d" % (part, PID_MAX), EXIT_USAGE)
+        out.append((lo, hi))
+    return tuple(out)
+
+
+def parse_comm(text):
+    """--comm's regular expression, compiled (Python re, searched in the sanitized comm)."""
+    try:
+        return re.compile(text)
+    except (re.error, RecursionError, OverflowError) as e:
+        raise Failure("--comm: bad regular expression %.40r: %s" % (text, e), EXIT_USAGE) from None
+
+
+def no_tasks(cap, what):
+    """Failure (usage) for an option that needs tasks, on a capture without task attribution."""
+    return Failure("%s: %s has no task attribution (written by gdbsample before version 3 or "
+                   "with --os none)" % (what, cap.path), EXIT_USAGE)
+
+
 def add_arguments(p):
     p.add_argument("--cpu", metavar="LIST", help="only these vCPUs, e.g. 0,2-3 (default all)")
     p.add_argument("--from", dest="t_from", metavar="T",
@@ -45,6 +76,12 @@ def add_arguments(p):
     g.add_argument("--idle", dest="idle", action="store_true", default=False,
                    help="keep idle samples (vCPU halted in hlt)")
     g.add_argument("--no-idle", dest="idle", action="store_false", help="leave idle samples out (default)")
+    p.add_argument("--pid", metavar="LIST",
+                   help="only samples of these tasks, e.g. 1,5-7: a sample matches if its pid (thread) "
+                        "or its tgid (process) is listed (captures with task attribution)")
+    p.add_argument("--comm", metavar="REGEX",
+                   help="only samples whose task name matches REGEX (Python re.search, on the name as "
+                        "printed: non-printable bytes as \\xNN)")
 
 
 class Filter:
@@ -57,17 +94,42 @@ class Filter:
         if self.t_from is not None and self.t_until is not None and self.t_until <= self.t_from:
             raise Failure("--until must be later than --from", EXIT_USAGE)
         self.idle = args.idle         # keep idle samples
+        self.pids = parse_pids(args.pid) if args.pid is not None else None  # None = any task (or none)
+        self.comm = parse_comm(args.comm) if args.comm is not None else None  # None = any name
+        self.matches = {}             # Task -> kept by --pid/--comm (a cache)
         self.idle_seen = 0            # idle samples inside the cpu/time selection
         self.kept = 0                 # samples delivered
 
     def check(self, cap):
-        """Refuse vCPUs the capture does not have."""
+        """Refuse vCPUs the capture does not have, and --pid/--comm on a capture without tasks."""
         if self.cpus is not None and cap.ncpus and max(self.cpus) >= cap.ncpus:
             raise Failure("--cpu: the capture has vCPUs 0-%d only" % (cap.ncpus - 1), EXIT_USAGE)
+        if self.by_task and not cap.task_os:
+            raise no_tasks(cap, "--pid" if self.pids is not None else "--comm")
+
+    @property
+    def by_task(self):
+        """True if --pid or --comm selects samples by their task."""
+        return self.pids is not None or self.comm is not None
+
+    def task_matches(self, task):
+        """True if --pid and --comm keep a sample of this task (None: no task record: never)."""
+        if task is None:
+            return False
+        got = self.matches.get(task)
+        if got is None:
+            pid, tgid = task.pid, task.tgid
+            got = ((self.pids is None or any(lo <= pid <= hi or lo <= tgid <= hi for lo, hi in self.pids))
+                   and (self.comm is None or self.comm.search(task.comm) is not None))
+            if len(self.matches) >= MATCHES_KEPT:
+                self.matches.clear()
+            self.matches[task] = got
+        return got
 
     def apply(self, samples):
         """Yields the samples the selection keeps (samples are in time order)."""
         cpus, lo, hi, idle = self.cpus, self.t_from, self.t_until, self.idle
+        task_ok = self.task_matches if self.by_task else None
         for s in samples:
             if cpus is not None and s.cpu not in cpus:
                 continue
@@ -75,6 +137,8 @@ class Filter:
                 continue
             if hi is not None and s.time_ns >= hi:
                 continue  # read on: damage later in the file must still be noticed
+            if task_ok is not None and not task_ok(s.task):
+                continue
             if s.flags & FLAG_IDLE:
                 self.idle_seen += 1
                 if not idle:

@@ -14,7 +14,9 @@ the base have no width in the new profile and are not drawn; their loss shows on
 The differential folded output of `diff` (`stack BASE NEW` a line) is drawn the same way.
 
 Inputs: a capture (folded as `fold` does, with -e ELF and the usual filters) or a folded file,
-told apart by the capture magic; BASE likewise.
+told apart by the capture magic; BASE likewise. A capture's tasks are root frames as `fold` makes
+them (--task-format; by default comm when every capture drawn has task attribution, unless
+--group-by-cpu).
 """
 import html
 import re
@@ -22,7 +24,7 @@ import zlib
 
 from . import common, filters, output
 from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
-from .fold import fold_capture
+from .fold import add_task_format_argument, fold_capture, shared_task_format
 from .folded import FoldedError, parse_folded
 
 HELP = "draw a capture or folded stacks as an interactive SVG flame graph (--diff BASE: red/blue)"
@@ -200,6 +202,7 @@ def add_arguments(p):
                    help="image width, 200-100000 (default 1200)")
     p.add_argument("--diff", metavar="BASE", help="colour by change from BASE (capture or folded)")
     p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame for captures")
+    add_task_format_argument(p)
     filters.add_arguments(p)
 
 
@@ -223,13 +226,15 @@ def parse_profile_text(text, name):
         raise Failure(str(e)) from None
 
 
-def load(path, elf, args, statuses, kaslr_offset=None):
+def load(path, elf, args, statuses, kaslr_offset=None, task_fmt=None):
     """A capture or folded file -> (stacks, base stacks or None); a capture's status is
-    appended to statuses. kaslr_offset: --kaslr-offset for a capture (None: its own)."""
+    appended to statuses. kaslr_offset: --kaslr-offset for a capture (None: its own); task_fmt:
+    its task roots (fold.task_format)."""
     if not common.is_capture(path):
-        if args.cpu or args.t_from or args.t_until or args.idle or args.group_by_cpu:
-            raise Failure("%s is folded text: --cpu, --from, --until, --idle and --group-by-cpu "
-                          "apply to captures only" % path, EXIT_USAGE)
+        if (args.cpu or args.t_from or args.t_until or args.idle or args.group_by_cpu
+                or args.task_format or args.pid is not None or args.comm is not None):
+            raise Failure("%s is folded text: --cpu, --from, --until, --idle, --group-by-cpu, "
+                          "--task-format, --pid and --comm apply to captures only" % path, EXIT_USAGE)
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
@@ -243,7 +248,8 @@ def load(path, elf, args, statuses, kaslr_offset=None):
     cap = common.open_capture(path)
     flt = filters.Filter(args)
     flt.check(cap)
-    stacks = fold_capture(cap, common.load_symbols(elf), flt, args.group_by_cpu, kaslr_offset=kaslr_offset)
+    stacks = fold_capture(cap, common.load_symbols(elf), flt, args.group_by_cpu, kaslr_offset=kaslr_offset,
+                          task_fmt=task_fmt)
     statuses.append(common.loss_status(cap))
     return stacks, None
 
@@ -251,12 +257,13 @@ def load(path, elf, args, statuses, kaslr_offset=None):
 def run(args):
     out = output.Output(args.output, (args.input, args.diff, args.elf, args.base_elf))  # not an input
     statuses = []
-    stacks, base = load(args.input, args.elf, args, statuses, args.kaslr_offset)  # folded, diff or capture
+    fmt = shared_task_format(args.task_format, (args.input, args.diff), args.group_by_cpu)  # comm if all have tasks
+    stacks, base = load(args.input, args.elf, args, statuses, args.kaslr_offset, fmt)  # folded, diff or capture
     if args.diff:
         if base is not None:
             raise Failure("%s is already differential: --diff does not apply" % args.input,
                           EXIT_USAGE)
-        base, again = load(args.diff, args.base_elf or args.elf, args, statuses, common.base_offset(args))
+        base, again = load(args.diff, args.base_elf or args.elf, args, statuses, common.base_offset(args), fmt)
         if again is not None:
             raise Failure("--diff %s: BASE must be a plain profile" % args.diff, EXIT_USAGE)
     empty = EXIT_DAMAGED if EXIT_DAMAGED in statuses else EXIT_FAIL   # nothing left before damage: 3

@@ -1,14 +1,26 @@
 """fold.py: `fold` -- a capture to folded stacks (root first, sorted), filtered, optionally per vCPU.
 
-Samples are first counted by their raw (vCPU, frames, exact frames) key, so memory grows with the
-distinct stacks, not the samples; names (and DWARF lines or inlined frames) are then resolved once
-per distinct (address, return address or not), by symbols.py's one naming rule, with the KASLR
-offset chosen for the capture.
+Samples are first counted by their raw (vCPU, task, frames, exact frames) key, so memory grows with
+the distinct stacks, not the samples; names (and DWARF lines or inlined frames) are then resolved
+once per distinct (address, return address or not), by symbols.py's one naming rule, with the
+KASLR offset chosen for the capture.
+
+Root frames, outermost first: the task (--task-format comm, comm-pid or pid, as perf's
+stackcollapse names it: `bash`, `bash-1234`, `1234`; `[unknown]` for a sample without a task
+record), then `cpuN` (--group-by-cpu or --task-format cpu). Under a task root a user-mode sample
+is the one frame `[user]` (its pc, a user address, is in the capture but not shown); without one
+it shows as gdbsample -f folded shows it (cpu format: byte for byte the same).
 """
 from . import common, filters, output
+from .capture import FLAG_USER
 from .common import EXIT_USAGE, Failure
 from .folded import format_folded
 from .symbols import is_return
+
+TASK_FORMATS = ("comm", "comm-pid", "pid", "cpu", "none")
+TASK_ROOTS = ("comm", "comm-pid", "pid")    # the formats that put a task frame at the root
+UNKNOWN_TASK = "[unknown]"                  # the task frame of a sample without a task record
+USER_FRAME = "[user]"                       # under a task root: a user-mode sample's one frame
 
 HELP = "fold a capture into folded stacks (root;...;leaf COUNT), sorted"
 
@@ -19,11 +31,58 @@ def add_arguments(p):
     common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
     filters.add_arguments(p)
-    p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame, as gdbsample -f folded")
+    p.add_argument("--group-by-cpu", action="store_true",
+                   help="a cpuN root frame (after the task's with --task-format), as gdbsample -f folded "
+                        "--task-format cpu")
+    add_task_format_argument(p)
     p.add_argument("--split-by-cpu", action="store_true",
                    help="one file per vCPU: OUT with .cpuN before its extension (needs -o)")
     p.add_argument("--lines", action="store_true", help="add (file:line) from DWARF to each frame (needs an ELF)")
     p.add_argument("--inline", action="store_true", help="expand inlined functions from DWARF (needs an ELF)")
+
+
+def add_task_format_argument(p, formats=TASK_FORMATS):
+    p.add_argument("--task-format", choices=formats, metavar="{%s}" % ",".join(formats),
+                   help="root frame naming each sample's task: comm (bash), comm-pid (bash-1234), pid "
+                        "(1234)%s or none (default: comm for a capture with task attribution%s, else "
+                        "none)" % ((", cpu (cpuN, as --group-by-cpu)", " unless --group-by-cpu")
+                                   if "cpu" in formats else ("", "")))
+
+
+def task_format(given, cap, group_by_cpu=False):
+    """The task format for one capture: given (--task-format, Failure if it names tasks and cap has
+    none), else comm when cap has task attribution (and no --group-by-cpu: a cpuN root alone, as
+    gdbsample -f folded), else none."""
+    if given is None:
+        return "comm" if cap.task_os and not group_by_cpu else "none"
+    if given in TASK_ROOTS and not cap.task_os:
+        raise filters.no_tasks(cap, "--task-format " + given)
+    return given
+
+
+def shared_task_format(given, paths, group_by_cpu=False):
+    """The task format for inputs drawn or compared together (diff, flamegraph --diff): given,
+    else comm when every input is a capture with task attribution, else none (so roots match);
+    none with --group-by-cpu, as task_format."""
+    if given is not None or group_by_cpu:
+        return given or "none"
+    for path in paths:
+        if path is None:
+            continue
+        if not common.is_capture(path) or not common.open_capture(path).task_os:
+            return "none"
+    return "comm"
+
+
+def task_frame(task, fmt):
+    """A sample's task as a root frame in format fmt (one of TASK_ROOTS); `;` would split the
+    frame, so it prints as \\x3b."""
+    if task is None:
+        return UNKNOWN_TASK
+    if fmt == "pid":
+        return "%d" % task.pid
+    name = (task.comm or "[unnamed]").replace(";", "\\x3b")
+    return name if fmt == "comm" else "%s-%d" % (name, task.pid)
 
 
 class Namer:
@@ -67,39 +126,59 @@ class Namer:
         return tuple(out)
 
 
-def count_raw(samples, by_cpu):
-    """Samples -> {(cpu or None, frames, exact): count}; memory grows with distinct stacks only."""
+def count_raw(samples, by_cpu, by_task=False):
+    """Samples -> {(cpu or None, task or None, frames, exact): count}; memory grows with distinct
+    stacks only. by_task: keyed by task too, and a user-mode sample's frames are None (USER_FRAME)."""
     raw = {}
     get = raw.get
-    if by_cpu:
-        for s in samples:
-            k = (s.cpu, s.frames, s.exact)
-            raw[k] = get(k, 0) + 1
-    else:
-        for s in samples:
-            k = (None, s.frames, s.exact)
-            raw[k] = get(k, 0) + 1
+    if not by_task:                  # tasks not shown: the fast loops
+        if by_cpu:
+            for s in samples:
+                k = (s.cpu, None, s.frames, s.exact)
+                raw[k] = get(k, 0) + 1
+        else:
+            for s in samples:
+                k = (None, None, s.frames, s.exact)
+                raw[k] = get(k, 0) + 1
+        return raw
+    for s in samples:
+        if s.flags & FLAG_USER:
+            k = (s.cpu if by_cpu else None, s.task, None, None)
+        else:
+            k = (s.cpu if by_cpu else None, s.task, s.frames, s.exact)
+        raw[k] = get(k, 0) + 1
     return raw
 
 
-def name_stacks(raw, namer, cpu_root):
-    """{(cpu, frames, exact): count} -> {folded stack text: count}, root first."""
+def name_stacks(raw, namer, cpu_root, task_fmt="none"):
+    """{(cpu, task, frames, exact): count} -> {folded stack text: count}, root first: the task
+    (task_fmt in TASK_ROOTS), then cpuN (cpu_root)."""
     out = {}
-    for (cpu, frames, exact), count in raw.items():
-        parts = ["cpu%d" % cpu] if cpu_root else []
-        for i in range(len(frames) - 1, -1, -1):
-            parts.extend(namer.frames(frames[i], is_return(i, exact)))
+    by_task = task_fmt in TASK_ROOTS
+    for (cpu, task, frames, exact), count in raw.items():
+        parts = [task_frame(task, task_fmt)] if by_task else []
+        if cpu_root:
+            parts.append("cpu%d" % cpu)
+        if frames is None:
+            parts.append(USER_FRAME)
+        else:
+            for i in range(len(frames) - 1, -1, -1):
+                parts.extend(namer.frames(frames[i], is_return(i, exact)))
         stack = ";".join(parts)
         out[stack] = out.get(stack, 0) + count
     return out
 
 
-def fold_capture(cap, syms, flt, group_by_cpu=False, lines=False, inline=False, kaslr_offset=None):
-    """A capture -> {stack: count} (cpuN roots when group_by_cpu); reads the capture once. syms
-    is rebased for this capture (kaslr_offset: --kaslr-offset, None to choose from the capture)."""
-    raw = count_raw(flt.apply(cap.samples()), group_by_cpu)
+def fold_capture(cap, syms, flt, group_by_cpu=False, lines=False, inline=False, kaslr_offset=None,
+                 task_fmt=None):
+    """A capture -> {stack: count} (task roots by task_fmt, --task-format or None for the
+    capture's default; cpuN roots when group_by_cpu); reads the capture once. syms is rebased for
+    this capture (kaslr_offset: --kaslr-offset, None to choose from the capture)."""
+    task_fmt = task_format(task_fmt, cap, group_by_cpu)
+    cpu_root = group_by_cpu or task_fmt == "cpu"
+    raw = count_raw(flt.apply(cap.samples()), cpu_root, task_fmt in TASK_ROOTS)
     syms = common.symbols_for(syms, cap, kaslr_offset)
-    return name_stacks(raw, Namer(syms, lines, inline), group_by_cpu)
+    return name_stacks(raw, Namer(syms, lines, inline), cpu_root, task_fmt)
 
 
 def run(args):
@@ -109,12 +188,16 @@ def run(args):
         raise Failure("--split-by-cpu writes one file per vCPU: give -o OUT", EXIT_USAGE)
     if args.split_by_cpu and args.group_by_cpu:
         raise Failure("--split-by-cpu and --group-by-cpu do not go together", EXIT_USAGE)
+    if args.split_by_cpu and args.task_format == "cpu":
+        raise Failure("--split-by-cpu and --task-format cpu do not go together", EXIT_USAGE)
     inputs = (args.capture, args.elf)
     flt = filters.Filter(args)                                      # --cpu, --from/--until, --idle
     if not args.split_by_cpu:
         out = output.Output(args.output, inputs)                    # not an input; a bad path fails early
     cap = common.open_capture(args.capture)                         # header checked
     flt.check(cap)
+    fmt = task_format(args.task_format, cap, args.group_by_cpu)     # task roots: comm if it has tasks
+    by_task, cpu_root = fmt in TASK_ROOTS, args.group_by_cpu or fmt == "cpu"
     if args.split_by_cpu:                                           # one file per vCPU, none an input
         cpus = sorted(flt.cpus) if flt.cpus is not None else range(cap.ncpus)
         outs = {c: output.Output(output.split_path(args.output, c), inputs) for c in cpus}
@@ -124,20 +207,20 @@ def run(args):
     syms = common.symbols_for(syms, cap, args.kaslr_offset)         # the capture's KASLR offset
     namer = Namer(syms, args.lines, args.inline)
     if not args.split_by_cpu:
-        raw = count_raw(flt.apply(cap.samples()), args.group_by_cpu)  # one streaming pass
-        out.write(format_folded(name_stacks(raw, namer, args.group_by_cpu)))
+        raw = count_raw(flt.apply(cap.samples()), cpu_root, by_task)  # one streaming pass
+        out.write(format_folded(name_stacks(raw, namer, cpu_root, fmt)))
         out.commit()                                                # complete: into place
         return common.loss_status(cap)
-    raw = count_raw(flt.apply(cap.samples()), True)
+    raw = count_raw(flt.apply(cap.samples()), True, by_task)
     per = {c: {} for c in cpus}
-    for (cpu, frames, exact), n in raw.items():
+    for (cpu, task, frames, exact), n in raw.items():
         if cpu in per:
-            per[cpu][(None, frames, exact)] = n
+            per[cpu][(None, task, frames, exact)] = n
         else:  # a sample from a vCPU beyond the header's count: its own file
-            per[cpu] = {(None, frames, exact): n}
+            per[cpu] = {(None, task, frames, exact): n}
             outs[cpu] = output.Output(output.split_path(args.output, cpu), inputs)
     for cpu in sorted(per):
-        outs[cpu].write(format_folded(name_stacks(per[cpu], namer, False)))
+        outs[cpu].write(format_folded(name_stacks(per[cpu], namer, False, fmt)))
     for cpu in sorted(per):                                         # all made: into place together
         outs[cpu].commit()
     return common.loss_status(cap)

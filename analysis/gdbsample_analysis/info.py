@@ -1,4 +1,4 @@
-"""info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, pauses, unwinding and chunk integrity."""
+"""info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, tasks, pauses, unwinding and chunk integrity."""
 import datetime
 
 from . import common, output
@@ -9,7 +9,13 @@ HELP = "what a capture holds: header, KASLR, vCPUs, duration, counts, pauses, un
 # summary keys printed in their own lines above; the rest are listed under "summary"
 SHOWN = {"duration_ns", "rate_achieved_hz", "samples", "idle", "dropped", "pause_p50_us",
          "pause_p99_us", "pause_max_us", "stopped_fraction", "vcpus", "rate_requested_hz",
-         "image", "unwind", "orc", "kaslr_offset", "kaslr_how", "kaslr_names_offset", "kaslr_names_how"}
+         "image", "unwind", "orc", "kaslr_offset", "kaslr_how", "kaslr_names_offset", "kaslr_names_how",
+         "task_verified", "task_hits", "task_misses", "task_renamed", "task_lost", "task_reads",
+         "task_bytes", "task_os", "task_layout", "task_off", "filtered"}
+# the sampler's task attribution counters (summary, v3) and how the tasks line reads them
+TASK_COUNTERS = [("task_verified", "verified in the batch"), ("task_hits", "cache hits"),
+                 ("task_misses", "misses (extra round trip)"), ("task_renamed", "renamed"),
+                 ("task_lost", "lost")]
 STOP = "unwind_stop_"    # unwind_stop_<reason> and unwind_stop_<method>_<reason> (reasons have no _)
 FRAMES = "frames_"       # frames_<method>: frames each unwinding method produced
 # sampler/unwind.c's orders: stop reasons, and methods as gdbsample prints them (preferred first)
@@ -24,13 +30,13 @@ def add_arguments(p):
 
 
 def count(cap):
-    """One pass: per-vCPU [samples, idle, irqoff, user, partial, with exact frames], frame total,
-    first time."""
-    per, frames, first = {}, 0, None
+    """One pass: per-vCPU [samples, idle, irqoff, user, partial, with exact frames, with a task],
+    frame total, first time, the distinct tasks (pid, tgid, comm)."""
+    per, frames, first, tasks = {}, 0, None, set()
     for s in cap.samples():
         c = per.get(s.cpu)
         if c is None:
-            c = per[s.cpu] = [0, 0, 0, 0, 0, 0]
+            c = per[s.cpu] = [0, 0, 0, 0, 0, 0, 0]
         c[0] += 1
         f = s.flags
         if f & FLAG_IDLE:
@@ -43,10 +49,13 @@ def count(cap):
             c[4] += 1
         if s.exact:
             c[5] += 1
+        if s.task is not None:
+            c[6] += 1
+            tasks.add(s.task)
         frames += len(s.frames)
         if first is None:
             first = s.time_ns
-    return per, frames, first
+    return per, frames, first, {(t.pid, t.tgid, t.comm) for t in tasks}
 
 
 def start_text(ns):
@@ -105,7 +114,28 @@ def unwind_lines(sm):
     return L
 
 
-def describe(cap, per, frames, first):
+def task_line(cap, sm, per, tasks):
+    """Version 3: whose tasks (and the layout gdbsample found), how many samples name one, the
+    sampler's task counters, what --pid/--comm left out; or why attribution was off."""
+    if cap.version < 3:
+        return []
+    if not cap.task_os:
+        return ["tasks       none (%s)" % sm.get("task_off", "gdbsample ran with --os none, or found no "
+                                                               "task layout in the image")]
+    total = sum(c[0] for c in per.values())
+    text = "%s%s; %d of %d samples name a task (%d task%s)" % (
+        cap.task_os, " (%s)" % sm["task_layout"] if "task_layout" in sm else "",
+        sum(c[6] for c in per.values()), total, len(tasks), "" if len(tasks) == 1 else "s")
+    if any(k in sm for k, _ in TASK_COUNTERS):
+        text += "; " + ", ".join("%s %s" % (sm.get(k, "?"), what) for k, what in TASK_COUNTERS)
+    if "task_reads" in sm:
+        text += "; %s reads, %s bytes" % (sm["task_reads"], sm.get("task_bytes", "?"))
+    if "filtered" in sm:
+        text += "; %s samples left out by --pid/--comm" % sm["filtered"]
+    return ["tasks       " + text]
+
+
+def describe(cap, per, frames, first, tasks=()):
     """The info text."""
     sm = cap.summary
     total = sum(c[0] for c in per.values())
@@ -137,6 +167,7 @@ def describe(cap, per, frames, first):
         c = per[cpu]
         L.append("  cpu%-7d %d samples: %d idle, %d interrupts off, %d user, %d partial walks"
                  % (cpu, c[0], c[1], c[2], c[3], c[4]))
+    L.extend(task_line(cap, sm, per, tasks))
     if sm:
         L.append("dropped     %s (vCPU samples whose registers could not be read)" % sm.get("dropped", "?"))
         if "pause_p50_us" in sm:
@@ -165,8 +196,8 @@ def describe(cap, per, frames, first):
 def run(args):
     out = output.Output(args.output, [args.capture])    # not the capture; a bad path fails early
     cap = common.open_capture(args.capture)
-    per, frames, first = count(cap)                     # one streaming pass
+    per, frames, first, tasks = count(cap)              # one streaming pass
     common.summary_notes(cap)                           # invalid summary numbers: a warning each
-    out.write(describe(cap, per, frames, first))
+    out.write(describe(cap, per, frames, first, tasks))
     out.commit()
     return common.EXIT_OK if cap.intact else common.EXIT_DAMAGED

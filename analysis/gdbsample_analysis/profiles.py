@@ -13,7 +13,9 @@ COUNTS = re.compile(r"^([0-9]{1,18}) samples on ([0-9]{1,18}) cpus, ([0-9]{1,18}
 LEAF = re.compile(r"^([0-9]{1,18}(?:\.[0-9])?)% ([0-9]{1,18}) (\S+)$")
 CALLER = re.compile(r"^ {8}<- (\S+)$")
 NOTE = re.compile(r"^\(([0-9]{1,18}) (?:more chains not shown|samples left out: .*)\)$")
-INFO = re.compile(r"^(?:attached|kernel) .+$")  # gdbsample's header lines before the first chain
+# gdbsample's lines before the first chain: how it attached, the kernel, and (capture version 3)
+# one `task P% COUNT NAME pid P tgid T, user U%` line per task
+INFO = re.compile(r"^(?:attached|kernel|task) .+$")
 
 
 def function_of(frame):
@@ -104,13 +106,18 @@ def from_folded(stacks, name):
 
 
 def from_capture(path, syms, args):
-    """A capture, named with syms rebased by its KASLR offset (--kaslr-offset wins)."""
+    """A capture, named with syms rebased by its KASLR offset (--kaslr-offset wins); the filters
+    (--pid and --comm too) pick its samples."""
     cap = common.open_capture(path)
     flt = filters.Filter(args)
     flt.check(cap)
     syms = common.symbols_for(syms, cap, getattr(args, "kaslr_offset", None))
     prof = Profile(path)
     prof.source = "gdbstub %d Hz" % cap.rate_hz
+    if flt.pids is not None:
+        prof.source += ", pid %s" % args.pid.strip()
+    if flt.comm is not None:
+        prof.source += ", comm %r" % args.comm
     raw = {}
     for s in flt.apply(cap.samples()):
         k = (s.frames, s.exact, bool(s.flags & FLAG_IRQOFF))

@@ -10,8 +10,18 @@ callers by exact return address (and which of them are interrupted pcs). A calle
 symbols.py's rule (a return address by address - 1, an exact frame by itself), its offset is that
 of the address itself. Chains print by count, most first; ties by the leaf text, then by the
 caller addresses.
+
+With task attribution (capture version 3), as gdbsample -f report: one line per task before the
+chains, `task P% COUNT NAME pid P tgid T, user U%` (its share, its samples, the share of them in
+user mode), most samples first, ties by pid (samples without a task record, `task P% COUNT
+[unknown], user U%`, after the others), at most TASKS_SHOWN, then `task (N more not shown)`. A task
+is its (pid, tgid, comm): a task renamed by exec is two. Readers of the report skip these lines.
+--by-task then adds, after the chains, the chains of each of the top --tasks tasks (shares of its
+samples), where a user-mode sample is the leaf `[user]`, as under its task in `fold`.
 """
 from . import common, filters, output
+from .capture import FLAG_USER
+from .fold import UNKNOWN_TASK, USER_FRAME
 from .symbols import is_return
 
 HELP = "the text report of gdbsample -f report / the in-guest profile"
@@ -24,6 +34,10 @@ def add_arguments(p):
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
     p.add_argument("--chains", type=common.count_type(1, 1000000), default=8, metavar="N",
                    help="chains to print (default 8)")
+    p.add_argument("--by-task", action="store_true",
+                   help="after the chains, the chains of each of the top tasks (--tasks)")
+    p.add_argument("--tasks", type=common.count_type(0, 1000000), default=5, metavar="N",
+                   help="with --by-task: tasks whose chains are shown (default 5)")
     filters.add_arguments(p)
 
 
@@ -36,7 +50,17 @@ class Chains:
         self.total = 0       # samples added
 
     def add(self, frames, exact=frozenset(), n=1):
-        """One sample's frames (pc first) and exact frame indexes (Sample.exact), n times."""
+        """One sample's frames (pc first) and exact frame indexes (Sample.exact), n times;
+        frames None: a user-mode sample under its task (USER_FRAME, --by-task)."""
+        if frames is None:
+            key = (None, None, (), frozenset())
+            e = self.c.get(key)
+            if e is None:
+                self.c[key] = [n, 0, 0]
+            else:
+                e[0] += n
+            self.total += n
+            return
         sym = self.syms.lookup(frames[0]) if self.syms else None
         pc = frames[0]
         key = (sym[1] if sym else pc, sym is not None, frames[1:], exact)
@@ -54,6 +78,8 @@ class Chains:
 
     def leaf_text(self, key, lo, hi):
         leaf, known, _, _ = key
+        if known is None:
+            return USER_FRAME
         if not known:
             return "0x%x" % leaf
         name = self.syms.lookup(leaf)[0]
@@ -76,19 +102,88 @@ class Chains:
         return rows
 
 
-def format_report(chains, shown, duration_ns, ncpus, dropped, rate_hz, idle):
-    """The report text."""
-    lines = ["profiled %d ms" % (duration_ns // 1000000),
-             "%d samples on %d cpus, %d dropped, source gdbstub %d Hz" % (chains.total, ncpus, dropped, rate_hz)]
-    if not chains.total:
-        lines.append("no samples: all %d were idle (--idle keeps them)" % idle if idle else "no samples")
+def chain_lines(chains, shown):
+    """The chain blocks of a report, most samples first, at most shown."""
+    lines = []
     rows = chains.ranked()
     for count, leaf, callers, exact in rows[:shown]:
         lines.append("%.1f%% %d %s" % (100.0 * count / chains.total, count, leaf))
         lines.extend("        <- " + t for t in chains.callers_text(callers, exact))
     if len(rows) > shown:
         lines.append("(%d more chains not shown)" % (len(rows) - shown))
+    return lines
+
+
+def format_report(chains, shown, duration_ns, ncpus, dropped, rate_hz, idle, tasks=None, top_tasks=0):
+    """The report text; tasks (a Tasks) adds the task lines, and its chains if it kept them."""
+    lines = ["profiled %d ms" % (duration_ns // 1000000),
+             "%d samples on %d cpus, %d dropped, source gdbstub %d Hz" % (chains.total, ncpus, dropped, rate_hz)]
+    if tasks is not None:
+        lines.extend(tasks.task_lines(chains.total))
+    if not chains.total:
+        lines.append("no samples: all %d were idle (--idle keeps them)" % idle if idle else "no samples")
+    lines.extend(chain_lines(chains, shown))
+    if tasks is not None and tasks.keep_chains:
+        lines.extend(tasks.sections(top_tasks, shown))
     return "\n".join(lines) + "\n"
+
+
+TASKS_SHOWN = 16   # task lines at most (sampler/report.c's REPORT_TASKS_SHOWN)
+
+
+class Tasks:
+    """Samples and user-mode samples per task (pid, tgid, comm); with keep_chains (--by-task)
+    each task's chains too."""
+
+    def __init__(self, syms, keep_chains):
+        self.syms = syms                 # Symbolizer for each task's Chains
+        self.keep_chains = keep_chains   # --by-task
+        self.t = {}                      # (pid, tgid, comm) or None (no task record) -> [samples, user, Chains]
+
+    def add(self, task, frames, exact, user):
+        """One sample: its Task or None, frames (None for user mode: USER_FRAME), user 0 or 1."""
+        key = None if task is None else (task.pid, task.tgid, task.comm)
+        e = self.t.get(key)
+        if e is None:
+            e = self.t[key] = [0, 0, Chains(self.syms) if self.keep_chains else None]
+        e[0] += 1
+        e[1] += user
+        if self.keep_chains:
+            e[2].add(frames, exact)
+
+    def ranked(self):
+        """[(key, samples, user, chains)]: most samples first, then pid (no task after the
+        others), name, tgid."""
+        rows = [(k, e[0], e[1], e[2]) for k, e in self.t.items()]
+        rows.sort(key=lambda r: (-r[1], 1, 0, "", 0) if r[0] is None else (-r[1], 0, r[0][0], r[0][2], r[0][1]))
+        return rows
+
+    def task_lines(self, total):
+        """`task P% COUNT NAME pid P tgid T, user U%` lines, when some sample had a task."""
+        if all(k is None for k in self.t):
+            return []
+        rows = self.ranked()
+        lines = []
+        for k, n, user, _ in rows[:TASKS_SHOWN]:
+            who = UNKNOWN_TASK if k is None else "%s pid %d tgid %d" % (k[2], k[0], k[1])
+            lines.append("task %.1f%% %d %s, user %.1f%%" % (100.0 * n / total, n, who, 100.0 * user / n))
+        if len(rows) > TASKS_SHOWN:
+            lines.append("task (%d more not shown)" % (len(rows) - TASKS_SHOWN))
+        return lines
+
+    def sections(self, top, shown):
+        """--by-task: the chains of each of the top tasks, after a title line (shares of its samples)."""
+        lines = []
+        rows = self.ranked()
+        for k, n, user, chains in rows[:top]:
+            who = UNKNOWN_TASK if k is None else "%s pid %d tgid %d" % (k[2], k[0], k[1])
+            lines.append("")
+            lines.append("chains of %s: %d samples, user %.1f%%" % (who, n, 100.0 * user / n))
+            lines.extend(chain_lines(chains, shown))
+        if len(rows) > top:
+            lines.append("")
+            lines.append("(chains of %d more tasks not shown)" % (len(rows) - top))
+        return lines
 
 
 def run(args):
@@ -96,17 +191,23 @@ def run(args):
     out = output.Output(args.output, (args.capture, args.elf))  # not an input; a bad path fails early
     cap = common.open_capture(args.capture)
     flt.check(cap)
+    if args.by_task and not cap.task_os:
+        raise filters.no_tasks(cap, "--by-task")
     syms = common.load_symbols(args.elf) if args.elf else None
     syms = common.symbols_for(syms, cap, args.kaslr_offset)  # the capture's KASLR offset
     chains = Chains(syms)
+    tasks = Tasks(syms, args.by_task) if cap.version >= 3 else None  # task lines if a sample has one
     for s in flt.apply(cap.samples()):                    # one streaming pass
         chains.add(s.frames, s.exact)
+        if tasks is not None:                             # under its task, user mode is [user]
+            user = s.flags & FLAG_USER and 1
+            tasks.add(s.task, None if user else s.frames, s.exact, user)
     duration = cap.summary.get("duration_ns", cap.last_time_ns or 0)
     if flt.t_from is not None or flt.t_until is not None:   # the window actually covered
         hi = duration if flt.t_until is None else min(flt.t_until, duration)
         duration = max(0, hi - (flt.t_from or 0))
     dropped = cap.summary.get("dropped", 0)
     out.write(format_report(chains, args.chains, int(duration), cap.ncpus, int(dropped), cap.rate_hz,
-                            flt.idle_seen))
+                            flt.idle_seen, tasks, args.tasks))
     out.commit()
     return common.loss_status(cap)

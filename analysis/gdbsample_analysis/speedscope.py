@@ -13,7 +13,10 @@ profile starts at the first kept sample of any vCPU (an empty stack fills a late
 time-ordered views of all vCPUs line up on the capture's clock (ns since the run started).
 Idle samples are kept as empty stacks unless --idle: their time stays on the time axis, and
 speedscope counts it as idle rather than as any function. A frame is a function (its file and
-line are those of its first instruction), so per-function totals match `fold`.
+line are those of its first instruction), so per-function totals match `fold`. With task
+attribution (version 3) each stack starts with its task's frame, named as `fold` names it
+(--task-format, default comm: the task is the root of every flame, per vCPU), and a user-mode
+sample is that frame and `[user]` (with --task-format none, its pc, as without tasks).
 
 Memory: one streaming pass; distinct stacks are interned once and per sample only a time and a
 stack id are kept, in compact arrays (12 bytes a sample, no objects per sample), since the output
@@ -25,8 +28,8 @@ import json
 import os
 
 from . import common, filters, output
-from .capture import FLAG_IDLE
-from .fold import Namer
+from .capture import FLAG_IDLE, FLAG_USER
+from .fold import TASK_ROOTS, USER_FRAME, Namer, add_task_format_argument, task_format, task_frame
 from .symbols import is_return
 
 HELP = "convert a capture to speedscope's JSON format (one time-ordered profile per vCPU)"
@@ -41,6 +44,7 @@ def add_arguments(p):
     common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
     filters.add_arguments(p)
+    add_task_format_argument(p, TASK_ROOTS + ("none",))
 
 
 class Timeline:
@@ -54,14 +58,27 @@ class Timeline:
 class Collector:
     """Streams samples into per-vCPU timelines of interned stacks."""
 
-    def __init__(self, keep_idle):
+    def __init__(self, keep_idle, task_fmt="none"):
         self.keep_idle = keep_idle       # idle samples keep their frames (else an empty stack)
-        self.stack_ids = {}              # (frames, exact) -> stack id; ((), ()) is the empty stack
-        self.stack_keys = []             # stack id -> (frames, exact)
+        self.task_fmt = task_fmt if task_fmt in TASK_ROOTS else None  # the task root's format
+        self.roots = {}                  # Task or None -> its root frame name
+        self.user = FLAG_USER if self.task_fmt else 0  # under a task: user mode is USER_FRAME
+        self.stack_ids = {}              # (root, frames, exact) -> stack id; EMPTY is the empty stack
+        self.stack_keys = []             # stack id -> (root or None, frames or None for user, exact)
         self.cpus = {}                   # vCPU -> Timeline
 
+    EMPTY = (None, (), ())
+
     def add(self, s):
-        key = (s.frames, s.exact) if self.keep_idle or not s.flags & FLAG_IDLE else ((), ())
+        if not self.keep_idle and s.flags & FLAG_IDLE:
+            key = self.EMPTY
+        else:
+            root = None
+            if self.task_fmt:
+                root = self.roots.get(s.task)
+                if root is None:
+                    root = self.roots[s.task] = task_frame(s.task, self.task_fmt)
+            key = (root, None, None) if s.flags & self.user else (root, s.frames, s.exact)
         sid = self.stack_ids.get(key)
         if sid is None:
             sid = self.stack_ids[key] = len(self.stack_keys)
@@ -97,10 +114,20 @@ class FrameTable:
             self.keys.setdefault(got, None)
         return got
 
+    def named(self, name):
+        """A frame with a name only (a task, USER_FRAME)."""
+        got = (name, None, None)
+        self.keys.setdefault(got, None)
+        return got
+
     def stack(self, key):
-        """A stack key (frames pc first, exact frame indexes) -> frame keys, root first."""
-        frames, exact = key
-        return [self.frame(frames[i], is_return(i, exact)) for i in range(len(frames) - 1, -1, -1)]
+        """A stack key (root frame name or None, frames pc first or None for a user-mode sample,
+        exact frame indexes) -> frame keys, root first."""
+        root, frames, exact = key
+        out = [self.named(root)] if root is not None else []
+        if frames is None:
+            return out + [self.named(USER_FRAME)]
+        return out + [self.frame(frames[i], is_return(i, exact)) for i in range(len(frames) - 1, -1, -1)]
 
     def finish(self):
         """Sorts the frames (name, then file and line) -> {key: index}, [frame objects]."""
@@ -175,9 +202,10 @@ def run(args):
     out = output.Output(args.output, (args.capture, args.elf))   # not an input; a bad path fails early
     cap = common.open_capture(args.capture)                      # header checked
     flt.check(cap)
+    fmt = task_format(args.task_format, cap)                     # comm if the capture has tasks
     syms = common.load_symbols(args.elf) if args.elf else None  # sorted table, once
     syms = common.symbols_for(syms, cap, args.kaslr_offset)      # the capture's KASLR offset
-    col = Collector(keep_idle=flt.idle)
+    col = Collector(flt.idle, fmt)
     flt.idle = True   # idle samples reach the collector, which empties their stacks unless --idle
     for s in flt.apply(cap.samples()):                           # one streaming pass
         col.add(s)

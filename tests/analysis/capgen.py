@@ -3,7 +3,8 @@ docs/capture-format.md (independent of the reader in analysis/), with ways to da
 
 Version 1 by default; version=2 writes the v2 header fields (KASLR offset, _stext, methods), the
 v2 chunk CRC (of chunk header bytes 4..15, then the payload) and sample extensions (exact
-frames, and any raw extension records a test wants)."""
+frames, and any raw extension records a test wants); version=3 also the header's task_os byte
+and task records (type 2: s32 pid, s32 tgid, u64 task pointer, comm[16])."""
 import struct
 import zlib
 
@@ -11,13 +12,16 @@ MAGIC = b"GDBSAMP\0"
 HEADER_FLAG_KASLR = 2     # header flags bit 1 (v2): the KASLR offset field is valid
 SAMPLE_EXT = 0x80         # sample flags bit 7 (v2): an extension block follows the frames
 EXT_EXACT = 1             # extension record type: indexes of exact frames
+EXT_TASK = 2              # extension record type (v3): the current task, 32 bytes
+TASK_OS_LINUX, TASK_OS_TESTKERNEL = 1, 2      # header `task_os` (v3)
 METHOD_FP, METHOD_CFI, METHOD_ORC = 1, 2, 4   # header `methods` bits
 
 
 def header(ncpus=2, rate_hz=100, max_frames=64, klo=0xffff800000000000, khi=0xffffffffffffffff,
            start_ns=1764400000000000000, id_kind=0, kid=b"", flags=1, arch=1, version=1,
-           kaslr_offset=None, stext=0, methods=0):
-    """The 128-byte header, CRC included. kaslr_offset (v2): None = unknown (flag bit 1 clear)."""
+           kaslr_offset=None, stext=0, methods=0, task_os=0):
+    """The 128-byte header, CRC included. kaslr_offset (v2): None = unknown (flag bit 1 clear);
+    task_os (v3, byte 101): 0 none, 1 linux, 2 testkernel."""
     h = bytearray(128)
     h[0:8] = MAGIC
     if version >= 2 and kaslr_offset is not None:
@@ -27,6 +31,8 @@ def header(ncpus=2, rate_hz=100, max_frames=64, klo=0xffff800000000000, khi=0xff
     h[52:52 + len(kid)] = kid
     if version >= 2:
         struct.pack_into("<qQB", h, 84, kaslr_offset or 0, stext, methods)
+    if version >= 3:
+        h[101] = task_os
     struct.pack_into("<I", h, 124, zlib.crc32(bytes(h[:124])))
     return bytes(h)
 
@@ -37,9 +43,18 @@ def extension(exact=(), extra=b""):
     return body + extra
 
 
-def record(t_ns, cpu, flags, frames, exact=(), version=1, extra=b""):
+def task_record(pid, tgid, ptr, comm):
+    """A v3 task extension record: type 2, length 32, s32 pid, s32 tgid, u64 ptr, comm NUL-padded
+    (comm: bytes, at most 16)."""
+    return bytes([EXT_TASK, 32]) + struct.pack("<iiQ16s", pid, tgid, ptr, comm)
+
+
+def record(t_ns, cpu, flags, frames, exact=(), version=1, extra=b"", task=None):
     """One sample record: u64 t, u16 cpu, u8 flags, u8 n, u64 frames[n]; in v2, with exact
-    frames or extra records, flags bit 7 and then u16 length + the extension records."""
+    frames or extra records, flags bit 7 and then u16 length + the extension records; task
+    (pid, tgid, ptr, comm bytes) adds a task record (after the exact frames)."""
+    if task is not None:
+        extra = task_record(*task) + extra
     ext = extension(exact, extra) if version >= 2 else b""
     if ext:
         flags |= SAMPLE_EXT
@@ -59,11 +74,13 @@ def summary_text(d):
 
 
 def chunks(samples, per_chunk, version=1):
-    """Sample tuples (t, cpu, flags, frames[, exact]) -> samples chunks of per_chunk records."""
+    """Sample tuples (t, cpu, flags, frames[, exact[, task]]) -> samples chunks of per_chunk
+    records; task as record() takes it, or None."""
     out = []
     for i in range(0, len(samples), per_chunk):
         part = samples[i:i + per_chunk]
-        out.append(chunk(1, b"".join(record(*s[:4], exact=s[4] if len(s) > 4 else (), version=version)
+        out.append(chunk(1, b"".join(record(*s[:4], exact=s[4] if len(s) > 4 else (), version=version,
+                                            task=s[5] if len(s) > 5 else None)
                                      for s in part), len(part), version))
     return out
 

@@ -8,7 +8,10 @@ Inputs (committed, small): data/tiny.elf (from data/tiny.c), data/tiny.map (`nm`
 data/sample.cap and data/sample2.cap (synthetic, format version 1, written by capgen from a fixed
 seed, with the real call sites of tiny.elf as return addresses), data/sample_v2.cap (version 2:
 also samples taken in an interrupt, whose interrupted pc is an exact frame -- one at a function's
-first byte -- a known KASLR offset of 0, _stext, methods and the newer summary keys).
+first byte -- a known KASLR offset of 0, _stext, methods and the newer summary keys),
+data/sample_v3.cap (version 3: the same kind of samples, each with the Linux task current on its
+vCPU -- idle ones swapper/N, one in twenty without a task record --, user-mode samples among them,
+and the sampler's task counters).
 Outputs: data/golden/<case>, one per CASES row, each the stdout of `gdbsample-analyze ARGS` (tests/analysis/test_analysis_golden.py compares).
 Review `git diff tests/analysis/data` before committing.
 """
@@ -30,6 +33,7 @@ MAP = os.path.join(DATA, "tiny.map")
 CAP = os.path.join(DATA, "sample.cap")
 CAP2 = os.path.join(DATA, "sample2.cap")
 CAP_V2 = os.path.join(DATA, "sample_v2.cap")
+CAP_V3 = os.path.join(DATA, "sample_v3.cap")
 
 # golden file -> arguments (paths relative to tests/analysis/data, the tests' working directory)
 CASES = {
@@ -52,6 +56,11 @@ CASES = {
     "fold_v2_lines.folded": ["fold", "sample_v2.cap", "-e", "tiny.elf", "--lines", "--inline"],
     "report_v2.txt": ["report", "sample_v2.cap", "-e", "tiny.elf", "--chains", "20"],
     "info_v2.txt": ["info", "sample_v2.cap"],
+    "fold_v3.folded": ["fold", "sample_v3.cap", "-e", "tiny.elf"],
+    "fold_v3_comm_pid.folded": ["fold", "sample_v3.cap", "-e", "tiny.elf", "--task-format", "comm-pid",
+                                "--group-by-cpu", "--idle"],
+    "report_v3_by_task.txt": ["report", "sample_v3.cap", "-e", "tiny.elf", "--by-task", "--chains", "4"],
+    "info_v3.txt": ["info", "sample_v3.cap"],
 }
 
 
@@ -155,6 +164,37 @@ def write_v2(path, seed, weights):
                  stext=st["leaf_a"], methods=capgen.METHOD_FP | capgen.METHOD_ORC)
 
 
+# Linux tasks of sample_v3.cap: (pid, tgid, comm); two threads of one process share a name
+TASKS_V3 = [(1234, 1234, b"bash"), (1301, 1300, b"worker"), (1302, 1300, b"worker"), (42, 42, b"kworker/0:1")]
+# the summary keys gdbsample writes since format version 3 (sampler/stats.c, locate.c)
+SUMMARY_V3 = {"task_os": "linux", "task_layout": "BTF, 6.1 layout (current_task)", "task_verified": 150,
+              "task_hits": 30, "task_misses": 6, "task_renamed": 1, "task_lost": 0, "task_reads": 372,
+              "task_bytes": 107136}
+
+
+def write_v3(path, seed, weights):
+    """sample_v3.cap: sample_v2.cap's kind of capture in version 3, with task_os linux and a task
+    record on every sample but one in twenty (an idle one names swapper/N, pid 0)."""
+    st = elf_facts()[0]
+    s, summary = make_samples(seed, weights)
+    summary.update(SUMMARY_V2)
+    summary.update(SUMMARY_V3)
+    rnd = random.Random(seed)
+    out = []
+    for t, cpu, flags, frames, *exact in s:
+        if flags & 1:
+            task = (0, 0, 0xffffffff82a12940 + 0x1000 * cpu, b"swapper/%d" % cpu)
+        elif rnd.random() < 0.05:
+            task = None
+        else:
+            pid, tgid, comm = rnd.choice(TASKS_V3)
+            task = (pid, tgid, 0xffff888003000000 + 0x2000 * pid, comm)
+        out.append((t, cpu, flags, frames, exact[0] if exact else (), task))
+    capgen.write(path, out, summary, per_chunk=40, ncpus=2, rate_hz=100, version=3, kaslr_offset=0,
+                 stext=st["leaf_a"], methods=capgen.METHOD_FP | capgen.METHOD_ORC,
+                 task_os=capgen.TASK_OS_LINUX)
+
+
 def main():
     if "--elf" in sys.argv[1:]:
         build_elf()                                           # tiny.elf and tiny.map
@@ -162,6 +202,7 @@ def main():
         s, summary = make_samples(seed, w)
         capgen.write(path, s, summary, per_chunk=40, ncpus=2, rate_hz=100)
     write_v2(CAP_V2, 8, W3)                                   # the version 2 capture
+    write_v3(CAP_V3, 9, W3)                                   # the version 3 capture (tasks)
     os.makedirs(GOLDEN, exist_ok=True)
     for name, args in CASES.items():                          # one golden output per case
         r = subprocess.run([TOOL] + args, cwd=DATA, capture_output=True, text=True)

@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct writer *w = !strcmp(argv[1], "report") ?
-		report_writer_new(stdout, &t, argc > 4 ? atoi(argv[4]) : 8) : fold_writer_new(stdout, &t);
+		report_writer_new(stdout, &t, argc > 4 ? atoi(argv[4]) : 8) : fold_writer_new(stdout, &t, TF_CPU);
 	uint64_t kept = 0, idle = 0, last = 0;
 	int rc;
 	while ((rc = capture_next(&r, &s)) == 1) {

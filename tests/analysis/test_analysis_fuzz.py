@@ -202,3 +202,57 @@ def test_fuzz_symbol_files(tmp_path, which):
         (tmp_path / "sym").write_bytes(bytes(b))
         for args in (["fold", "base.cap", "-e", "sym", "-o", "out"], ["report", "base.cap", "-e", "sym", "-o", "out"]):
             check(tmp_path, args, "out")
+
+
+def task_capture():
+    """A version 3 capture with task records (some hostile names, some samples without one)."""
+    names = [b"bash", b"kworker/0:1", b"\x1b[2J;<&>\xff", b"x" * 16, b""]
+    s = [(1_000_000 * i, i % 3, (1 if i % 7 == 0 else 0) | (4 if i % 6 == 0 else 0),
+          tuple(K + 0x25 * (k % 3) + 4 + i % 5 for k in range(1 + i % 5)),
+          frozenset({1}) if i % 4 == 0 and i % 5 else frozenset(),
+          None if i % 9 == 0 else (i % 4, i % 2, 0xffff888000000000 + i % 4, names[i % len(names)]))
+         for i in range(40)]
+    summary = {"duration_ns": 40_000_000, "task_verified": 30, "task_hits": 5, "task_misses": 1}
+    return capgen.capture_bytes(s, summary, per_chunk=9, version=3, ncpus=3, task_os=1)
+
+
+def mutate_tasks(rng, data):
+    """mutate(), or damage aimed at version 3: the task_os byte, or bytes inside the samples'
+    extension blocks (record types and lengths, pids, names), sealed with valid CRCs."""
+    if rng.random() < 0.5:
+        return mutate(rng, data)
+    b = bytearray(data)
+    if rng.random() < 0.3:
+        b[101] = rng.choice([0, 1, 2, 3, 255])
+    else:
+        offs = capgen.chunk_offsets(data)[:-1]
+        for _ in range(rng.randint(1, 6)):
+            at = rng.choice(offs)
+            length = struct.unpack_from("<I", b, at + 8)[0]
+            b[at + 20 + rng.randrange(length)] = rng.choice([0, 1, 2, 31, 32, 33, 0x80, 0xff, rng.randrange(256)])
+    return capgen.reseal(bytes(b))
+
+
+def task_commands(cap):
+    return [(["fold", cap, "-e", ELF, "-o", "out", "--task-format", "comm-pid", "--group-by-cpu"], "out"),
+            (["fold", cap, "-e", MAP, "--pid", "1-2", "--comm", "a|x", "-o", "out"], "out"),
+            (["report", cap, "-e", ELF, "-o", "out", "--by-task", "--idle"], "out"),
+            (["speedscope", cap, "-e", MAP, "-o", "out", "--comm", "."], "out"),
+            (["flamegraph", cap, "-e", ELF, "-o", "out", "--pid", "0-3"], "out"),
+            (["info", cap, "-o", "out"], "out")]
+
+
+def test_fuzz_task_captures(tmp_path):
+    rng = random.Random(SEED + 3)
+    base = task_capture()
+    for case in range(150):
+        data = mutate_tasks(rng, base)
+        (tmp_path / "c.cap").write_bytes(data)
+        try:
+            c = Capture(str(tmp_path / "c.cap"))
+            for s in c.samples():
+                assert s.task is None or all(32 <= ord(ch) < 127 for ch in s.task.comm)
+        except CaptureError:
+            pass
+        for args, out in rng.sample(task_commands("c.cap"), 2):
+            check(tmp_path, args, out)

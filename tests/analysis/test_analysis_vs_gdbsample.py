@@ -1,7 +1,7 @@
 """report and fold --group-by-cpu against gdbsample's own C writers (sampler/report.c, fold.c) on the
 same samples: tests/analysis/replay.c feeds a capture through them (and sampler/capture.c's reader),
-on the synthetic captures (version 1, and version 2 with exact frames) and on a real version 2
-capture recorded by build/gdbsample from the test kernel under QEMU."""
+on the synthetic captures (version 1, version 2 with exact frames, version 3 with tasks) and on a
+real version 3 capture recorded by build/gdbsample from the test kernel under QEMU."""
 import os
 import subprocess
 
@@ -12,7 +12,7 @@ import pytest
 from analyze import DATA, HERE, run
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
-OBJS = ["capture", "symbols", "report", "fold", "rsp", "pace", "files"]
+OBJS = ["capture", "symbols", "report", "fold", "rsp", "pace", "files", "task"]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def same_as_gdbsample(replay, cap, elf):
         c_output(replay, "folded", cap, elf, idle=True)
 
 
-@pytest.mark.parametrize("cap", ["sample.cap", "sample2.cap", "sample_v2.cap"])
+@pytest.mark.parametrize("cap", ["sample.cap", "sample2.cap", "sample_v2.cap", "sample_v3.cap"])
 @pytest.mark.parametrize("elf", ["tiny.elf", "tiny.map"])
 def test_synthetic_capture(replay, cap, elf):
     same_as_gdbsample(replay, os.path.join(DATA, cap), os.path.join(DATA, elf))
@@ -61,7 +61,8 @@ def test_real_capture(replay, boot, tmp_path):
     assert r.returncode == 0, r.stderr
     info = run("info", cap)
     assert info.returncode == 0 and "file intact" in info.stdout
-    assert "format      version 2, x86_64\n" in info.stdout               # the C writer's version
+    assert "format      version 3, x86_64\n" in info.stdout               # the C writer's version
+    assert "tasks       testkernel" in info.stdout                         # whose tasks it named
     assert "kaslr       offset 0x" in info.stdout and "methods     " in info.stdout
     rep = run("report", cap, "-e", conftest.KERNEL)
     assert rep.returncode == 0

@@ -151,7 +151,9 @@ def test_several_reports_in_one_file_are_summed_and_serial_noise_ignored(tmp_pat
 
 def test_gdbsample_run_facts_between_counts_and_chains_are_skipped(tmp_path):
     facts = ("attached via qmp /tmp/q.sock, accel tcg, 2 vCPUs (host threads 1,2), gdbstub 127.0.0.1:1234\n"
-             "kernel build/kernel.elf, unwound by orc,fp, kaslr offset 0x1e00000 (matched kernel text)\n")
+             "kernel build/kernel.elf, unwound by orc,fp, kaslr offset 0x1e00000 (matched kernel text)\n"
+             "task 60.0% 1200 split pid 3 tgid 3, user 0.0%\n"      # version 3: the tasks
+             "task 40.0% 800 [unknown], user 0.0%\n")
     text = split_report(1000, 600, 400, source="gdbstub 200 Hz")
     first, second, rest = text.split("\n", 3)[1:]
     a = write(tmp_path, "in.txt", split_report(1000, 600, 400))
@@ -227,3 +229,65 @@ def test_malformed_input_gives_one_line_and_exit_2(tmp_path, files, args, messag
     r = run("compare", *[str(tmp_path / f) for f in files], *args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert one_line_error(r) and message in r.stderr, r.stderr
+
+
+def capture_with_tasks(path):
+    """Our test kernel's tasks (tgid = pid): pid 3 runs split (50/30/20) on vCPU 1, pid 4 chain2
+    on vCPU 0; samples without a task record in chain1 on vCPU 2."""
+    w = (ADDR["work_main"] + 0x44, ADDR["task_entry"] + 0x23)
+    split = (3, 3, 0xffffffff80200000, b"split")
+    chain = (4, 4, 0xffffffff80201000, b"chain")
+    samples, t = [], 0
+    for i in range(2000):
+        t += 5_000_000
+        leaf = "split_a" if i % 10 < 5 else "split_b" if i % 10 < 8 else "split_c"
+        samples.append((t, 1, 0, (ADDR[leaf] + 0x20,) + w, (), split))
+        samples.append((t, 0, 0, (ADDR["chain2"] + 0x10, ADDR["chain1"] + 0x30) + w, (), chain))
+        if i % 4 == 0:
+            samples.append((t, 2, 0, (ADDR["chain1"] + 0x8,) + w, ()))
+    capgen.write(path, samples, summary={"samples": len(samples)}, ncpus=3, rate_hz=200, version=3,
+                 task_os=capgen.TASK_OS_TESTKERNEL)
+
+
+def test_pid_compares_the_in_guest_profile_of_one_task(tmp_path):
+    """`profile 2000 3` in the guest reports pid 3 only: compare it with pid 3's samples."""
+    cap = str(tmp_path / "ext.cap")
+    capture_with_tasks(cap)
+    elf = write(tmp_path, "System.map", MAP)
+    a = write(tmp_path, "in.txt", split_report(100, 62, 38))
+    r = run("compare", "--pid", "3", a, cap, "-e", elf)
+    assert r.returncode == 0 and r.stdout.strip().endswith("verdict: consistent"), r.stdout + r.stderr
+    assert "external: %s (gdbstub 200 Hz, pid 3, 2000 samples)" % cap in r.stdout
+    assert "chain" not in r.stdout.split("top ")[0]                    # nothing of pid 4 or no task
+    # the whole capture holds the other task too: not the same story
+    r = run("compare", a, cap, "-e", elf)
+    assert r.returncode == 1 and "differs on: " in r.stdout and "(gdbstub 200 Hz, 4500 samples)" in r.stdout
+    # --comm picks the same samples by name; another task's profile against pid 3 differs
+    assert run("compare", "--comm", "^split$", a, cap, "-e", elf).returncode == 0
+    assert run("compare", "--pid", "4", a, cap, "-e", elf).returncode == 1
+
+
+@pytest.mark.parametrize("args, external, message, code", [
+    (["--pid", "3"], "ext.folded", "--pid and --comm select a capture's samples: ", 2),
+    (["--comm", "x"], "ext.txt", "--pid and --comm select a capture's samples: ", 2),
+    (["--pid", "9"], "ext.cap", "has no samples to compare", 2),
+    (["--pid", "3"], "old.cap", "has no task attribution (written by gdbsample before version 3", 2),
+])
+def test_pid_errors(tmp_path, args, external, message, code):
+    capture_with_tasks(str(tmp_path / "ext.cap"))
+    capture_with_irqoff(str(tmp_path / "old.cap"), 0.1)
+    write(tmp_path, "ext.folded", "task_entry;work_main;split_a 5\n")
+    write(tmp_path, "ext.txt", split_report(5, 3, 2))
+    a = write(tmp_path, "in.txt", split_report(5, 3, 2))
+    elf = write(tmp_path, "System.map", MAP)
+    r = run("compare", *args, a, str(tmp_path / external), "-e", elf)
+    assert r.returncode == code and one_line_error(r) and message in r.stderr, r.stderr
+
+
+def test_a_task_that_did_not_run_has_no_samples(tmp_path):
+    """The guest's report of a pid that slept the whole window: nothing to compare, exit 2."""
+    capture_with_tasks(str(tmp_path / "ext.cap"))
+    a = write(tmp_path, "in.txt", "profiled 2000 ms\n0 samples on 2 cpus, 0 dropped, source tick 100 Hz\n"
+                                  "no samples: pid 3 did not run during the window (it may have slept the whole time)\n")
+    r = run("compare", "--pid", "3", a, str(tmp_path / "ext.cap"), "-e", write(tmp_path, "System.map", MAP))
+    assert r.returncode == 2 and one_line_error(r) and "in.txt has no samples to compare" in r.stderr
