@@ -197,7 +197,7 @@ class LoadCount:
 SINK_LINE = re.compile(r"netload: sink udp/(\d+): (\d+) packets, (\d+) bytes, (\d+) lost \(([\d.]+)%\), "
                        r"(\d+) duplicates, (\d+) malformed, (\d+) pkt/s over (\d+) ms")
 SEND_LINE = re.compile(r"netload: sent (\d+) packets, (\d+) bytes in (\d+) ms \((\d+) pkt/s\)"
-                       r"(?:, (\d+) not sent)?")
+                       r"(?:, (\d+) not sent(?: \(ring full\))?)?(?:, (\d+) not sent \(out of time\))?")
 
 
 def parse_sink_line(text):
@@ -211,11 +211,13 @@ def parse_sink_line(text):
 
 def parse_send_line(text):
     """The guest's `netload send` line -> dict, or ProtocolError. The kernel adds `, K not sent
-    (ring full)`: datagrams whose sequence number was used but that never left (not_sent)."""
+    (ring full)`: datagrams whose sequence number was used but that never left (not_sent); and,
+    when the sender fell behind its schedule and the time ran out, `, L not sent (out of time)`:
+    sequence numbers never used (late)."""
     m = SEND_LINE.search(text)
     if not m:
         raise ProtocolError(f"not a netload send line: {text.strip()!r}")
-    return dict(zip(("packets", "bytes", "ms", "rate", "not_sent"), (int(g or 0) for g in m.groups())))
+    return dict(zip(("packets", "bytes", "ms", "rate", "not_sent", "late"), (int(g or 0) for g in m.groups())))
 
 
 # -- the client ---------------------------------------------------------------------------------

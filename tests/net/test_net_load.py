@@ -83,7 +83,9 @@ def test_from_guest_counts_agree_within_the_reported_loss(g):
     assert got <= sent["packets"] and got_bytes == got * 512 and dups == 0 and malformed == 0
     assert sent["packets"] - got <= lost + short <= loss_bound(waited) * sent["packets"] + sent["not_sent"], \
         (host, guest, waited)
-    assert sent["packets"] + sent["not_sent"] == 15000
+    # every slot of 3 s at 5000/s is accounted for: sent, not sent (ring full), or -- on a host
+    # that starved the vCPU until the time was up -- never reached (late)
+    assert sent["packets"] + sent["not_sent"] + sent["late"] == 15000, guest
 
 
 def rx_share(report):

@@ -110,9 +110,13 @@ def test_guest_lines_parse():
     assert s == dict(port=9001, packets=100, bytes=51200, lost=3, loss_pct=2.91, duplicates=1, malformed=2,
                      rate=998, ms=100)
     assert u.parse_send_line("netload: sent 10 packets, 5120 bytes in 11 ms (909 pkt/s)") == \
-        dict(packets=10, bytes=5120, ms=11, rate=909, not_sent=0)
+        dict(packets=10, bytes=5120, ms=11, rate=909, not_sent=0, late=0)
     assert u.parse_send_line("netload: sent 8 packets, 4096 bytes in 11 ms (727 pkt/s), 2 not sent (ring full)\n") \
-        == dict(packets=8, bytes=4096, ms=11, rate=727, not_sent=2)
+        == dict(packets=8, bytes=4096, ms=11, rate=727, not_sent=2, late=0)
+    # fell behind and ran out of time: the sequence numbers it never used are counted apart
+    assert u.parse_send_line("netload: sent 14979 packets, 7669248 bytes in 3000 ms (4993 pkt/s), 0 not sent "
+                             "(ring full), 21 not sent (out of time)\n") == \
+        dict(packets=14979, bytes=7669248, ms=3000, rate=4993, not_sent=0, late=21)
     with pytest.raises(u.ProtocolError):
         u.parse_sink_line("netload: no sink running")
 

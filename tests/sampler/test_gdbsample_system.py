@@ -227,11 +227,16 @@ def test_capture_file_is_readable(boot, tmp_path):
     g = boot(smp=2)
     g.work("chain 6")
     out = tmp_path / "run.cap"
-    r = run(g, "-r", "200", "-d", "1.5", "-f", "capture", "-o", str(out))
-    assert r.returncode == 0, r.stderr
-    hdr, samples, summary = capture_samples(out)
+    for secs in ("1.5", "4", "10"):  # longer on a host too busy for 200 samples in 1.5 s
+        r = run(g, "-r", "200", "-d", secs, "-f", "capture", "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        hdr, samples, summary = capture_samples(out)
+        if len(samples) >= 200:  # the idle share below: sd 3.5 pp at 200, its bounds are +-20 pp
+            break
     assert hdr == {"version": 2, "arch": 1, "ncpu": 2, "rate": 200}
-    assert len(samples) >= 400
+    assert len(samples) >= 200, summary
+    fields = dict(line.split(" ", 1) for line in summary.splitlines() if " " in line)
+    assert len(samples) == int(fields["samples"]) + int(fields["idle"]), summary  # every sample is in it
     assert {cpu for _, cpu, _, _ in samples} == {0, 1}
     # one vCPU runs the chain, the other idles: the idle ones carry flag 1, the others not
     idle = [s for s in samples if s[2] & 1]
