@@ -110,9 +110,13 @@ void task_root(int tf, const struct task_id *id, int has_task, char *out, size_t
 		return;
 	}
 	task_comm_format(id->comm, c);
-	if (tf == TF_COMM_PID) snprintf(out, cap, "%s-%d", c, id->pid);
+	char e[sizeof c * 4]; /* a ';' would split the folded frame: \x3b, as the analysis prints it */
+	size_t k = 0;
+	for (const char *q = c; *q; q++) k += (size_t)(*q == ';' ? snprintf(e + k, 5, "\\x3b") : (e[k] = *q, 1));
+	e[k] = 0;
+	if (tf == TF_COMM_PID) snprintf(out, cap, "%s-%d", e, id->pid);
 	else if (tf == TF_PID) snprintf(out, cap, "%d", id->pid);
-	else snprintf(out, cap, "%s", c);
+	else snprintf(out, cap, "%s", e);
 }
 
 int task_filter_pids(struct task_filter *f, const char *p)

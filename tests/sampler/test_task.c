@@ -123,6 +123,9 @@ static void test_pure(void)
 	CHECK_STR(root, "42");
 	task_root(TF_COMM, &k, 0, root, sizeof root);
 	CHECK_STR(root, "[unknown]");
+	struct task_id semi = { 5, 5, T1, "a;b" };
+	task_root(TF_COMM_PID, &semi, 1, root, sizeof root);
+	CHECK_STR(root, "a\\x3bb-5");          /* a ';' would split the folded frame */
 }
 
 static void test_cache(void)
