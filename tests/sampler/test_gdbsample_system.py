@@ -14,6 +14,7 @@ import time
 import zlib
 
 import conftest
+import crosscheck
 import pytest
 from guest import Guest
 
@@ -62,6 +63,7 @@ def test_split_shares_within_4pp(boot, build, smp):
     g = boot(smp=smp, kernel=conftest.KERNELS[build])
     g.work("split 5 3 2")
     counts = {"split_a": 0, "split_b": 0, "split_c": 0}
+    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
     for _ in range(4):  # a loaded host reaches fewer samples per run: add runs until 2000
         r = run(g, "-r", "500", "-d", "5", "-f", "folded", "-q", timeout=120)
         assert r.returncode == 0, r.stderr
@@ -73,8 +75,17 @@ def test_split_shares_within_4pp(boot, build, smp):
     total = sum(counts.values())
     assert total >= 2000, (counts, r.stderr)
     shares = {k: 100.0 * v / total for k, v in counts.items()}
+    # While the split's vCPU thread has a host core, stops are uniform in guest time and 4 pp is
+    # > 3.5 sigma; when it waits for one (the host kernel's schedstat says how long), the error
+    # is a bias, not noise (README, "Accuracy under TCG"; 34.1 % split_b seen on -smp 4 beside two
+    # hogs and another QEMU): then the bound is the contended one tests/system/test_crosscheck.py
+    # measured.
+    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
+                                       time.monotonic_ns() - t0)
+    assert waited is not None, "no schedstat for QEMU's vCPU threads"
+    bound = 4 if waited <= crosscheck.CONTENDED else 12
     for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
-        assert abs(shares[name] - want) <= 4, shares
+        assert abs(shares[name] - want) <= bound, (shares, waited)
 
 
 @pytest.mark.parametrize("build", ["fp", "nofp"])

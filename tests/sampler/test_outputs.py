@@ -62,9 +62,11 @@ def test_capture_appears_complete_and_a_second_run_cannot_spoil_it(boot, tmp_pat
                               "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
-        while not glob.glob(str(out) + ".partial-*") and time.monotonic() < deadline:
+        # sampling is under way once the capture's header is written (after the stub is ours):
+        # the temporary file alone only says the first run has started, not that it attached
+        while not attached(out) and time.monotonic() < deadline and first.poll() is None:
             time.sleep(0.05)
-        assert glob.glob(str(out) + ".partial-*"), "no temporary file beside -o while recording"
+        assert attached(out), "no temporary file with a capture header beside -o while recording"
         assert out.read_bytes() == b"old capture"  # untouched until the result is ready
         second = gdbsample("-p", str(g.gdbport), "-e", g.kernel, "-f", "capture", "-o", str(out), "-d", "1")
         assert second.returncode == 1, second.stderr
@@ -78,6 +80,12 @@ def test_capture_appears_complete_and_a_second_run_cannot_spoil_it(boot, tmp_pat
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr  # whole: header, chunks and summary
     assert oct(os.stat(out).st_mode & 0o777) == oct(0o644 & ~current_umask())
+
+
+def attached(out):
+    """The first run's temporary capture beside out holds its 128-byte header."""
+    found = glob.glob(str(out) + ".partial-*")
+    return bool(found) and os.path.getsize(found[0]) >= 128
 
 
 def current_umask():

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.qemu  # tools/crosscheck.py boots the kernel
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 ANALYZE = os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze")
 SPLIT = {"split_a": 50, "split_b": 30, "split_c": 20}
-CONTENDED = 0.10  # a vCPU thread waited for a host core this share of the window or more: contended
+CONTENDED = crosscheck.CONTENDED
 
 
 def leaf_counts(report_text):

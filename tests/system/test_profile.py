@@ -2,6 +2,7 @@
 import os
 import re
 import struct
+import signal
 import subprocess
 import time
 
@@ -191,24 +192,31 @@ PROFILER_FUNCS = {"prof_tick", "prof_sample", "stacktrace_interrupted", "stacktr
 def test_profiler_costs_under_1_percent_in_a_gdbsample_capture(boot):
     """Measured here: ~0.2-0.4 % (10-20 of ~5000 external samples; fewer samples when the host
     is busy). At >= 2000 samples the 1 % bound is still > 4 standard deviations (Poisson) above
-    the measured share, so the test fails only on a real regression."""
+    the measured share, so the test fails only on a real regression. A busy host reaches fewer
+    samples per round: rounds are added (up to six) until 2000 were seen."""
     g = boot(smp=2)
     g.work("split 5 3 2")
     g.work("chain 4")
-    gs = subprocess.Popen([os.path.join(conftest.BUILD, "gdbsample"), "-p", str(g.gdbport), "-r", "1000",
-                           "-d", "4.5", "-e", conftest.KERNEL, "-f", "folded", "-q"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.2)
-    g.cmd("profile 2000 all 3", timeout=20)
-    g.cmd("profile 2000 all 3", timeout=20)
-    out, err = gs.communicate(timeout=30)
-    assert gs.returncode == 0, err
     total = inside = 0
-    for line in out.splitlines():
-        stack, _, n = line.rpartition(" ")
-        total += int(n)
-        if PROFILER_FUNCS & set(f.split("+")[0] for f in stack.split(";")):
-            inside += int(n)
+    for _ in range(6):
+        gs = subprocess.Popen([os.path.join(conftest.BUILD, "gdbsample"), "-p", str(g.gdbport), "-r", "1000",
+                               "-e", conftest.KERNEL, "-f", "folded", "-q"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.2)
+            g.cmd("profile 2000 all 3", timeout=20)
+            g.cmd("profile 2000 all 3", timeout=20)
+        finally:
+            gs.send_signal(signal.SIGINT)  # finish the sample, resume, detach, write
+            out, err = gs.communicate(timeout=30)
+        assert gs.returncode == 0, err
+        for line in out.splitlines():
+            stack, _, n = line.rpartition(" ")
+            total += int(n)
+            if PROFILER_FUNCS & set(f.split("+")[0] for f in stack.split(";")):
+                inside += int(n)
+        if total >= 2000:
+            break
     assert total >= 2000, total
     share = 100.0 * inside / total
     print(f"profiler's own functions: {inside} of {total} gdbsample samples = {share:.2f} %")
