@@ -55,7 +55,8 @@ static long percpu_var(const struct btf *b, const char *name, __u32 *type)
 	const struct btf_var_secinfo *v = btf_var_secinfos(t);
 	for (int i = 0; i < btf_vlen(t); i++) {
 		const struct btf_type *var = btf__type_by_id(b, v[i].type);
-		if (var && btf_is_var(var) && !strcmp(btf__name_by_offset(b, var->name_off), name)) {
+		const char *n = var && btf_is_var(var) ? btf__name_by_offset(b, var->name_off) : NULL;
+		if (n && !strcmp(n, name)) { /* (a bad name offset gives NULL: found by fuzz_btf) */
 			*type = var->type;
 			return (long)v[i].offset;
 		}
