@@ -101,24 +101,28 @@ def recording(path):
     return found[0] if found else None
 
 
-def external_so_far(path):
-    """Non-idle samples in the chunks gdbsample has flushed so far (it flushes every second)."""
+def external_so_far(path, pid=None):
+    """Non-idle samples (of task pid, if given) in the chunks gdbsample has flushed so far (it
+    flushes every second)."""
     n = 0
     try:
         for s in Capture(recording(path) or path).samples():
-            n += not s.flags & FLAG_IDLE
+            n += not s.flags & FLAG_IDLE and (pid is None or (s.task is not None and s.task.pid == pid))
     except (CaptureError, TypeError):
         pass
     return n
 
 
 def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=2000, rate=200,
-        settle=0.3, config="tcg-qemu64", compare_args=(), min_external=0, max_windows=None, per_pid=False):
+        settle=0.3, config="tcg-qemu64", compare_args=(), min_external=0, max_windows=None, per_pid=False,
+        min_pid_external=0):
     """Runs `windows` in-guest windows, then more (up to max_windows) while gdbsample has
     recorded fewer than min_external non-idle samples: a busy host lowers the rate gdbsample
     reaches, and a statistical check needs its samples, not a lower bar.
-    per_pid: after those, `windows` windows of `profile MS PID` for each workload in turn, each
-    compared (compare --pid) with gdbsample's samples of that pid over its own windows:
+    per_pid: after those, `windows` windows of `profile MS PID` for each workload in turn (more,
+    up to max_windows, while gdbsample has fewer than min_pid_external samples of that pid since
+    its first window), each compared (compare --pid) with gdbsample's samples of that pid over
+    its own windows:
     res.per_pid[pid] = {"work", "inguest", "window", "status", "text"}."""
     os.makedirs(out, exist_ok=True)
     res = Result(out)
@@ -152,9 +156,13 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
             t_last = time.time_ns()
             res.vcpu_waited = busiest_waited(sched0, thread_schedstat(g.proc.pid), len(works), t_last - t_first)
             for w, pid in started if per_pid else ():
-                t0 = time.time_ns()
-                text = "".join(g.cmd(f"profile {ms} {pid} 64", timeout=ms / 1000 * 3 + 30) for _ in range(windows))
-                res.per_pid[pid] = {"work": w, "text_in": text, "t": (t0, time.time_ns())}
+                t0, base, texts = time.time_ns(), external_so_far(res.capture, pid), []
+                while True:
+                    texts.append(g.cmd(f"profile {ms} {pid} 64", timeout=ms / 1000 * 3 + 30))
+                    if len(texts) >= windows and (len(texts) >= (max_windows or windows) or
+                                                  external_so_far(res.capture, pid) - base >= min_pid_external):
+                        break
+                res.per_pid[pid] = {"work": w, "text_in": "".join(texts), "t": (t0, time.time_ns())}
             for pid in irqoff:
                 after = work_time(g, pid)
                 res.phase_tsc[pid] = {k: after[k] - before[pid][k] for k in IRQOFF_PHASES}
