@@ -57,7 +57,7 @@ def test_work_time_measures_an_irqoff_tasks_phases(g):
     assert m0 and m1 and int(m1.group(1)) == pid, (out0, out1)
     d = [int(m1.group(i)) - int(m0.group(i)) for i in (2, 3, 4)]
     hz = int(m1.group(5))
-    assert all(x >= 0 for x in d) and 0.5 * hz < sum(d) < 5 * hz, (d, hz)  # ~1 s of guest time
+    assert all(x >= 0 for x in d) and sum(d) > 0.5 * hz, (d, hz)  # at least the 1 s slept
     assert abs(100 * d[0] / sum(d) - 40) <= 10, d
     assert g.cmd(f"work time {g.work('chain 2')}").endswith("is not an irqoff task\n")
 
