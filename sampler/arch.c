@@ -52,11 +52,15 @@ static const char *const riscv64_dwarf[] = {
 
 static const struct arch arches[] = {
 	{ ARCH_X86_64, "x86_64", "i386:x86-64", "rip", "rsp", "rbp", NULL, "eflags", "cs", 0, 8, x86_64_regs,
-	  &uw_arch_x86_64, x86_64_dwarf, EM_X86_64_ },
+	  &uw_arch_x86_64, x86_64_dwarf, EM_X86_64_, "gs_base", "k_gs_base", 0 },
+	/* QEMU's aarch64 `g` holds the core feature only (x0..cpsr, 268 bytes); the system
+	 * registers (org.qemu.gdb.arm.sys.regs, TPIDR_EL1 among them) are numbered after the SVE or
+	 * FPU and pauth features, at numbers that differ between QEMU versions and CPU models (7.2
+	 * -cpu max: TPIDR_EL1 is 213; 10.0: 192), and are read one by one with `p`. */
 	{ ARCH_AARCH64, "aarch64", "aarch64", "pc", "sp", "x29", "x30", "cpsr", NULL, 0, 8, aarch64_regs,
-	  &uw_arch_aarch64, aarch64_dwarf, EM_AARCH64_ },
+	  &uw_arch_aarch64, aarch64_dwarf, EM_AARCH64_, "TPIDR_EL1", NULL, 1 },
 	{ ARCH_RISCV64, "riscv64", "riscv:rv64", "pc", "sp", "fp", "ra", NULL, NULL, -16, -8, riscv64_regs,
-	  &uw_arch_riscv64, riscv64_dwarf, EM_RISCV_ },
+	  &uw_arch_riscv64, riscv64_dwarf, EM_RISCV_, NULL, NULL, 0 },
 };
 
 const struct arch *arch_find(const char *name)
@@ -115,7 +119,6 @@ int arch_layout_xml(struct layout *l, const char *xml)
 {
 	char buf[64];
 	int next = 0, off = 0;
-	int num[ARCH_MAX_REGS];
 	memset(l, 0, sizeof *l);
 	const char *a = strstr(xml, "<architecture>");
 	if (a) {
@@ -138,10 +141,12 @@ int arch_layout_xml(struct layout *l, const char *xml)
 			return -1;
 		}
 		struct reg *r = &l->regs[l->nregs];
-		if (attr(p, "name", r->name, sizeof r->name) || attr(p, "bitsize", buf, sizeof buf)) {
+		char name[256];
+		if (attr(p, "name", name, sizeof name) || attr(p, "bitsize", buf, sizeof buf)) {
 			ERR_SET(l, ERR_PROTO, "target.xml: <reg> without name or bitsize");
 			return -1;
 		}
+		snprintf(r->name, sizeof r->name, "%s", name);
 		char *e;
 		long bits = strtol(buf, &e, 10);
 		if (*e || bits <= 0 || bits > 4096 || bits % 8) { /* a register is whole bytes, and sane */
@@ -161,12 +166,13 @@ int arch_layout_xml(struct layout *l, const char *xml)
 			ERR_SET(l, ERR_PROTO, "target.xml: more register numbers than any architecture has");
 			return -1;
 		}
-		num[l->nregs++] = next++;
+		r->num = next++;
+		l->nregs++;
 	}
 	/* Offsets by ascending register number (they normally already are in order). */
 	for (int want = 0, done = 0; done < l->nregs; want++) {
 		for (int i = 0; i < l->nregs; i++)
-			if (num[i] == want) {
+			if (l->regs[i].num == want) {
 				l->regs[i].off = off;
 				off += l->regs[i].size;
 				done++;
@@ -185,6 +191,8 @@ int arch_layout_xml(struct layout *l, const char *xml)
 	l->lr = arch_find_reg(l, l->arch->lr);
 	l->flags = arch_find_reg(l, l->arch->flags);
 	l->mode = arch_find_reg(l, l->arch->mode);
+	l->pcpu = arch_find_reg(l, l->arch->pcpu);
+	l->pcpu_alt = arch_find_reg(l, l->arch->pcpu_alt);
 	for (int d = 0; d < l->arch->uw->nregs; d++) {
 		l->dwarf[d] = arch_find_reg(l, l->arch->dwarf[d]);
 		if (!l->dwarf[d] && l->arch->id == ARCH_RISCV64 && d == 8) l->dwarf[d] = arch_find_reg(l, "s0");

@@ -22,16 +22,24 @@ struct arch {
 	const struct uw_arch *uw; /* DWARF register numbering for the unwinders */
 	const char *const *dwarf; /* register name of each DWARF number (uw->nregs entries, NULL = none) */
 	int elf_machine;      /* ELF e_machine of its kernels (EM_X86_64 ...) */
+	const char *pcpu;     /* register holding the kernel's per-CPU base (x86 gs_base, aarch64
+			       * TPIDR_EL1), NULL if none */
+	const char *pcpu_alt; /* ...or where it is while in user mode (x86 k_gs_base after swapgs) */
+	int pcpu_by_p;        /* the per-CPU register is not in QEMU's `g` reply: read it with `p` */
 };
 
 /* One register in the `g` reply. */
 struct reg {
-	char name[16]; /* as target.xml names it */
-	int off;       /* byte offset in the decoded `g` reply */
+	char name[32]; /* as target.xml names it (QEMU's longest: 25, ID_AA64MMFR7_EL1_RESERVED);
+			* a longer name is cut (the register still takes its room) */
+	int num;       /* its register number (`p` reads it by this) */
+	int off;       /* byte offset in the decoded `g` reply (registers past the `g` reply's end
+			* have offsets there too: numbers continue) */
 	int size;      /* bytes */
 };
 
-#define ARCH_MAX_REGS 160
+/* QEMU 10.0's aarch64 -cpu max lists 304 (34 core, 52 SVE, 4 pauth, 214 system registers). */
+#define ARCH_MAX_REGS 512
 
 /* The register layout learned from the stub, with the registers the sampler uses resolved. */
 struct layout {
@@ -43,6 +51,7 @@ struct layout {
 					   * end of pc, sp and fp, whichever lies last */
 	const struct reg *pc, *sp, *fp;   /* required */
 	const struct reg *lr, *flags, *mode; /* optional (NULL) */
+	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s), optional (NULL) */
 	const struct reg *dwarf[UW_NREGS]; /* the register of each DWARF number, or NULL */
 	int err;                          /* sticky error code */
 	char errstr[128];                 /* what went wrong */

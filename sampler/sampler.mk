@@ -42,6 +42,8 @@ $(BUILD)/tests/sampler/cfi_frames.elf: tests/sampler/data/cfi_frames.S
 	@mkdir -p $(dir $@)
 	$(CC) -nostdlib -static -no-pie -Wl,-Ttext=0x401000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
 $(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"'
+# Literal inputs the tests read (QEMU's target descriptions).
+$(BUILD)/tests/sampler/test_arch.o: SAMPLER_CFLAGS += -DTEST_DATA='"tests/sampler/data"'
 
 # The benchmark's minimal reference client (reuses the codec and transport).
 $(BUILD)/rtt: bench/rtt.c $(BUILD)/sampler/conn.o $(BUILD)/sampler/rsp.o

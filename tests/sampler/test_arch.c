@@ -1,6 +1,8 @@
 /* test_arch.c: target.xml parsing into the register layout, per architecture. */
 #include "check.h"
 #include "../../sampler/arch.h"
+#include "../../sampler/files.h"
+#include <stdlib.h>
 
 /* QEMU 7.2's x86_64 description, abridged to the first registers plus the segment block. */
 static const char x86_xml[] =
@@ -51,6 +53,8 @@ static void test_defaults(void)
 	CHECK(l.pc->off == 128 && l.sp->off == 56 && l.fp->off == 48);
 	CHECK(arch_layout_default(&l, arch_find("aarch64")) == 0);
 	CHECK(l.fp->off == 232 && l.lr && l.lr->off == 240 && l.sp->off == 248 && l.pc->off == 256);
+	CHECK(l.flags && l.flags->off == 264 && l.gsize == 268);
+	CHECK(!l.pcpu); /* its number is the stub's to give: no attribution without target.xml */
 	CHECK(l.arch->fp_prev == 0 && l.arch->fp_ret == 8);
 	CHECK(arch_layout_default(&l, arch_find("riscv:rv64")) == 0);
 	CHECK(l.fp->off == 64 && l.sp->off == 16 && l.lr->off == 8 && l.pc->off == 256);
@@ -96,8 +100,47 @@ static void test_comments(void)
 	CHECK(l.nregs == 3 && !arch_find_reg(&l, "gs_base"));
 }
 
+/* QEMU's aarch64 descriptions, as gdbsample receives them (includes inlined): qemu-system-aarch64
+ * -M virt,gic-version=3 -cpu max, 7.2 (core, SVE, 197 system registers) and 10.0 (core, SVE,
+ * pauth, 214 system registers). The `g` reply is the core feature only: 268 bytes. */
+static void test_aarch64_qemu(const char *file, int nregs, int tpidr_num)
+{
+	static struct layout l;
+	uint8_t *xml;
+	size_t len;
+	char err[160], path[256];
+	snprintf(path, sizeof path, "%s/%s", TEST_DATA, file);
+	CHECK(file_read(path, 1 << 20, &xml, &len, err, sizeof err) == 0);
+	if (!xml) {
+		fprintf(stderr, "test_arch: %s\n", err);
+		return;
+	}
+	char *z = realloc(xml, len + 1);
+	if (!z) { free(xml); return; }
+	z[len] = 0;
+	CHECK(arch_layout_xml(&l, z) == 0);
+	free(z);
+	CHECK(l.arch && l.arch->id == ARCH_AARCH64 && l.nregs == nregs);
+	CHECK(l.fp->off == 232 && l.lr && l.lr->off == 240 && l.sp->off == 248 && l.pc->off == 256);
+	CHECK(l.flags && l.flags->off == 264 && l.flags->size == 4 && l.need == 264);
+	/* TPIDR_EL1, the per-CPU base, is a system register: outside `g`, read by its number */
+	CHECK(l.pcpu && !strcmp(l.pcpu->name, "TPIDR_EL1") && l.pcpu->num == tpidr_num && l.pcpu->off >= 268);
+	CHECK(!l.pcpu_alt);
+	CHECK(arch_find_reg(&l, "ID_AA64MMFR0_EL1") != NULL); /* 16 characters: whole */
+	uint8_t g[268] = { 0 };
+	g[264] = 0xc5; g[265] = 0x03; /* cpsr 0x3c5: EL1h, DAIF masked */
+	CHECK(arch_is_user(&l, g, sizeof g) == 0 && arch_irqs_off(&l, g, sizeof g) == 1);
+	g[264] = 0x09; g[265] = 0;    /* EL2h: still the kernel, interrupts on */
+	CHECK(arch_is_user(&l, g, sizeof g) == 0 && arch_irqs_off(&l, g, sizeof g) == 0);
+	g[264] = 0x00;                /* EL0t: user, whatever the pc */
+	CHECK(arch_is_user(&l, g, sizeof g) == 1);
+	CHECK(arch_is_user(&l, g, 264) == -1); /* a reply without cpsr: unknown */
+}
+
 void test_arch(void)
 {
+	test_aarch64_qemu("qemu-7.2-aarch64-max.xml", 283, 213);
+	test_aarch64_qemu("qemu-10.0-aarch64-max.xml", 304, 192);
 	test_x86();
 	test_comments();
 	test_defaults();
