@@ -66,7 +66,8 @@ ASAN_BUILD := $(BUILD)/asan
 ASAN_CC    := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_ENV   := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 asan-test:
-	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) kernel $(ASAN_BUILD)/tests/sampler/cfi_frames.elf
+	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) kernel $(ASAN_BUILD)/tests/sampler/cfi_frames.elf \
+	  $(ASAN_BUILD)/tests/sampler/cfi_frames_a64.elf
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CC="$(ASAN_CC)" $(ASAN_BUILD)/gdbsample \
 	  $(ASAN_BUILD)/sampler-tests $(ASAN_BUILD)/kernel-host-tests $(ASAN_BUILD)/kernel-pmu-tests \
 	  $(addprefix $(ASAN_BUILD)/fuzz-replay/fuzz_,$(FUZZ_HARNESSES))

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t *stack = malloc(slen ? slen : 1); /* exact size: ASan sees reads past it */
 		if (!stack) goto free_t;
 		memcpy(stack, data + off + 8, slen);
-		struct fp_ctx fp = { NULL, NULL, 32768 };
+		struct fp_ctx fp = { NULL, NULL, 32768, NULL };
 		struct unwinder u[2] = { { UM_ORC, &t, orc_step }, { UM_FP, &fp, fp_step } };
 		struct unwind_in in;
 		struct unwind_out uo;

@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			syms_lookup(&t, a - 1);
 			syms_frame(&t, a + 1, 1);
 			syms_format(&t, a + 3, out, sizeof out);
-			syms_pc_kind(&t, a);
-			syms_after_hlt(&t, a);
+			syms_pc_kind(&t, a, NULL);
+			syms_idle(&t, a);
 		}
 		syms_relocate(&t, 0x1000, 0x1000);
 		syms_lookup(&t, 0);

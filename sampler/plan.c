@@ -1,6 +1,7 @@
 /* plan.c: the pure half of sampling -- which memory each vCPU's sample needs, given its previous
  * sample, and what the replies mean (unwind, idle, flags). No I/O: sample.c sends and receives. */
 #include "sample.h"
+#include "insn.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"
 #include <stddef.h>
@@ -16,9 +17,25 @@
 #define WIN_CAP (UNWIND_MAX_CHUNKS + 2) /* windows before the text block and a new task's fields:
 				  * the pointer and the predicted task's fields may take two */
 
-static enum unwind_pc pc_kind(const void *syms, uint64_t pc)
+static int text_byte(const struct plan *p, uint64_t addr);
+
+static int plan_byte(const void *p, uint64_t addr)
 {
-	return syms_pc_kind(syms, pc);
+	return text_byte(p, addr);
+}
+
+/* The frame-pointer method's questions about text (insn.c), answered for the guest's machine. */
+static enum unwind_pc pc_kind(const void *arg, uint64_t pc, int *adj)
+{
+	const struct plan *p = arg;
+	const struct sym *s = syms_lookup(p->cfg.syms, pc);
+	return insn_pc_kind(p->l->arch->elf_machine, plan_byte, p, s ? s->addr : 0, s != NULL, pc, adj);
+}
+
+static int after_call(const void *arg, uint64_t ra)
+{
+	const struct plan *p = arg;
+	return insn_after_call(p->l->arch->elf_machine, plan_byte, p, ra);
 }
 
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg)
@@ -26,7 +43,7 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	memset(p, 0, sizeof *p);
 	p->l = l;
 	p->cfg = *cfg;
-	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, cfg->syms, SAMPLE_SPAN };
+	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL };
 	p->uw[UM_FP] = (struct unwinder){ UM_FP, &p->fp, fp_step };
 	p->uw[UM_CFI] = (struct unwinder){ UM_CFI, cfg->cfi, cfi_step };
 	p->uw[UM_ORC] = (struct unwinder){ UM_ORC, cfg->orc, orc_step };
@@ -36,16 +53,24 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 			p->methods[p->nmethods++] = &p->uw[cfg->order[k]];
 	if (!p->nmethods) p->methods[p->nmethods++] = &p->uw[UM_FP];
 	if (p->cfg.max_frames > SAMPLE_MAX_FRAMES) p->cfg.max_frames = SAMPLE_MAX_FRAMES;
-	p->gs = arch_find_reg(l, "gs_base");
-	p->kgs = arch_find_reg(l, "k_gs_base");
+	p->pcpu = l->pcpu;
+	p->pcpu_alt = l->pcpu_alt;
+	p->pcpu_by_p = l->arch->pcpu_by_p;
+	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
 	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
 }
 
-/* Attribution is on: the OS layer knows the layout, the stub gives the GS base, the fields fit
- * one window. */
+/* Attribution is on: the OS layer knows the layout, the stub gives the per-CPU base register,
+ * the fields fit one window. */
 int plan_tasks_on(const struct plan *p)
 {
-	return p->cfg.os && p->cfg.os->os != OS_NONE && p->gs && p->task_len && p->task_len <= SAMPLE_WINDOW;
+	return p->cfg.os && p->cfg.os->os != OS_NONE && p->pcpu && p->task_len && p->task_len <= SAMPLE_WINDOW;
+}
+
+int plan_wants_pcpu(const struct plan *p, const struct vcpu *v)
+{
+	return p->pcpu_by_p && plan_tasks_on(p) && !v->pcpu_base && !v->pcpu_read && v->pcpu_fails < PCPU_TRIES &&
+	       v->task_state == TS_PENDING;
 }
 
 void plan_free(struct plan *p)
@@ -181,9 +206,11 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 	struct task_stats *ts = &p->st.task;
 	if (v->task_state != TS_PENDING) return;
 	if (!v->pcpu_base) {
-		uint64_t gs = arch_reg(p->gs, v->regs, v->nregs), kgs = p->kgs ? arch_reg(p->kgs, v->regs, v->nregs) : 0;
-		v->pcpu_base = task_pcpu_base(gs, kgs);
-		if (!v->pcpu_base) { task_lost(p, v); return; } /* no kernel GS base yet (early boot) */
+		/* x86: gs_base or k_gs_base, in `g`; aarch64: TPIDR_EL1, read with `p` in the first trip */
+		uint64_t a = p->pcpu_by_p ? (v->pcpu_read ? v->pcpu_val : 0) : arch_reg(p->pcpu, v->regs, v->nregs);
+		uint64_t b = p->pcpu_alt ? arch_reg(p->pcpu_alt, v->regs, v->nregs) : 0;
+		v->pcpu_base = task_pcpu_base(a, b, p->kptr_lo);
+		if (!v->pcpu_base) { task_lost(p, v); return; } /* no per-CPU base yet (early boot) */
 	}
 	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
 	if (!pw) {
@@ -195,7 +222,7 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 	}
 	if (!pw->ok) { task_lost(p, v); return; }
 	uint64_t t = le64(pw->data);
-	if (!task_ptr_ok(t)) { task_lost(p, v); return; }
+	if (!task_ptr_ok(t, p->kptr_lo)) { task_lost(p, v); return; }
 	v->task_ptr = t;
 	const struct window *fw = find_win(v, WIN_TASK, t + p->task_lo);
 	struct task_id id;
@@ -250,6 +277,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->refetched = 0;
 	v->task_ptr = 0;
 	v->task_state = TS_PENDING;
+	v->pcpu_read = 0;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
 		if (v->pcpu_base) want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
 		if (v->pred_task) want_task(p, v, WIN_TASK, v->pred_task + p->task_lo, p->task_len, 1);
@@ -379,20 +407,20 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 				if (uo.need - v->win[w].addr < (uint64_t)v->win[w].len) v->win[w].predicted = 0;
 		}
 	}
-	/* Idle is a halted vCPU: the byte before its pc is `hlt`. Given symbols but no image text
-	 * (a map), ask the guest once per pc. */
+	/* Idle is a halted vCPU: just after `hlt` (x86), at or just after `wfi`/`wfe` (aarch64).
+	 * Given symbols but no image text (a map), ask the guest once per pc. */
 	int idle = -1;
 	if (p->cfg.syms && !in.user && in_kernel(p, in.pc)) {
-		idle = text_byte(p, in.pc - 1);
+		uint64_t need = 0;
+		idle = insn_idle(l->arch->elf_machine, plan_byte, p, in.pc, &need);
 		int asked = 0;
 		for (int w = 0; w < v->nwin; w++) asked |= v->win[w].kind == WIN_TEXT; /* once a sample, even if it failed */
 		if (idle < 0 && !asked && !last_trip && p->tc.n < TEXTCACHE_MAX) {
 			if (!more) v->nwin_trip = v->nwin;
 			more = 1;
-			want_text(v, in.pc - 1);
+			want_text(v, need);
 			st->text_reads++;
 		}
-		if (idle >= 0) idle = idle == 0xf4; /* hlt (Intel SDM vol 2) */
 	}
 	if (plan_tasks_on(p)) task_after_trip(p, v, last_trip, &more);
 	if (more) return 0;

@@ -7,6 +7,8 @@
 /*
  * The I/O half of sampling (plan.c decides what to read and what replies mean). A sample is one write:
  *   0x03 ($Hg<cpu>#cs $g#cs $m<addr>,<len>#cs [$m...#cs]) for each vCPU
+ * (plus $p<n>#cs after the g while the vCPU's per-CPU register -- aarch64's TPIDR_EL1, outside
+ * QEMU's `g` -- is not known yet).
  * QEMU stops the VM on the 0x03 (sending a stop reply), then answers each packet in order with
  * the VM stopped; we read all replies, unwind, and resume with $c#63. The `m` windows are
  * predicted from the vCPU's previous stack pointer; if the stack moved out of them, or the chain
@@ -15,7 +17,7 @@
 
 #define REPLY_TIMEOUT_MS 3000
 
-enum { SL_HG, SL_G, SL_M };
+enum { SL_HG, SL_G, SL_P, SL_M };
 
 /* What one request in a batch was. */
 struct slot {
@@ -66,6 +68,11 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 		if (rsp_append(buf, cap, off, "g") < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_G, vi, 0 };
 	}
+	if (plan_wants_pcpu(&s->p, v)) {
+		snprintf(req, sizeof req, "p%x", s->p.pcpu->num);
+		if (rsp_append(buf, cap, off, req) < 0) goto full;
+		slots[(*ns)++] = (struct slot){ SL_P, vi, 0 };
+	}
 	for (int w = v->nwin_trip; w < v->nwin; w++) {
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
 		if (v->win[w].kind == WIN_STACK) { /* text and task bytes are counted apart */
@@ -105,6 +112,17 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 			v->nregs = (int)(len / 2);
 		else if (v->hg_ok)
 			s->p.st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
+		break;
+	case SL_P: /* the per-CPU register: its bytes, little-endian as in `g` */
+		if (v->hg_ok && len >= 2 && len % 2 == 0 && len / 2 <= 8 && !rsp_is_error(p, len)) {
+			uint8_t b[8] = { 0 };
+			if (rsp_unhex(b, p, len / 2) == 0) {
+				v->pcpu_val = rsp_le(b, (int)(len / 2));
+				v->pcpu_read = 1;
+				break;
+			}
+		}
+		if (v->hg_ok) v->pcpu_fails++; /* an error or empty reply: no such register after all */
 		break;
 	case SL_M: {
 		struct window *w = &v->win[sl->wi];
@@ -172,7 +190,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 {
 	static char buf[GDB_REQ_MAX * 2];
 	static int order[GDB_MAX_CPUS];
-	struct slot slots[SAMPLE_GROUP * (6 + UNWIND_MAX_CHUNKS) + 8];
+	struct slot slots[SAMPLE_GROUP * (7 + UNWIND_MAX_CHUNKS) + 8]; /* Hg g p, and windows */
 	int elide = -1, stopped_by_us = s->g->running;
 	*nout = 0;
 	s->stopped_at_ns = 0;

@@ -18,6 +18,7 @@
 #define SAMPLE_SPAN 32768       /* one stack's frames lie within this many bytes above its base */
 #define SAMPLE_MAX_TRIPS 4      /* round trips per sample: 1 normally, more on a missed prediction */
 #define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */
+#define PCPU_TRIES 16           /* error replies to `p` for the per-CPU register before giving up */
 
 /* Sample flags (also the capture's flag bits). SF_UNRELIABLE: the walk did not end at a stack's
  * natural bottom (an end marker, user mode, --max-frames), or a frame came from a fallback method
@@ -85,8 +86,13 @@ struct vcpu {
 	int refetched;                 /* a failed crossing read is being re-read page by page */
 	int done;                      /* sample finished (or given up) */
 	int failed;                    /* no usable registers: sample dropped */
-	uint64_t pcpu_base;            /* the vCPU's kernel GS base (0 = not learned yet): the
-					* current-task pointer is read at a fixed address from it */
+	uint64_t pcpu_base;            /* the vCPU's per-CPU base (x86 kernel GS base, aarch64
+					* TPIDR_EL1; 0 = not learned yet): the current-task pointer is
+					* read at a fixed address from it */
+	int pcpu_read;                 /* pcpu_val holds this sample's `p` reply for the per-CPU
+					* register (when it is not in `g`) */
+	uint64_t pcpu_val;             /* ...its value */
+	int pcpu_fails;                /* `p` replies that were errors: asking stops at PCPU_TRIES */
 	uint64_t pred_task;            /* the task the previous sample found (0 none): its identity
 					* is re-read with every sample, in the first trip */
 	uint64_t task_ptr;             /* this sample's current-task pointer (0 = not read yet) */
@@ -156,7 +162,11 @@ struct plan {
 					 * worked: this gdbstub refuses them, never cross again */
 	struct textcache tc;            /* text bytes read for idle tagging */
 	struct taskcache tasks;         /* task identities by task pointer */
-	const struct reg *gs, *kgs;     /* gs_base and k_gs_base in the `g` layout (NULL: absent) */
+	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
+					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
+	int pcpu_by_p;                  /* pcpu is not in the `g` reply: read it with `p` */
+	uint64_t kptr_lo;               /* kernel pointers (per-CPU base, task) lie at or above this:
+					 * the upper half, or (a kernel linked below it) the first page's end */
 	uint32_t task_lo, task_len;     /* the identity fields' span in a task struct (task_span) */
 	int64_t now_ns;                 /* when this round started (the cache's clock) */
 	struct sampler_stats st;        /* counters */
@@ -185,8 +195,10 @@ int sampler_resume(struct sampler *s);
 void sampler_free(struct sampler *s);
 
 /* plan.c */
-/* 1 if task attribution runs (cfg.os knows the layout and the `g` layout has gs_base). */
+/* 1 if task attribution runs (cfg.os knows the layout and the stub has the per-CPU register). */
 int plan_tasks_on(const struct plan *p);
+/* 1 if v's next trip must read the per-CPU register with `p` (its base is not known yet). */
+int plan_wants_pcpu(const struct plan *p, const struct vcpu *v);
 /* Set up the plan (cfg copied; no methods = the frame-pointer walk). */
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg);
 /* A new sample: forget v's windows, and queue the ones its previous sample predicts. */

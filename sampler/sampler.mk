@@ -34,14 +34,21 @@ FORCE:
 $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 	$(CC) -o $@ $^ $(SAMPLER_LIBS)
 
-$(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf
+$(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
+		       $(BUILD)/tests/sampler/cfi_frames_a64.elf
 	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
 
 # An ELF with known CFI for the CFI unwinder's test (its path is compiled into test_cfi.o).
 $(BUILD)/tests/sampler/cfi_frames.elf: tests/sampler/data/cfi_frames.S
 	@mkdir -p $(dir $@)
 	$(CC) -nostdlib -static -no-pie -Wl,-Ttext=0x401000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
-$(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"'
+# ...and its aarch64 twin (GCC-style frame records, a signal-frame exception entry).
+A64_CC ?= aarch64-linux-gnu-gcc
+$(BUILD)/tests/sampler/cfi_frames_a64.elf: tests/sampler/data/cfi_frames_a64.S
+	@mkdir -p $(dir $@)
+	$(A64_CC) -nostdlib -static -no-pie -Wl,-Ttext=0x40080000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
+$(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"' \
+	-DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"'
 # Literal inputs the tests read (QEMU's target descriptions).
 $(BUILD)/tests/sampler/test_arch.o: SAMPLER_CFLAGS += -DTEST_DATA='"tests/sampler/data"'
 

@@ -2,6 +2,7 @@
 #include "symbols.h"
 #include "err.h"
 #include "files.h"
+#include "insn.h"
 #include "rsp.h"
 #include <fcntl.h>
 #include <gelf.h>
@@ -104,33 +105,20 @@ int syms_byte(const struct symtab *t, uint64_t addr)
 	return -1;
 }
 
-/* x86_64 opcodes recognised around frame setup (Intel SDM vol 2). */
-#define OP_PUSH_RBP 0x55
-#define OP_RET 0xc3
-#define OP_HLT 0xf4
-static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-
-enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc)
+static int text_byte(const void *t, uint64_t addr)
 {
-	const struct sym *s = syms_lookup(t, pc);
-	if (t->machine && t->machine != EM_X86_64) return PC_BODY;
-	if (syms_byte(t, pc) == OP_RET) return PC_AT_ENTRY;
-	if (!s) return PC_BODY;
-	uint64_t off = pc - s->addr, i = 0;
-	if (off == 0) return PC_AT_ENTRY;
-	int e = 1;
-	for (int k = 0; k < 4; k++) e &= syms_byte(t, s->addr + k) == endbr64[k];
-	if (e) i = 4;
-	if (syms_byte(t, s->addr + i) != OP_PUSH_RBP) return PC_BODY;
-	if (off == i) return PC_AT_ENTRY;
-	if (off == i + 1) return PC_AFTER_PUSH;
-	return PC_BODY;
+	return syms_byte(t, addr);
 }
 
-int syms_after_hlt(const struct symtab *t, uint64_t pc)
+enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc, int *adj)
 {
-	int b = syms_byte(t, pc - 1);
-	return b < 0 ? -1 : b == OP_HLT;
+	const struct sym *s = syms_lookup(t, pc);
+	return insn_pc_kind(t->machine, text_byte, t, s ? s->addr : 0, s != NULL, pc, adj);
+}
+
+int syms_idle(const struct symtab *t, uint64_t pc)
+{
+	return insn_idle(t->machine, text_byte, t, pc, NULL);
 }
 
 void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap)
@@ -248,7 +236,9 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 				GElf_Shdr ts;
 				Elf_Scn *tscn = elf_getscn(e, s.st_shndx);
 				if (!tscn || !gelf_getshdr(tscn, &ts) || !(ts.sh_flags & SHF_EXECINSTR)) continue;
-				if (ty == STT_NOTYPE && nm[0] == '.') continue;
+				/* local labels; aarch64's mapping symbols ($x code, $d data: ELF for the Arm
+				 * 64-bit Architecture, 5.5.4) */
+				if (ty == STT_NOTYPE && (nm[0] == '.' || nm[0] == '$')) continue;
 				if (syms_add(t, s.st_value, s.st_size, nm) < 0) break;
 			}
 		}

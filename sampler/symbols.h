@@ -71,10 +71,13 @@ const struct sym *syms_frame(const struct symtab *t, uint64_t addr, int is_retur
 void syms_relocate(struct symtab *t, int64_t names_slide, int64_t text_slide);
 /* The byte of kernel text at addr, or -1 if not in the ELF. */
 int syms_byte(const struct symtab *t, uint64_t addr);
-/* Where pc sits in its function's frame setup (entry, after push rbp, at ret, or body). */
-enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc);
-/* 1 if pc follows a `hlt` (the vCPU is idle in hlt), 0 if not, -1 if unknown. */
-int syms_after_hlt(const struct symtab *t, uint64_t pc);
+/* Where pc sits in its function's frame setup (entry, after push rbp, at ret, or body), from the
+ * image's text (insn.h); *adj (may be NULL): how far above sp the caller's sp is at PC_AT_ENTRY
+ * on aarch64. */
+enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc, int *adj);
+/* 1 if a vCPU stopped at pc is idle (after x86's `hlt`, at or after aarch64's `wfi`/`wfe`), 0 if
+ * not, -1 if unknown. */
+int syms_idle(const struct symtab *t, uint64_t pc);
 /* Format addr as "sym+0xoff" (or hex if unknown) into out. */
 void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap);
 void syms_free(struct symtab *t);

@@ -9,16 +9,16 @@
 
 const char *const guestos_names[3] = { "none", "linux", "testkernel" };
 
-uint64_t task_pcpu_base(uint64_t gs, uint64_t kgs)
+uint64_t task_pcpu_base(uint64_t a, uint64_t b, uint64_t lo)
 {
-	if (gs >> 63) return gs;
-	if (kgs >> 63) return kgs;
+	if (task_ptr_ok(a, lo)) return a;
+	if (task_ptr_ok(b, lo)) return b;
 	return 0;
 }
 
-int task_ptr_ok(uint64_t ptr)
+int task_ptr_ok(uint64_t ptr, uint64_t lo)
 {
-	return ptr >> 63 && !(ptr & 7);
+	return ptr && ptr >= lo && !(ptr & 7);
 }
 
 void task_span(const struct guestos *os, uint32_t *lo, uint32_t *len)

@@ -43,11 +43,13 @@ struct taskcache {
 	size_t n;                      /* slots in use */
 };
 
-/* The kernel's GS base (the per-CPU base) from gs_base and k_gs_base: whichever holds an
- * upper-half address, gs_base first (in user mode the kernel's is in k_gs_base); 0 if neither. */
-uint64_t task_pcpu_base(uint64_t gs, uint64_t kgs);
-/* 1 if ptr can be a task struct: an aligned upper-half address. */
-int task_ptr_ok(uint64_t ptr);
+/* The per-CPU base from the registers that may hold it -- x86: gs_base, then k_gs_base (in user
+ * mode the kernel's is there, after swapgs); aarch64: TPIDR_EL1 alone -- the first that can be a
+ * kernel pointer (task_ptr_ok with lo); 0 if neither. */
+uint64_t task_pcpu_base(uint64_t a, uint64_t b, uint64_t lo);
+/* 1 if ptr can be a kernel struct: 8-aligned, at or above lo (the upper half, 1 << 63, for a
+ * kernel mapped there; our aarch64 kernel runs identity-mapped in the lower half). */
+int task_ptr_ok(uint64_t ptr, uint64_t lo);
 /* The byte span of the identity fields: [ptr + *lo, ptr + *lo + *len). */
 void task_span(const struct guestos *os, uint32_t *lo, uint32_t *len);
 /* Decode the span read at ptr + lo; -1 if implausible (negative ids, an empty name). */

@@ -12,9 +12,9 @@ const char *const unwind_stop_names[UW_NSTOPS] = {
 /* DWARF numbering: x86_64 psABI 3.6.2 (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp,
  * 8-15 r8-r15, 16 return address); AArch64 DWARF ABI (0-30 x0-x30, 31 sp, 32 pc; the return
  * address column is x30); RISC-V ELF psABI (0-31 x0-x31: 1 ra, 2 sp, 8 s0/fp). */
-const struct uw_arch uw_arch_x86_64 = { 7, 6, 16, -1, 0, 8, 17, 1 };
-const struct uw_arch uw_arch_aarch64 = { 31, 29, 30, 30, 0, 8, 33, 0 };
-const struct uw_arch uw_arch_riscv64 = { 2, 8, 1, 1, -16, -8, 32, 0 };
+const struct uw_arch uw_arch_x86_64 = { 7, 6, 16, -1, 0, 8, 17, 1, 0 };
+const struct uw_arch uw_arch_aarch64 = { 31, 29, 30, 30, 0, 8, 33, 0, 1 };
+const struct uw_arch uw_arch_riscv64 = { 2, 8, 1, 1, -16, -8, 32, 0, 0 };
 
 int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, uint64_t *val)
 {
@@ -131,6 +131,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 	out->need = 0;
 	f->pc = in->pc;
 	f->exact = 1;
+	f->sp_low = 0;
 	f->regs = in->regs;
 	if ((f->regs.valid >> a->sp) & 1) {
 		w.ext[0] = (struct uw_extent){ f->regs.r[a->sp], f->regs.r[a->sp] };
@@ -154,6 +155,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 		int m = in->nmethods ? in->methods[0]->method : -1;
 		w.depth = n - 1;
 		for (int k = 0; k < in->nmethods && r == US_NOINFO; k++) {
+			t->sp_low = 0;
 			r = in->methods[k]->step(in->methods[k]->ctx, &w, f, t);
 			if (r != US_NOINFO) m = in->methods[k]->method;
 		}

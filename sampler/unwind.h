@@ -33,7 +33,9 @@ extern const char *const unwind_stop_names[UW_NSTOPS];
 /* Where an exact pc sits relative to its function's frame setup (frame-pointer method only). */
 enum unwind_pc {
 	PC_BODY = 0,  /* frame set up: fp is this function's frame */
-	PC_AT_ENTRY,  /* before `push fp`, or at `ret`: return address at [sp] (or in lr), fp is the caller's */
+	PC_AT_ENTRY,  /* before `push fp`, or at `ret`: return address at [sp] (or in lr), fp is the
+		       * caller's (on aarch64 also between `stp x29, x30` and `mov x29, sp`, and after
+		       * the epilogue's `ldp x29, x30`: the caller's sp is then sp + adj) */
 	PC_AFTER_PUSH /* after `push fp`, before `mov sp,fp`: return address at [sp+8] */
 };
 
@@ -44,6 +46,8 @@ struct uw_arch {
 	int fp_prev, fp_ret;  /* frame record: offsets from fp of the saved fp and the return address */
 	int nregs;            /* registers numbered 0..nregs-1 */
 	int is_x86;           /* 1 on x86_64 (ORC, pt_regs, CPL from cs) */
+	int rec_low;          /* the frame record sits at the bottom of its frame (aarch64): from the
+			       * record alone the caller's sp is only known to lie above it */
 };
 extern const struct uw_arch uw_arch_x86_64, uw_arch_aarch64, uw_arch_riscv64;
 
@@ -70,6 +74,8 @@ struct uw_frame {
 	uint64_t pc;                  /* this frame's pc */
 	int exact;                    /* pc is where the frame was interrupted (frame 0, or the
 				       * caller of a signal/interrupt frame), not a return address */
+	int sp_low;                   /* regs' sp is a lower bound, not the frame's sp (an aarch64
+				       * frame-record step): rules based on sp do not apply */
 	struct uw_regs regs;          /* this frame's registers (regs.valid says which) */
 };
 
@@ -149,9 +155,13 @@ static inline int unwind_is_exact(const uint64_t *exact, int i)
 
 /* The frame-pointer method (unwind_fp.c). pc_kind may be NULL (every pc is PC_BODY). */
 struct fp_ctx {
-	enum unwind_pc (*pc_kind)(const void *arg, uint64_t pc); /* prologue position of an exact pc */
-	const void *arg;        /* its argument */
+	/* prologue position of an exact pc; *adj: the caller's sp is sp + adj (PC_AT_ENTRY, lr) */
+	enum unwind_pc (*pc_kind)(const void *arg, uint64_t pc, int *adj);
+	const void *arg;        /* its argument (and after_call's) */
 	uint64_t span;          /* frames lie within [sp, sp + span) */
+	/* 1 if a record's return address follows a call, 0 if not (the record holds an interrupted
+	 * pc: an exception entry's), -1 unknown; NULL: always -1 */
+	int (*after_call)(const void *arg, uint64_t ra);
 };
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 

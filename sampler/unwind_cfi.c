@@ -177,6 +177,7 @@ enum uw_step cfi_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, st
 	const struct uw_arch *a = w->arch;
 	const struct cfi_rule *ru = cfi_rule_at(x, (f->exact ? f->pc : f->pc - 1) - x->bias);
 	if (!ru || !ru->found) return US_NOINFO;
+	if (f->sp_low && ru->cfa_reg == a->sp) return US_NOINFO; /* after an aarch64 frame-record step */
 	if (!ru->usable || !((f->regs.valid >> ru->cfa_reg) & 1)) goto bad;
 	if (ru->how[ru->ra] == CFI_UNDEF) return US_END;
 	uint64_t cfa = f->regs.r[ru->cfa_reg] + (uint64_t)ru->cfa_off, v;

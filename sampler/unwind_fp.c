@@ -8,23 +8,29 @@
  * is not (or no longer) this function's: the return address is at the stack pointer (or in
  * the link register) and fp is still the caller's -- possible only for an exact pc (the
  * stopped one, or one an interrupt frame gives), whose position the image's text tells.
- * Our kernel's interrupt entry builds a record from the interrupted rbp/rip, so the chain
- * goes on into the interrupted code.
+ * Our kernel's interrupt entry builds a record from the interrupted rbp/rip (x86_64) or
+ * x29/ELR_EL1 (aarch64), so the chain goes on into the interrupted code. On aarch64 the text
+ * tells such a record apart: its "return address" does not follow a call (after_call), so the
+ * caller is exact -- named by its own address, its rules looked up at it, not at pc - 1.
+ * An aarch64 record sits at the bottom of its frame (`stp x29, x30, [sp, #-N]!`): the caller's
+ * sp is only known to lie above it (sp_low), which the CFI method respects.
  */
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller)
 {
 	const struct fp_ctx *x = ctx;
 	const struct uw_arch *a = w->arch;
 	uint64_t sp = f->regs.r[a->sp], fp = f->regs.r[a->fp], ra, prev;
-	int have_sp = (f->regs.valid >> a->sp) & 1, have_fp = (f->regs.valid >> a->fp) & 1;
-	enum unwind_pc kind = f->exact && x && x->pc_kind ? x->pc_kind(x->arg, f->pc) : PC_BODY;
+	int have_sp = (f->regs.valid >> a->sp) & 1, have_fp = (f->regs.valid >> a->fp) & 1, adj = 0;
+	enum unwind_pc kind = f->exact && x && x->pc_kind ? x->pc_kind(x->arg, f->pc, &adj) : PC_BODY;
 	if (kind != PC_BODY) {
 		if (!have_sp) goto bad;
 		uint64_t nsp;
 		if (a->lr >= 0 && kind == PC_AT_ENTRY) {
+			/* unknown after a frame-record step (an interrupted prologue): the exception
+			 * entry's record holds x29 and the pc, not x30 */
 			if (!((f->regs.valid >> a->lr) & 1)) goto bad;
 			ra = f->regs.r[a->lr];
-			nsp = sp;
+			nsp = sp + (uint64_t)adj;
 		} else {
 			uint64_t at = sp + (kind == PC_AFTER_PUSH ? 8 : 0);
 			if (uw_read(w, at, &ra)) return US_STOP;
@@ -36,6 +42,7 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 		caller->regs.r[a->fp] = fp;
 		caller->pc = ra;
 		caller->exact = 0;
+		caller->sp_low = f->sp_low;
 		return US_OK;
 	}
 	if (!have_fp) goto bad;
@@ -67,7 +74,8 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 	caller->regs.r[a->sp] = fp + (uint64_t)(int64_t)(hi + 8);
 	caller->regs.r[a->fp] = prev;
 	caller->pc = ra;
-	caller->exact = 0;
+	caller->exact = x && x->after_call && x->after_call(x->arg, ra) == 0;
+	caller->sp_low = a->rec_low;
 	return US_OK;
 bad:
 	w->stop = UW_BADRULE;

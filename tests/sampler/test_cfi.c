@@ -43,8 +43,80 @@ static void setup(struct unwind_in *in, uint64_t pc, uint64_t sp, uint64_t bp)
 	in->chunks[0] = (struct unwind_chunk){ S, sizeof mem, mem };
 }
 
+/*
+ * aarch64 (cfi_frames_a64.S): stopped in the exception entry, whose signal frame gives every
+ * interrupted register; the interrupted leaf (frameless: its return address in x30) is looked up
+ * at its pc as is, then GCC's sp-based rule for outer finds start.
+ */
+static void test_cfi_a64(void)
+{
+	struct symtab t;
+	struct cfi_ctx c;
+	uint8_t *buf;
+	size_t len;
+	char err[160];
+	CHECK(file_read(CFI_FRAMES_A64_ELF, FILE_MAX_IMAGE, &buf, &len, err, sizeof err) == 0);
+	if (!buf) {
+		fprintf(stderr, "test_cfi: %s\n", err);
+		return;
+	}
+	memset(&t, 0, sizeof t);
+	CHECK(syms_add_elf(&t, "cfi_frames_a64.elf", buf, len) == 0);
+	Elf *e = elf_memory((char *)buf, len);
+	CHECK(e && cfi_open(&c, e, uw_arch_aarch64.nregs) == 0);
+	struct unwinder u = { UM_CFI, &c, cfi_step };
+	uint64_t inner = addr(&t, "inner"), inner_body = addr(&t, "inner_body"), outer_ret = addr(&t, "outer_ret");
+	uint64_t start_ret = addr(&t, "start_ret"), entry_body = addr(&t, "entry_body"), outer = addr(&t, "outer");
+	CHECK(inner && inner_body && outer_ret && start_ret && entry_body && outer);
+	CHECK(!addr(&t, "$x")); /* mapping symbols are not functions */
+
+	struct unwind_in in;
+	struct unwind_out out;
+	uint64_t f[16];
+	memset(mem, 0, sizeof mem);
+	uint64_t tf = S + 0x80;          /* the entry's frame */
+	put(tf, 0x2929);                 /* interrupted x29 */
+	put(tf + 8, outer_ret);          /* interrupted x30: inner was called from outer */
+	put(tf + 16, S + 0x200);         /* interrupted sp */
+	put(tf + 24, inner_body);        /* ELR_EL1 */
+	put(S + 0x200, 0);               /* outer's record: start's x29, and the return address */
+	put(S + 0x208, start_ret);
+	memset(&in, 0, sizeof in);
+	in.arch = &uw_arch_aarch64;
+	in.pc = entry_body;
+	in.regs.r[31] = tf;
+	in.regs.r[29] = 0x7777;
+	in.regs.valid = 1ull << 31 | 1ull << 29;
+	in.klo = 0x40080000;
+	in.khi = 0x400fffff;
+	in.span = 0x10000;
+	in.max_frames = 16;
+	in.nmethods = 1;
+	in.methods[0] = &u;
+	in.nchunks = 1;
+	in.chunks[0] = (struct unwind_chunk){ S, sizeof mem, mem };
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4);
+	CHECK(f[1] == inner_body && f[2] == outer_ret && f[3] == start_ret);
+	CHECK(unwind_is_exact(out.exact, 1) && !unwind_is_exact(out.exact, 2));
+	const struct cfi_rule *ru = cfi_rule_at(&c, entry_body);
+	CHECK(ru && ru->signal == 1 && ru->ra == 32 && ru->how[30] == CFI_AT_CFA && ru->how[31] == CFI_AT_CFA);
+	/* GCC's rule in outer's body: CFA = sp + 32, x29 and x30 at its bottom */
+	ru = cfi_rule_at(&c, outer_ret - 1);
+	CHECK(ru && ru->usable && ru->cfa_reg == 31 && ru->cfa_off == 32 && ru->ra == 30);
+	CHECK(ru->how[29] == CFI_AT_CFA && ru->arg[29] == -32 && ru->how[30] == CFI_AT_CFA && ru->arg[30] == -24);
+	/* At outer's first instruction: the CIE's rule, the return address in x30 itself */
+	ru = cfi_rule_at(&c, outer);
+	CHECK(ru && ru->usable && ru->cfa_reg == 31 && ru->cfa_off == 0 && ru->how[30] == CFI_SAME);
+	cfi_free(&c);
+	elf_end(e);
+	syms_free(&t);
+	free(buf);
+}
+
 void test_cfi(void)
 {
+	test_cfi_a64();
 	struct symtab t;
 	struct cfi_ctx c;
 	uint8_t *buf;

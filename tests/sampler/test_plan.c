@@ -27,8 +27,131 @@ static void put(struct window *w, uint64_t a, uint64_t val)
 	for (int i = 0; i < 8; i++) w->data[a - w->addr + (uint64_t)i] = (uint8_t)(val >> (8 * i));
 }
 
+/* ---- aarch64 ---- */
+
+#define A64K 0x40080000ull   /* our aarch64 kernel: identity-mapped, linked here */
+#define A64S 0x40200000ull   /* a stack of it */
+#define CPU0 0x40123000ull   /* &cpus[0]: TPIDR_EL1 */
+
+/* QEMU's aarch64 core registers (x0..x30, sp, pc, cpsr: 268 bytes of `g`) and, numbered after
+ * other features, TPIDR_EL1. */
+static void a64_xml(char *out, size_t cap)
+{
+	size_t o = (size_t)snprintf(out, cap, "<architecture>aarch64</architecture>");
+	for (int i = 0; i < 31; i++) o += (size_t)snprintf(out + o, cap - o, "<reg name=\"x%d\" bitsize=\"64\"/>", i);
+	snprintf(out + o, cap - o, "<reg name=\"sp\" bitsize=\"64\"/><reg name=\"pc\" bitsize=\"64\"/>"
+		 "<reg name=\"cpsr\" bitsize=\"32\"/><reg name=\"TPIDR_EL1\" bitsize=\"64\" regnum=\"213\"/>");
+}
+
+static struct layout a64;
+
+static void le(uint8_t *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A `g` reply of 268 bytes: pc, sp, x29, cpsr (EL1h, or EL0t when user). */
+static void a64_regs(struct vcpu *v, uint64_t pc, uint64_t sp, uint64_t fp, int user)
+{
+	memset(v->regs, 0, sizeof v->regs);
+	le(v->regs + 232, fp);
+	le(v->regs + 248, sp);
+	le(v->regs + 256, pc);
+	v->regs[264] = user ? 0x00 : 0x05;
+	v->nregs = 268;
+}
+
+static void test_plan_a64(void)
+{
+	static struct plan p;
+	static struct vcpu v;
+	struct sample out;
+	struct symtab t = { 0 };
+	struct guestos os = { .os = OS_TESTKERNEL, .cur_off = 0x20, .pid_off = 8, .tgid_off = 8, .comm_off = 16,
+			      .comm_len = 16 };
+	char xml[2048];
+	a64_xml(xml, sizeof xml);
+	CHECK(arch_layout_xml(&a64, xml) == 0 && a64.pcpu && a64.pcpu->num == 213 && a64.pc->off == 256);
+	syms_add(&t, A64K, 0x100, "idle_loop");
+	syms_finish(&t);
+	/* the kernel range is the image's text (below the upper half): kernel pointers lie anywhere
+	 * past the first page */
+	struct sampler_cfg cfg = { .syms = &t, .klo = A64K, .khi = A64K + 0xfffff, .max_frames = 64, .os = &os };
+	plan_init(&p, &a64, &cfg);
+	CHECK(plan_tasks_on(&p) && p.pcpu_by_p && p.kptr_lo == 0x1000);
+	memset(&v, 0, sizeof v);
+
+	/* First sample: TPIDR_EL1 is not in `g`: the first trip asks for it with `p` beside the g;
+	 * the pc follows a wfi in text the map does not have: the guest's text is asked for. */
+	plan_first(&p, &v);
+	CHECK(plan_wants_pcpu(&p, &v) && v.nwin == 0);
+	a64_regs(&v, A64K + 0x44, A64S + 0xff0, 0, 0);
+	v.pcpu_val = CPU0;
+	v.pcpu_read = 1;
+	CHECK(!plan_wants_pcpu(&p, &v)); /* read: not asked again */
+	v.trips = 1;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
+	CHECK(v.pcpu_base == CPU0);
+	const struct window *tw = NULL, *pw = NULL;
+	for (int i = 0; i < v.nwin; i++) {
+		if (v.win[i].kind == WIN_TEXT) tw = &v.win[i];
+		if (v.win[i].kind == WIN_TASKPTR) pw = &v.win[i];
+	}
+	CHECK(tw && tw->addr == A64K + 0x40 && pw && pw->addr == CPU0 + 0x20 && pw->len == 8);
+	memset(v.win[tw - v.win].data, 0, 64);
+	le(v.win[tw - v.win].data, 0xd503207fd503207full); /* wfi; wfi at +0x40 */
+	v.win[tw - v.win].ok = 1;
+	le(v.win[pw - v.win].data, 0x40300000);            /* the idle task */
+	v.win[pw - v.win].ok = 1;
+	v.trips = 2;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 0); /* its fields next */
+	struct window *fw = &v.win[v.nwin - 1];
+	CHECK(fw->kind == WIN_TASK && fw->addr == 0x40300000 + 8);
+	memset(fw->data, 0, (size_t)fw->len);
+	fw->data[0] = 0;                                    /* pid 0 */
+	memcpy(fw->data + 8, "idle/0", 6);
+	fw->ok = 1;
+	v.trips = 3;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 1);
+	CHECK(out.flags == SF_IDLE && out.has_task && !strcmp(out.task.comm, "idle/0") && out.n == 1);
+
+	/* Next sample: the base is known -- no `p`; the pointer and last task's fields in trip one */
+	plan_first(&p, &v);
+	CHECK(!plan_wants_pcpu(&p, &v) && v.nwin == 2);
+	/* at the wfi itself: idle too (cached text, one trip) */
+	a64_regs(&v, A64K + 0x40, A64S + 0xff0, 0, 0);
+	le(v.win[0].data, 0x40300000);
+	v.win[0].ok = 1;
+	memset(v.win[1].data, 0, (size_t)v.win[1].len);
+	memcpy(v.win[1].data + 8, "idle/0", 6);
+	v.win[1].ok = 1;
+	v.trips = 1;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 1 && (out.flags & SF_IDLE) && out.has_task);
+	CHECK(p.st.text_reads == 1 && p.st.task.verified == 1);
+
+	/* EL0 (cpsr.M = 0): user mode, whatever the pc; TPIDR_EL1 still names the CPU */
+	plan_first(&p, &v);
+	a64_regs(&v, A64K + 0x80, 0x7fff0000, 0, 1);
+	v.trips = 1;
+	plan_after_trip(&p, &v, &out, 0);
+	CHECK((out.flags & SF_USER) && out.n == 1);
+	plan_free(&p);
+
+	/* A `p` the stub answers with an error: asked again, up to PCPU_TRIES times. */
+	memset(&v, 0, sizeof v);
+	plan_init(&p, &a64, &cfg);
+	v.pcpu_fails = PCPU_TRIES - 1;
+	plan_first(&p, &v);
+	CHECK(plan_wants_pcpu(&p, &v));
+	v.pcpu_fails = PCPU_TRIES;
+	CHECK(!plan_wants_pcpu(&p, &v));
+	plan_free(&p);
+	syms_free(&t);
+}
+
 void test_plan(void)
 {
+	test_plan_a64();
 	struct plan p;
 	struct vcpu v;
 	struct sample out;

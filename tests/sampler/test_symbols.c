@@ -30,8 +30,8 @@ static void test_map(void)
 	syms_format(&t, 0x1234, buf, sizeof buf);
 	CHECK_STR(buf, "0x1234");
 	CHECK(syms_byte(&t, 0xffffffff80001000ull) == -1); /* no text bytes in a map */
-	CHECK(syms_pc_kind(&t, 0xffffffff80001000ull) == PC_AT_ENTRY);
-	CHECK(syms_pc_kind(&t, 0xffffffff80001001ull) == PC_BODY);
+	CHECK(syms_pc_kind(&t, 0xffffffff80001000ull, NULL) == PC_AT_ENTRY);
+	CHECK(syms_pc_kind(&t, 0xffffffff80001001ull, NULL) == PC_BODY);
 	syms_free(&t);
 
 	struct symtab bad = { 0 };
@@ -57,16 +57,16 @@ static void test_text(void)
 	t.secs = &sec;
 	t.nsecs = 1;
 	uint64_t f1 = 0xffffffff80000000ull, f2 = f1 + 16;
-	CHECK(syms_pc_kind(&t, f1) == PC_AT_ENTRY);
-	CHECK(syms_pc_kind(&t, f1 + 4) == PC_AT_ENTRY);   /* at push rbp after endbr64 */
-	CHECK(syms_pc_kind(&t, f1 + 5) == PC_AFTER_PUSH); /* after push, before mov */
-	CHECK(syms_pc_kind(&t, f1 + 8) == PC_BODY);
-	CHECK(syms_pc_kind(&t, f1 + 13) == PC_AT_ENTRY);  /* at ret: frame already popped */
-	CHECK(syms_pc_kind(&t, f2 + 1) == PC_AFTER_PUSH);
-	CHECK(syms_pc_kind(&t, f2 + 4) == PC_BODY);
-	CHECK(syms_after_hlt(&t, f1 + 11) == 1);          /* sti; hlt: halted vCPU's rip */
-	CHECK(syms_after_hlt(&t, f1 + 10) == 0);
-	CHECK(syms_after_hlt(&t, f1 + 0x1000) == -1);     /* outside the ELF: unknown */
+	CHECK(syms_pc_kind(&t, f1, NULL) == PC_AT_ENTRY);
+	CHECK(syms_pc_kind(&t, f1 + 4, NULL) == PC_AT_ENTRY);   /* at push rbp after endbr64 */
+	CHECK(syms_pc_kind(&t, f1 + 5, NULL) == PC_AFTER_PUSH); /* after push, before mov */
+	CHECK(syms_pc_kind(&t, f1 + 8, NULL) == PC_BODY);
+	CHECK(syms_pc_kind(&t, f1 + 13, NULL) == PC_AT_ENTRY);  /* at ret: frame already popped */
+	CHECK(syms_pc_kind(&t, f2 + 1, NULL) == PC_AFTER_PUSH);
+	CHECK(syms_pc_kind(&t, f2 + 4, NULL) == PC_BODY);
+	CHECK(syms_idle(&t, f1 + 11) == 1);          /* sti; hlt: halted vCPU's rip */
+	CHECK(syms_idle(&t, f1 + 10) == 0);
+	CHECK(syms_idle(&t, f1 + 0x1000) == -1);     /* outside the ELF: unknown */
 	t.secs = NULL;
 	t.nsecs = 0;
 	syms_free(&t);

@@ -84,10 +84,16 @@ static void test_linux_btf(void)
 
 static void test_pure(void)
 {
-	CHECK(task_pcpu_base(BASE, 0) == BASE);        /* kernel mode: gs_base */
-	CHECK(task_pcpu_base(0x7f0000001000ull, BASE) == BASE); /* user mode: the kernel's is in k_gs_base */
-	CHECK(task_pcpu_base(0, 0x7f0000001000ull) == 0);
-	CHECK(task_ptr_ok(T1) && !task_ptr_ok(0) && !task_ptr_ok(T1 + 4) && !task_ptr_ok(0x1000));
+	const uint64_t UP = 1ull << 63; /* an upper-half kernel's pointers */
+	CHECK(task_pcpu_base(BASE, 0, UP) == BASE);        /* kernel mode: gs_base */
+	CHECK(task_pcpu_base(0x7f0000001000ull, BASE, UP) == BASE); /* user mode: the kernel's is in k_gs_base */
+	CHECK(task_pcpu_base(0, 0x7f0000001000ull, UP) == 0);
+	CHECK(task_ptr_ok(T1, UP) && !task_ptr_ok(0, UP) && !task_ptr_ok(T1 + 4, UP) && !task_ptr_ok(0x1000, UP));
+	/* A kernel linked below the upper half (our aarch64 one, identity-mapped): TPIDR_EL1 alone,
+	 * any aligned address past the first page. */
+	CHECK(task_pcpu_base(0x40123450, 0, 0x1000) == 0x40123450);
+	CHECK(task_pcpu_base(0, 0, 0x1000) == 0 && task_pcpu_base(0x40123454, 0, 0x1000) == 0);
+	CHECK(task_ptr_ok(0x40200000, 0x1000) && !task_ptr_ok(0x800, 0x1000) && !task_ptr_ok(0, 0));
 
 	struct guestos os = { .os = OS_LINUX, .cur_off = 0x1fb80, .pid_off = 2416, .tgid_off = 2420,
 			      .comm_off = 2976, .comm_len = 16 };

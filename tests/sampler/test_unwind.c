@@ -14,13 +14,15 @@ static void put64(uint64_t addr, uint64_t v)
 }
 
 static enum unwind_pc kind_now = PC_BODY; /* what the fake "text" says about every exact pc */
-static enum unwind_pc kind_of(const void *arg, uint64_t pc)
+static int adj_now;                       /* ...and the caller's sp above sp (aarch64) */
+static uint64_t kind_pc;                  /* if set, only this pc has kind_now (others PC_BODY) */
+static enum unwind_pc kind_of(const void *arg, uint64_t pc, int *adj)
 {
 	(void)arg;
-	(void)pc;
-	return kind_now;
+	*adj = adj_now;
+	return !kind_pc || pc == kind_pc ? kind_now : PC_BODY;
 }
-static struct fp_ctx fpc = { kind_of, NULL, 16384 };
+static struct fp_ctx fpc = { kind_of, NULL, 16384, NULL };
 static struct unwinder fpu = { UM_FP, &fpc, fp_step };
 
 static void set_reg(struct unwind_in *in, int r, uint64_t v)
@@ -45,6 +47,8 @@ static void setup_arch(struct unwind_in *in, const struct uw_arch *a, uint64_t p
 	in->nchunks = 1;
 	in->chunks[0] = (struct unwind_chunk){ STACK, sizeof mem, mem };
 	kind_now = PC_BODY;
+	adj_now = 0;
+	kind_pc = 0;
 }
 
 static void setup(struct unwind_in *in, uint64_t pc, uint64_t sp, uint64_t fp)
@@ -208,8 +212,99 @@ static void test_riscv_layout(void)
 	CHECK(out.stop == UW_END && out.n == 3 && f[1] == K(0x10) && f[2] == K(0x20));
 }
 
+/* aarch64: "text" for after_call -- return addresses K(0x1044), K(0x2088) follow a call, K(0x7100)
+ * (an exception's ELR) does not; every other address is unknown. */
+static int after_call_of(const void *arg, uint64_t ra)
+{
+	(void)arg;
+	return ra == K(0x7100) ? 0 : ra == K(0x1044) || ra == K(0x2088) ? 1 : -1;
+}
+
+/* A fake CFI method: knows only K(0x1044)'s function, whose CFA is sp + 0x40 (as GCC describes
+ * aarch64 functions), the return address and x29 saved at the CFA's bottom. */
+static enum uw_step sp_rule_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller)
+{
+	(void)ctx;
+	if ((f->exact ? f->pc : f->pc - 1) >> 12 != K(0x1044) >> 12) return US_NOINFO;
+	if (f->sp_low) return US_NOINFO; /* as cfi_step: an sp-based rule needs the real sp */
+	uint64_t cfa = f->regs.r[31] + 0x40, ra, fp;
+	if (uw_read(w, cfa - 0x40, &fp) || uw_read(w, cfa - 0x38, &ra)) return US_STOP;
+	caller->regs.valid = 1ull << 31 | 1ull << 29;
+	caller->regs.r[31] = cfa;
+	caller->regs.r[29] = fp;
+	caller->pc = ra;
+	caller->exact = 0;
+	return US_OK;
+}
+
+static void test_aarch64(void)
+{
+	struct unwind_in in;
+	struct unwind_out out;
+	uint64_t f[64];
+	struct fp_ctx a64 = { kind_of, NULL, 16384, after_call_of };
+	struct unwinder a64u = { UM_FP, &a64, fp_step };
+
+	/* Between `sub sp, sp, #0x40; stp x29, x30, [sp]` and `mov x29, sp`: the return address in
+	 * x30, x29 the caller's, the caller's sp 0x40 above -- where an sp-based rule (the fake CFI
+	 * method, for K(0x1044)'s function) finds the caller's record. */
+	struct unwinder cfi_like = { UM_CFI, NULL, sp_rule_step };
+	build_chain();
+	setup_arch(&in, &uw_arch_aarch64, K(0x5008), STACK + 0xc0, STACK + 0x100);
+	in.nmethods = 2;
+	in.methods[0] = &cfi_like;
+	in.methods[1] = &a64u;
+	set_reg(&in, 30, K(0x1077));
+	kind_now = PC_AT_ENTRY;
+	adj_now = 0x40;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 5 && f[1] == K(0x1077) && f[2] == K(0x1044) && f[3] == K(0x2088));
+	CHECK(out.by_method[UM_CFI] == 2 && out.by_method[UM_FP] == 2);
+	adj_now = 0; /* the caller's sp taken as the callee's: the rule reads below the record */
+	unwind_walk(&in, f, &out);
+	CHECK(out.n == 2 && out.stop == UW_END);
+
+	/* An exception entry's record {interrupted x29, ELR}: its "return address" follows no call,
+	 * so the interrupted pc is exact (named by itself, not pc - 1); the records after it are
+	 * ordinary ones again. */
+	build_chain();
+	put64(STACK + 0x80, STACK + 0x100); put64(STACK + 0x88, K(0x7100)); /* the entry's record */
+	setup_arch(&in, &uw_arch_aarch64, K(0x6010), STACK + 0x70, STACK + 0x80);
+	in.methods[0] = &a64u;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 5 && f[1] == K(0x7100) && f[2] == K(0x1044));
+	CHECK(unwind_is_exact(out.exact, 1) && !unwind_is_exact(out.exact, 2) && !unwind_is_exact(out.exact, 3));
+
+	/* Interrupted in a prologue: the record gave x29 and the pc, not x30 -- the walk stops,
+	 * counted, rather than skip the caller x30 held. */
+	kind_now = PC_AT_ENTRY;
+	kind_pc = K(0x7100);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_BADRULE && out.n == 2 && f[1] == K(0x7100));
+
+	/* A record's caller has only a lower bound for sp (the record sits at the bottom of its
+	 * frame): the sp-based rule passes, the frame pointer goes on... */
+	build_chain();
+	setup_arch(&in, &uw_arch_aarch64, K(0x6010), STACK + 0xf0, STACK + 0x100);
+	in.nmethods = 2;
+	in.methods[0] = &cfi_like;
+	in.methods[1] = &a64u;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4 && f[1] == K(0x1044) && f[2] == K(0x2088));
+	CHECK(out.by_method[UM_FP] == 3 && out.by_method[UM_CFI] == 0);
+	/* ...while from the real sp of K(0x1044)'s function the rule applies, frame after frame. */
+	setup_arch(&in, &uw_arch_aarch64, K(0x1040), STACK + 0x100, STACK + 0x100);
+	in.nmethods = 2;
+	in.methods[0] = &cfi_like;
+	in.methods[1] = &a64u;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4 && f[1] == K(0x1044) && f[2] == K(0x2088) && f[3] == K(0x30cc));
+	CHECK(out.by_method[UM_CFI] == 2 && out.by_method[UM_FP] == 1);
+}
+
 void test_unwind(void)
 {
+	test_aarch64();
 	test_normal();
 	test_loop();
 	test_misaligned();

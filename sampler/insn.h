@@ -1,0 +1,32 @@
+/* insn.h: what the kernel's instructions say about a pc -- x86_64 and aarch64: where it sits in its
+ * function's frame setup, whether the vCPU is idle there, whether a return address follows a call. */
+#ifndef INSN_H
+#define INSN_H
+#include <stdint.h>
+#include "unwind.h"
+
+/* The text byte at addr, or -1 if unknown (the image's text, or blocks read from the guest). */
+typedef int (*insn_byte_fn)(const void *arg, uint64_t addr);
+
+/* Where pc sits in the frame setup of its function, which starts at fn (have_fn 0: unknown).
+ * machine is the ELF e_machine (0 = unknown: x86_64's rules). *adj (may be NULL) gets how many
+ * bytes above sp the caller's stack pointer is, for PC_AT_ENTRY on a link-register machine (an
+ * aarch64 pc between `sub sp`/`stp x29, x30, [sp, #-N]!` and `mov x29, sp`, or after the
+ * epilogue's `ldp x29, x30` with `add sp` still to come). */
+enum unwind_pc insn_pc_kind(int machine, insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn,
+			    uint64_t pc, int *adj);
+/* 1 if a vCPU stopped at pc is idle: x86_64 just after `hlt`; aarch64 at or just after `wfi` or
+ * `wfe`. 0 if not; -1 if the text is unknown, *need (may be NULL) then names a byte to fetch. */
+int insn_idle(int machine, insn_byte_fn byte, const void *arg, uint64_t pc, uint64_t *need);
+/* 1 if the instruction before ra is a call (ra is a return address); 0 if it is not (on aarch64:
+ * a frame record whose "return address" is an interrupted pc -- an exception entry's ELR);
+ * -1 if unknown (the text is not known, or x86_64, whose variable-length instructions cannot
+ * be decoded backwards). */
+int insn_after_call(int machine, insn_byte_fn byte, const void *arg, uint64_t ra);
+
+/* AArch64 decoding, exposed for the unit tests (Arm ARM C4, "A64 Instruction Set Encoding"). */
+int a64_is_idle(uint32_t w);        /* wfi or wfe */
+int a64_is_call(uint32_t w);        /* bl, blr, blraa/blrab(z) */
+int a64_is_ret(uint32_t w);         /* ret (x30), retaa, retab */
+
+#endif

@@ -1,0 +1,180 @@
+/* test_insn.c: what instructions say about a pc, on literal aarch64 instruction words (as GCC 12
+ * emits them for our kernel with frame records) and x86_64 bytes. */
+#include "check.h"
+#include "../../sampler/insn.h"
+#include <elf.h>
+
+#define BASE 0x40080000ull /* where the literal text lies */
+
+static const uint32_t *text;
+static size_t ntext;
+
+/* The text byte at addr from the literal words, -1 outside them. */
+static int byte_at(const void *arg, uint64_t addr)
+{
+	(void)arg;
+	if (addr < BASE || addr - BASE >= 4 * ntext) return -1;
+	uint64_t i = addr - BASE;
+	return (int)((text[i / 4] >> (8 * (i % 4))) & 0xff);
+}
+
+static enum unwind_pc kind(uint64_t fn, uint64_t pc, int *adj)
+{
+	return insn_pc_kind(EM_AARCH64, byte_at, NULL, BASE + fn, 1, BASE + pc, adj);
+}
+
+/* leaf: a frame record of 16 bytes (`stp x29, x30, [sp, #-16]!`), popped by a post-index ldp. */
+static const uint32_t leaf[] = {
+	0xa9bf7bfd, /* 0x00 stp x29, x30, [sp, #-16]! */
+	0x910003fd, /* 0x04 mov x29, sp */
+	0x90000005, /* 0x08 adrp x5, ... */
+	0x52800c82, /* 0x0c mov w2, #100 */
+	0x71000442, /* 0x10 subs w2, w2, #1 */
+	0x54ffffe1, /* 0x14 b.ne 0x10 */
+	0xf94000a0, /* 0x18 ldr x0, [x5] */
+	0xa8c17bfd, /* 0x1c ldp x29, x30, [sp], #16 */
+	0xd65f03c0, /* 0x20 ret */
+};
+
+/* big: 816 bytes of frame made by `sub sp`, the record stored at its bottom, and an epilogue
+ * that reloads x29/x30 before its last loads and pops the frame with `add sp` just before ret. */
+static const uint32_t big[] = {
+	0xd10cc3ff, /* 0x00 sub sp, sp, #0x330 */
+	0xa9007bfd, /* 0x04 stp x29, x30, [sp] */
+	0x910003fd, /* 0x08 mov x29, sp */
+	0x910043e2, /* 0x0c add x2, sp, #0x10 */
+	0x94000000, /* 0x10 bl mid */
+	0xa9407bfd, /* 0x14 ldp x29, x30, [sp] */
+	0xf9401fe1, /* 0x18 ldr x1, [sp, #56] */
+	0x8b010000, /* 0x1c add x0, x0, x1 */
+	0x910cc3ff, /* 0x20 add sp, sp, #0x330 */
+	0xd65f03c0, /* 0x24 ret */
+};
+
+/* pac: pointer authentication and a callee-saved pair pushed beside the record. */
+static const uint32_t pac[] = {
+	0xd503233f, /* 0x00 paciasp */
+	0xa9bd7bfd, /* 0x04 stp x29, x30, [sp, #-48]! */
+	0x910003fd, /* 0x08 mov x29, sp */
+	0xa90153f3, /* 0x0c stp x19, x20, [sp, #16] */
+	0x94000000, /* 0x10 bl ... */
+	0xa94153f3, /* 0x14 ldp x19, x20, [sp, #16] */
+	0xa8c37bfd, /* 0x18 ldp x29, x30, [sp], #48 */
+	0xd50323bf, /* 0x1c autiasp */
+	0xd65f03c0, /* 0x20 ret */
+};
+
+/* frameless: a leaf with no record (an assembly helper), and one that branches before any. */
+static const uint32_t frameless[] = {
+	0xf9400001, /* 0x00 ldr x1, [x0] */
+	0x8b010000, /* 0x04 add x0, x0, x1 */
+	0xd65f03c0, /* 0x08 ret */
+	0xb4000040, /* 0x0c cbz x0, 0x14 (a shrink-wrapped function: the record only on one path) */
+	0xa9bf7bfd, /* 0x10 stp x29, x30, [sp, #-16]! */
+	0xd503201f, /* 0x14 nop */
+	0xd65f03c0, /* 0x18 ret */
+};
+
+static void use(const uint32_t *w, size_t n)
+{
+	text = w;
+	ntext = n;
+}
+
+static void test_frames(void)
+{
+	int adj = -1;
+	use(leaf, sizeof leaf / 4);
+	CHECK(kind(0, 0x00, &adj) == PC_AT_ENTRY && adj == 0);   /* first instruction: x30, sp as is */
+	CHECK(kind(0, 0x04, &adj) == PC_AT_ENTRY && adj == 16);  /* record pushed, x29 not yet ours */
+	CHECK(kind(0, 0x08, &adj) == PC_BODY && adj == 0);
+	CHECK(kind(0, 0x14, &adj) == PC_BODY);
+	CHECK(kind(0, 0x18, &adj) == PC_BODY);                    /* the ldp is still ahead */
+	CHECK(kind(0, 0x1c, &adj) == PC_BODY);                    /* at it: not run yet */
+	CHECK(kind(0, 0x20, &adj) == PC_AT_ENTRY && adj == 0);   /* at ret */
+	CHECK(kind(0, 0x06, &adj) == PC_BODY);                    /* misaligned: no guess */
+	/* Without the function's start, only the ret and the epilogue are known. */
+	CHECK(insn_pc_kind(EM_AARCH64, byte_at, NULL, 0, 0, BASE + 0x04, &adj) == PC_BODY);
+	CHECK(insn_pc_kind(EM_AARCH64, byte_at, NULL, 0, 0, BASE + 0x20, &adj) == PC_AT_ENTRY);
+
+	use(big, sizeof big / 4);
+	CHECK(kind(0, 0x00, &adj) == PC_AT_ENTRY && adj == 0);
+	CHECK(kind(0, 0x04, &adj) == PC_AT_ENTRY && adj == 0x330); /* frame allocated, record not stored */
+	CHECK(kind(0, 0x08, &adj) == PC_AT_ENTRY && adj == 0x330);
+	CHECK(kind(0, 0x0c, &adj) == PC_BODY);
+	CHECK(kind(0, 0x14, &adj) == PC_BODY);
+	CHECK(kind(0, 0x18, &adj) == PC_AT_ENTRY && adj == 0x330); /* x29/x30 back, frame not popped */
+	CHECK(kind(0, 0x1c, &adj) == PC_AT_ENTRY && adj == 0x330);
+	CHECK(kind(0, 0x20, &adj) == PC_AT_ENTRY && adj == 0x330);
+	CHECK(kind(0, 0x24, &adj) == PC_AT_ENTRY && adj == 0);
+
+	use(pac, sizeof pac / 4);
+	CHECK(kind(0, 0x04, &adj) == PC_AT_ENTRY && adj == 0);    /* after the hint */
+	CHECK(kind(0, 0x08, &adj) == PC_AT_ENTRY && adj == 48);
+	CHECK(kind(0, 0x0c, &adj) == PC_BODY);
+	CHECK(kind(0, 0x18, &adj) == PC_BODY);                    /* at the ldp */
+	CHECK(kind(0, 0x1c, &adj) == PC_AT_ENTRY && adj == 0);    /* at autiasp: popped */
+
+	use(frameless, sizeof frameless / 4);
+	CHECK(kind(0, 0x04, &adj) == PC_AT_ENTRY && adj == 0);    /* a straight leaf: x30 all along */
+	CHECK(kind(0x0c, 0x10, &adj) == PC_BODY);                 /* after a branch: not provable */
+	CHECK(kind(0x0c, 0x14, &adj) == PC_BODY);
+	CHECK(kind(0x0c, 0x18, &adj) == PC_AT_ENTRY && adj == 0); /* a ret is a ret */
+}
+
+static void test_idle_and_calls(void)
+{
+	static const uint32_t idle[] = {
+		0xa9bf7bfd, /* 0x00 stp x29, x30, [sp, #-16]! */
+		0x910003fd, /* 0x04 mov x29, sp */
+		0xd503207f, /* 0x08 wfi */
+		0x17ffffff, /* 0x0c b 0x08 */
+		0xd503205f, /* 0x10 wfe */
+		0x94000000, /* 0x14 bl ... */
+		0xd63f0040, /* 0x18 blr x2 */
+		0xd63f083f, /* 0x1c blraaz x1 */
+		0xd503201f, /* 0x20 nop */
+	};
+	uint64_t need = 0;
+	use(idle, sizeof idle / 4);
+	CHECK(insn_idle(EM_AARCH64, byte_at, NULL, BASE + 0x0c, &need) == 1); /* halted: pc after wfi */
+	CHECK(insn_idle(EM_AARCH64, byte_at, NULL, BASE + 0x08, &need) == 1); /* about to halt */
+	CHECK(insn_idle(EM_AARCH64, byte_at, NULL, BASE + 0x14, &need) == 1); /* after wfe */
+	CHECK(insn_idle(EM_AARCH64, byte_at, NULL, BASE + 0x04, &need) == 0);
+	CHECK(insn_idle(EM_AARCH64, byte_at, NULL, BASE + 0x24, &need) == -1 && need == BASE + 0x24);
+	CHECK(insn_idle(EM_AARCH64, byte_at, NULL, BASE, &need) == -1 && need == BASE - 4);
+	CHECK(a64_is_idle(0xd5031003) && a64_is_idle(0xd5031025) && !a64_is_idle(0xd503201f)); /* wfet, wfit */
+
+	/* A frame record's "return address" after a call is one; anything else is an exception
+	 * entry's ELR, kept in a record of its own: an interrupted pc. */
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE + 0x18) == 1); /* after bl */
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE + 0x1c) == 1); /* after blr */
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE + 0x20) == 1); /* after blraaz */
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE + 0x0c) == 0); /* after wfi: interrupted */
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE + 0x04) == 0);
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE) == -1);       /* text unknown */
+	CHECK(insn_after_call(EM_AARCH64, byte_at, NULL, BASE + 0x1a) == -1); /* misaligned */
+	CHECK(insn_after_call(EM_X86_64, byte_at, NULL, BASE + 0x18) == -1);  /* not decidable */
+	CHECK(a64_is_ret(0xd65f03c0) && a64_is_ret(0xd65f0bff) && !a64_is_ret(0xd65f0000)); /* ret x0 */
+	CHECK(a64_is_call(0x97ffffff) && !a64_is_call(0x17ffffff) && !a64_is_call(0xd61f0040)); /* br x2 */
+}
+
+/* x86_64 keeps its rules: the byte before a halted pc is hlt; push %rbp after endbr64. */
+static void test_x86(void)
+{
+	static const uint32_t x86[] = { 0xfa1e0ff3, 0xe5894855, 0xc35df490 }; /* endbr64; push; mov; nop; hlt; pop; ret */
+	use(x86, 3);
+	CHECK(insn_pc_kind(EM_X86_64, byte_at, NULL, BASE, 1, BASE + 4, NULL) == PC_AT_ENTRY);
+	CHECK(insn_pc_kind(EM_X86_64, byte_at, NULL, BASE, 1, BASE + 5, NULL) == PC_AFTER_PUSH);
+	CHECK(insn_pc_kind(0, byte_at, NULL, BASE, 1, BASE + 11, NULL) == PC_AT_ENTRY); /* a map: x86 rules */
+	CHECK(insn_idle(EM_X86_64, byte_at, NULL, BASE + 10, NULL) == 1);
+	CHECK(insn_idle(EM_X86_64, byte_at, NULL, BASE + 9, NULL) == 0);
+	CHECK(insn_pc_kind(EM_RISCV, byte_at, NULL, BASE, 1, BASE, NULL) == PC_BODY); /* no rules */
+}
+
+void test_insn(void)
+{
+	test_frames();
+	test_idle_and_calls();
+	test_x86();
+}
