@@ -20,8 +20,8 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	h->flags = CAPF_IDLE_KEPT;
 	h->rate_hz = (uint32_t)o->rate;
 	h->max_frames = (uint32_t)o->max_frames;
-	h->klo = o->klo;
-	h->khi = o->khi;
+	h->klo = ss->klo;
+	h->khi = ss->khi;
 	h->start_unix_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	const struct symtab *t = &ss->img.syms;
 	h->id_kind = (uint8_t)t->idkind;

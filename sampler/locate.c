@@ -27,7 +27,7 @@ static int kernel_vcpu(struct session *ss, uint64_t *pc)
 		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
 		if (n < 0) return -2;
 		uint64_t p = arch_reg(l->pc, regs, n);
-		if (arch_is_user(l, regs, n) != 1 && p >= ss->o->klo && p <= ss->o->khi) {
+		if (arch_is_user(l, regs, n) != 1 && p >= ss->klo && p <= ss->khi) {
 			*pc = p;
 			return ss->cpus[i];
 		}
@@ -102,11 +102,37 @@ static int choose_methods(struct session *ss)
 	return 0;
 }
 
+/*
+ * A kernel linked below the upper half -- our aarch64 kernel runs identity-mapped at 0x40080000 --
+ * has no half of its own: without --kernel-range its range is the image's text, moved by the
+ * KASLR offset (the map's _stext.._etext or its first and last symbol, already moved, when no
+ * image text was given). Kernels in the upper half keep all of it: their modules lie outside
+ * the image.
+ */
+static void image_range(struct session *ss, int64_t slide)
+{
+	const struct image *im = &ss->img;
+	const struct symtab *t = &im->syms;
+	uint64_t lo, hi;
+	if (ss->o->have_range || !t->n) return;
+	if (im->text_hi) {
+		lo = im->text_lo + (uint64_t)slide;
+		hi = im->text_hi + (uint64_t)slide;
+	} else {
+		lo = (t->marks >> MARK_STEXT) & 1 ? t->mark[MARK_STEXT] : t->syms[0].addr;
+		hi = (t->marks >> MARK_ETEXT) & 1 ? t->mark[MARK_ETEXT] : t->syms[t->n - 1].addr + 1;
+	}
+	if (lo >> 63 || hi <= lo) return;
+	ss->klo = lo;
+	ss->khi = hi - 1;
+}
+
 int locate_kernel(struct session *ss)
 {
 	const struct opts *o = ss->o;
 	struct image *im = &ss->img;
 	uint64_t pc = 0;
+	image_range(ss, 0);
 	int cpu = kernel_vcpu(ss, &pc), rc = 0;
 	if (cpu == -2) {
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
@@ -131,6 +157,7 @@ int locate_kernel(struct session *ss)
 	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map)
 		session_warn(ss, "the map has no linux_banner to check it against the guest: assuming it matches");
 	image_relocate(im, ss->kaslr.slide, ss->kaslr.names_slide);
+	image_range(ss, ss->kaslr.slide);
 	if (!im->has_orc && o->unwind != UNWIND_FP && o->unwind != UNWIND_CFI && guest_orc(ss, r.cpu) < 0)
 		return -1;
 	return choose_methods(ss);

@@ -31,6 +31,8 @@ int session_open(struct session *ss, const struct opts *o)
 {
 	memset(ss, 0, sizeof *ss);
 	ss->o = o;
+	ss->klo = o->klo;
+	ss->khi = o->khi;
 	int want = o->unwind == UNWIND_FP ? 0 : o->unwind == UNWIND_CFI ? IMG_WANT_CFI
 		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
 	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os) < 0)        /* before touching the VM */
@@ -75,15 +77,20 @@ int session_open(struct session *ss, const struct opts *o)
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
 	if (o->nelf && locate_kernel(ss) < 0) return -1;                   /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
-				   ss->img.has_cfi ? &ss->img.cfi : NULL, o->klo, o->khi, o->max_frames, NULL };
+				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);
 	cfg.os = &ss->img.os;
 	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
+	if (ss->img.os.os == OS_LINUX && ga->id != ARCH_X86_64) {
+		ss->img.os.os = OS_NONE; /* arm64 keeps `current` in SP_EL0, not at a per-CPU offset */
+		snprintf(ss->img.os.why, sizeof ss->img.os.why, "Linux tasks are found on x86_64 guests only (%s "
+			 "is not supported yet)", ga->name);
+	}
 	if (ss->img.os.os != OS_NONE && !plan_tasks_on(&ss->s.p)) {
 		ss->img.os.os = OS_NONE;
-		snprintf(ss->img.os.why, sizeof ss->img.os.why, "the gdbstub's %s registers include no gs_base",
-			 ga->name);
+		snprintf(ss->img.os.why, sizeof ss->img.os.why, "the gdbstub's %s registers include no %s (the "
+			 "per-CPU base)", ga->name, ga->pcpu ? ga->pcpu : "per-CPU base register");
 	}
 	if (ss->img.os.os == OS_NONE && o->nelf && o->os != OS_NONE) {
 		if (task_filter_on(&o->filter)) {

@@ -22,6 +22,8 @@ struct session {
 	struct sampler s;              /* per-vCPU sampling state */
 	int cpus[GDB_MAX_CPUS];        /* vCPU indexes sampled */
 	int ncpu;                      /* how many */
+	uint64_t klo, khi;             /* kernel range: --kernel-range, else the upper half, else (a
+				        * kernel linked below it) its image's text (locate.c) */
 	int attached;                  /* connected and not yet detached */
 	char how[256];                 /* how the VM was reached, for the report header ("" with -p) */
 	uint64_t rescues;              /* stops the pause watchdog ended */
