@@ -105,7 +105,7 @@ $(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
 
 # Host unit tests of the PMU decision and overflow logic against a simulated CPU: sim_cpu.c
 # implements hal/pmu.h in place of arch/x86_64/pmu_hal.c.
-KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu.c kernel/printf.c \
+KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu_x86.c kernel/printf.c \
 	     kernel/string.c
 $(BUILD)/kernel-pmu-tests: $(KPMU_SRCS) tests/kernel/sim_cpu.h $(wildcard kernel/*.h kernel/hal/*.h)
 	@mkdir -p $(dir $@)

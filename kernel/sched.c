@@ -4,7 +4,7 @@
 #include "lib.h"
 #include "mem.h"
 #include "panic.h"
-#include "x86.h"
+#include "arch.h"
 
 struct task tasks[MAX_TASKS];
 static struct spinlock tasks_lock = SPINLOCK_INIT("tasks");	/* slot allocation, pids */
@@ -106,7 +106,7 @@ void task_entry(void);
 void task_entry(void)
 {
 	finish_switch();
-	sti();
+	irq_enable();
 	struct task *t = mycpu()->current;
 	t->fn(t->arg);
 	task_exit();
@@ -199,7 +199,7 @@ struct task *task_create(const char *name, enum task_kind kind, void (*fn)(void 
 
 void task_exit(void)
 {
-	cli();
+	irq_disable();
 	struct cpu *c = mycpu();
 	struct task *t = c->current;
 	if (t->kind == KIND_IDLE)
@@ -226,11 +226,9 @@ static void block_until(enum task_state s, uint64_t ms)
 
 void task_sleep_ms(uint64_t ms)
 {
-	uint64_t f = read_rflags();
-	cli();
+	uint64_t f = irq_save();
 	block_until(TASK_SLEEPING, ms ? ms : 1);
-	if (f & RFLAGS_IF)
-		sti();
+	irq_restore(f);
 }
 
 void task_block_timeout(uint64_t ms)
@@ -252,11 +250,9 @@ void task_wake(struct task *t)
 
 void task_yield(void)
 {
-	uint64_t f = read_rflags();
-	cli();
+	uint64_t f = irq_save();
 	schedule();
-	if (f & RFLAGS_IF)
-		sti();
+	irq_restore(f);
 }
 
 struct task *task_by_pid(int pid)

@@ -88,7 +88,7 @@ IRQOFF_PHASES = ("irqoff_spin", "irqoff_exit", "irqon_spin")
 def work_time(g, pid):
     """`work time PID` -> {phase: TSC ticks the irqoff task's code has spent there}."""
     out = g.cmd(f"work time {pid}")
-    m = re.search(r"tsc irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
+    m = re.search(r"(?:tsc|cntvct) irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
     if not m:
         raise GuestError(f"work time {pid}: {out.strip()!r}")
     return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
