@@ -22,7 +22,7 @@ include kernel/kernel.mk
 -include sampler/sampler.mk
 
 # Debian packages the build, the tests and the demo need; installed only when missing.
-DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
+DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
 	    libelf-dev libdw-dev libbpf-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu

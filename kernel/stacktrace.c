@@ -152,11 +152,29 @@ static void print_frame(struct out *o, int i, uint64_t addr)
 		out_printf(o, "  #%d 0x%lx ?\n", i, addr);
 }
 
+static void print_frames(struct out *o, uint64_t pc, const uint64_t *frames, int n)
+{
+	print_frame(o, 0, pc);
+	for (int i = 0; i < n; i++)
+		print_frame(o, i + 1, frames[i]);
+}
+
+#if defined(__x86_64__) || !defined(__aarch64__)
 void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp)
 {
 	uint64_t frames[32];
-	print_frame(o, 0, rip);
-	int n = stacktrace_interrupted(rip, fp, sp, frames, (int)ARRAY_SIZE(frames));
-	for (int i = 0; i < n; i++)
-		print_frame(o, i + 1, frames[i]);
+	print_frames(o, rip, frames, stacktrace_interrupted(rip, fp, sp, frames, (int)ARRAY_SIZE(frames)));
+}
+#else
+void backtrace_print(struct out *o, uint64_t pc, uint64_t fp, uint64_t sp)
+{
+	uint64_t frames[32];
+	print_frames(o, pc, frames, stacktrace_from(fp, sp, frames, (int)ARRAY_SIZE(frames)));
+}
+#endif
+
+void backtrace_print_lr(struct out *o, uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr)
+{
+	uint64_t frames[32];
+	print_frames(o, pc, frames, stacktrace_interrupted_lr(pc, fp, sp, lr, frames, (int)ARRAY_SIZE(frames)));
 }

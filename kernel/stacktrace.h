@@ -30,4 +30,5 @@ int stacktrace_trapframe(const struct trapframe *tf, uint64_t *out, int max);
 int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi);
 /* Prints "  #i 0x... sym+0xoff" lines for rip then the walk from fp. */
 void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp);
+void backtrace_print_lr(struct out *o, uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr);	/* aarch64 */
 #endif

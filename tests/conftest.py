@@ -12,6 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
 KERNEL = os.path.join(BUILD, "kernel.elf")
 KERNEL_NOFP = os.path.join(BUILD, "kernel-nofp.elf")  # the same kernel without frame pointers
+KERNEL_A64 = os.path.join(BUILD, "aarch64", "kernel.elf")  # the aarch64 port (QEMU virt, GICv3)
+KERNEL_A64_NOFP = os.path.join(BUILD, "aarch64", "kernel-nofp.elf")
 # The one place the tests' imports are set up: the project's Python lives in tools/ (guest,
 # linuxguest, qemu_versions, udpshell), analysis/ (gdbsample_analysis) and vm-configs/ (vmconfig).
 for _d in ("tools", "analysis", "vm-configs"):

@@ -48,3 +48,20 @@ void arch_poweroff(struct out *o)
 	lapic_nmi_others();
 	halt_forever();
 }
+
+void task_start(void);		/* switch.S: where a new task's first swtch returns; jumps to task_entry */
+
+/*
+ * Initial stack, as swtch will pop it: r15 r14 r13 r12 rbx rbp, then the return address
+ * task_start (which jumps to task_entry), then a zero "caller" so a frame-pointer or CFI walk
+ * ends there. rbp = 0 too. After swtch's ret, rsp % 16 == 8 as at any function entry.
+ */
+uint64_t arch_task_stack_init(uint8_t *top)
+{
+	uint64_t *sp = (uint64_t *)top;
+	*--sp = 0;			/* fake return address of task_entry: ends the chain */
+	*--sp = (uint64_t)task_start;
+	for (int i = 0; i < 6; i++)
+		*--sp = 0;
+	return (uint64_t)sp;
+}

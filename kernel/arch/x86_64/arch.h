@@ -30,4 +30,6 @@ void arch_stop_others(void);			/* every other CPU stops (NMI), for panic/powerof
 void arch_poweroff(struct out *o) __attribute__((noreturn));
 void arch_raise_exception(void);		/* a real invalid-opcode exception (ud2) */
 void arch_lscpu(struct out *o);			/* CPUID: vendor, model, hypervisor, PMU claims */
+/* The initial stack of a new task, as swtch pops it: returns the saved stack pointer. */
+uint64_t arch_task_stack_init(uint8_t *top);
 #endif
