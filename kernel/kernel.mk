@@ -147,7 +147,15 @@ $(BUILD)/kernel-pmu-tests: $(KPMU_SRCS) tests/kernel/sim_cpu.h $(wildcard kernel
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_SRCS)
 
+# The same for the Armv8 PMU logic: the test carries its own simulated PMU (hal/pmu_armv8.h).
+KPMU_A64_SRCS := tests/kernel/test_pmu_armv8_host.c kernel/pmu_armv8.c kernel/printf.c kernel/string.c
+$(BUILD)/kernel-pmu-armv8-tests: $(KPMU_A64_SRCS) $(wildcard kernel/*.h kernel/hal/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_A64_SRCS)
+
 .PHONY: kernel-unit
-kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests
+kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests
 	$(BUILD)/kernel-host-tests
 	$(BUILD)/kernel-pmu-tests
+	$(BUILD)/kernel-pmu-armv8-tests
