@@ -37,11 +37,11 @@ deps:
 	fi
 
 # Boot the kernel under QEMU TCG with the serial console on this terminal and a
-# gdbstub on loopback only; CONFIG picks a row of vm-configs/configs.toml. Quit with `poweroff`
-# (or Ctrl-A X).
+# gdbstub on loopback only; CONFIG picks a row of vm-configs/configs.toml (an aarch64 row, e.g.
+# CONFIG=tcg-a64-max, boots build/aarch64/kernel.elf). Quit with `poweroff` (or Ctrl-A X).
 CONFIG ?= tcg-qemu64
 run: deps kernel
-	@vm-configs/run $(CONFIG) --kernel $(BUILD)/kernel.elf --smp $(SMP) --serial mon:stdio \
+	@vm-configs/run $(CONFIG) --build $(BUILD) --smp $(SMP) --serial mon:stdio \
 	  --gdb tcp:127.0.0.1:$(GDBPORT); s=$$?; [ $$s = 0 ] || [ $$s = 33 ] || exit $$s  # 33: poweroff
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
@@ -49,8 +49,11 @@ demo: deps all
 	$(PY) tools/demo.py --kernel $(BUILD)/kernel.elf
 
 # The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs).
+# ARCH=aarch64: on QEMU virt, where the in-guest source is the PMU (x86_64 under TCG: the tick).
 crosscheck: deps all
-	$(PY) tools/crosscheck.py --kernel $(BUILD)/kernel.elf --smp $(SMP) --out $(BUILD)/crosscheck
+	$(PY) tools/crosscheck.py --arch $(firstword $(ARCH)) \
+	  --kernel $(BUILD)/$(if $(filter aarch64,$(firstword $(ARCH))),aarch64/)kernel.elf \
+	  --smp $(SMP) --out $(BUILD)/crosscheck$(if $(filter aarch64,$(firstword $(ARCH))),-aarch64)
 
 test: deps all
 	$(MAKE) --no-print-directory unit-test
