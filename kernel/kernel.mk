@@ -1,4 +1,5 @@
-# kernel/kernel.mk: builds build/kernel.elf and build/kernel-nofp.elf, each with a symbol table
+# kernel/kernel.mk: builds build/kernel.elf and build/kernel-nofp.elf (x86_64), build/aarch64/kernel.elf
+# and build/aarch64/kernel-nofp.elf (QEMU virt; ARCH= picks one architecture), each with a symbol table
 # baked in by a multi-pass link.
 #
 # Pass 0 links with an empty table; the table generated from pass 0 is linked into pass 1;
