@@ -5,6 +5,9 @@ BUILD   ?= build
 CC      ?= gcc
 GDBPORT ?= 1234
 SMP     ?= 2
+# The version of gdbsample and gdbsample-analyze: the VERSION file is its one home (debian/changelog
+# must agree: `make deb` checks).
+GDBSAMPLE_VERSION := $(shell cat VERSION)
 
 # The Python that runs analysis/ and the tests must import elftools and pytest:
 # Debian's /usr/bin/python3 with python3-pyelftools and python3-pytest. The python3
