@@ -24,11 +24,13 @@ all: kernel $(BUILD)/gdbsample
 include kernel/kernel.mk
 -include sampler/sampler.mk
 
-# Debian packages the build, the tests and the demo need; installed only when missing.
+# Debian packages the build, the tests, the demo and the package (make deb: dpkg-dev, debhelper,
+# fakeroot, lintian; man pages: groff-base, man-db, mandoc) need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
 	    libelf-dev libdw-dev libbpf-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
-	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu
+	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
+	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
@@ -99,6 +101,10 @@ clean:
 .PHONY: linux-image
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
+
+# make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
+# Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.
+include install/install.mk
 
 # Fuzzing and sanitizers (fuzz/fuzz.mk): `make fuzz` builds every libFuzzer harness into
 # $(BUILD)/fuzz and runs each FUZZ_SECONDS (default 60), printing executions, coverage and crashes;
