@@ -65,7 +65,7 @@ uninstall:
 
 # The Debian package, built from a copy of the tree in $(BUILD)/deb/ so that nothing lands in the
 # repository's parent directory (where dpkg-buildpackage writes) and the checkout's build/ is left
-# alone; the .deb (and its dbgsym, .buildinfo, .changes) end up in $(BUILD)/deb/, checked by lintian
+# alone; the .deb (and its -dbgsym .deb, .buildinfo, .changes) end up in $(BUILD)/deb/, checked by lintian
 # (errors fail the build, warnings are printed).
 DEB_DIR := $(BUILD)/deb
 DEB_SRC := $(DEB_DIR)/src/gdbsample-$(GDBSAMPLE_VERSION)
@@ -79,7 +79,6 @@ deb:
 	  | tar -x -C $(DEB_SRC)
 	cd $(DEB_SRC) && dpkg-buildpackage -b -us -uc
 	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/src/*.changes $(DEB_DIR)/
-	-mv $(DEB_DIR)/src/*.ddeb $(DEB_DIR)/ 2>/dev/null
 	rm -rf $(DEB_DIR)/src
 	lintian --fail-on error $(DEB_DIR)/*.changes
 	@echo "deb: $$(ls $(DEB_DIR)/gdbsample_*.deb)"
