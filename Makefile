@@ -64,11 +64,11 @@ test: deps all
 unit-test: kernel-unit sampler-unit
 
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
-# (pytest -m "not qemu"; tests/conftest.py says which do) -- under a minute.
+# and build no package (pytest -m "not qemu and not slow"; tests/conftest.py says which) -- a minute.
 check: all
 	$(MAKE) --no-print-directory unit-test
 	$(PY) -m pyflakes analysis tools tests bench gdbscripts vm-configs/vmconfig.py
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu and not slow" tests
 
 # Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
 bench: deps all
