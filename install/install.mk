@@ -27,10 +27,10 @@ SHARE_DIRS := gdbsample_analysis gdbscripts vm-configs/libvirt vm-configs
 ANALYSIS_PY := $(sort $(notdir $(wildcard analysis/gdbsample_analysis/*.py)))
 MANPAGES := gdbsample.1 gdbsample-analyze.1
 
-.PHONY: tools man install uninstall deb
+.PHONY: install-files man install uninstall deb
 
 # What make install installs, built (debian/rules builds only this).
-tools: $(BUILD)/gdbsample man
+install-files: $(BUILD)/gdbsample man
 
 # The man pages with the version and the installed data directory filled in. A stamp holding
 # DATADIR rebuilds them when PREFIX changes.
@@ -41,7 +41,7 @@ $(BUILD)/man/datadir.stamp: FORCE
 $(BUILD)/man/%.1: install/%.1 VERSION $(BUILD)/man/datadir.stamp
 	sed -e 's|@VERSION@|$(GDBSAMPLE_VERSION)|g' -e 's|@DATADIR@|$(DATADIR)|g' $< > $@
 
-install: tools
+install: install-files
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(COMPDIR) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(SHARE_DIRS))
 	$(INSTALL) -m 755 $(BUILD)/gdbsample analysis/gdbsample-analyze $(DESTDIR)$(BINDIR)/
