@@ -5,6 +5,9 @@ BUILD   ?= build
 CC      ?= gcc
 GDBPORT ?= 1234
 SMP     ?= 2
+# The version of gdbsample and gdbsample-analyze: the VERSION file is its one home (debian/changelog
+# must agree: `make deb` checks).
+GDBSAMPLE_VERSION := $(shell cat VERSION)
 
 # The Python that runs analysis/ and the tests must import elftools and pytest:
 # Debian's /usr/bin/python3 with python3-pyelftools and python3-pytest. The python3
@@ -21,11 +24,13 @@ all: kernel $(BUILD)/gdbsample
 include kernel/kernel.mk
 -include sampler/sampler.mk
 
-# Debian packages the build, the tests and the demo need; installed only when missing.
+# Debian packages the build, the tests, the demo and the package (make deb: dpkg-dev, debhelper,
+# fakeroot, lintian; man pages: groff-base, man-db, mandoc) need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
 	    libelf-dev libdw-dev libbpf-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
-	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu
+	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
+	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
@@ -62,11 +67,11 @@ test: deps all
 unit-test: kernel-unit sampler-unit
 
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
-# (pytest -m "not qemu"; tests/conftest.py says which do) -- under a minute.
+# and build no package (pytest -m "not qemu and not slow"; tests/conftest.py says which) -- a minute.
 check: all
 	$(MAKE) --no-print-directory unit-test
 	$(PY) -m pyflakes analysis tools tests bench gdbscripts vm-configs/vmconfig.py
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu and not slow" tests
 
 # Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
 bench: deps all
@@ -99,6 +104,10 @@ clean:
 .PHONY: linux-image
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
+
+# make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
+# Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.
+include install/install.mk
 
 # Fuzzing and sanitizers (fuzz/fuzz.mk): `make fuzz` builds every libFuzzer harness into
 # $(BUILD)/fuzz and runs each FUZZ_SECONDS (default 60), printing executions, coverage and crashes;
