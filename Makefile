@@ -5,6 +5,9 @@ BUILD   ?= build
 CC      ?= gcc
 GDBPORT ?= 1234
 SMP     ?= 2
+# The version of gdbsample and gdbsample-analyze: the VERSION file is its one home (debian/changelog
+# must agree: `make deb` checks).
+GDBSAMPLE_VERSION := $(shell cat VERSION)
 
 # The Python that runs analysis/ and the tests must import elftools and pytest:
 # Debian's /usr/bin/python3 with python3-pyelftools and python3-pytest. The python3
@@ -21,11 +24,13 @@ all: kernel $(BUILD)/gdbsample
 include kernel/kernel.mk
 -include sampler/sampler.mk
 
-# Debian packages the build, the tests and the demo need; installed only when missing.
-DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3-pytest \
+# Debian packages the build, the tests, the demo and the package (make deb: dpkg-dev, debhelper,
+# fakeroot, lintian; man pages: groff-base, man-db, mandoc) need; installed only when missing.
+DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
 	    libelf-dev libdw-dev libbpf-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
-	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu
+	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
+	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
@@ -37,11 +42,11 @@ deps:
 	fi
 
 # Boot the kernel under QEMU TCG with the serial console on this terminal and a
-# gdbstub on loopback only; CONFIG picks a row of vm-configs/configs.toml. Quit with `poweroff`
-# (or Ctrl-A X).
+# gdbstub on loopback only; CONFIG picks a row of vm-configs/configs.toml (an aarch64 row, e.g.
+# CONFIG=tcg-a64-max, boots build/aarch64/kernel.elf). Quit with `poweroff` (or Ctrl-A X).
 CONFIG ?= tcg-qemu64
 run: deps kernel
-	@vm-configs/run $(CONFIG) --kernel $(BUILD)/kernel.elf --smp $(SMP) --serial mon:stdio \
+	@vm-configs/run $(CONFIG) --build $(BUILD) --smp $(SMP) --serial mon:stdio \
 	  --gdb tcp:127.0.0.1:$(GDBPORT); s=$$?; [ $$s = 0 ] || [ $$s = 33 ] || exit $$s  # 33: poweroff
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
@@ -49,8 +54,11 @@ demo: deps all
 	$(PY) tools/demo.py --kernel $(BUILD)/kernel.elf
 
 # The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs).
+# ARCH=aarch64: on QEMU virt, where the in-guest source is the PMU (x86_64 under TCG: the tick).
 crosscheck: deps all
-	$(PY) tools/crosscheck.py --kernel $(BUILD)/kernel.elf --smp $(SMP) --out $(BUILD)/crosscheck
+	$(PY) tools/crosscheck.py --arch $(firstword $(ARCH)) \
+	  --kernel $(BUILD)/$(if $(filter aarch64,$(firstword $(ARCH))),aarch64/)kernel.elf \
+	  --smp $(SMP) --out $(BUILD)/crosscheck$(if $(filter aarch64,$(firstword $(ARCH))),-aarch64)
 
 test: deps all
 	$(MAKE) --no-print-directory unit-test
@@ -59,11 +67,11 @@ test: deps all
 unit-test: kernel-unit sampler-unit
 
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
-# (pytest -m "not qemu"; tests/conftest.py says which do) -- under a minute.
+# and build no package (pytest -m "not qemu and not slow"; tests/conftest.py says which) -- a minute.
 check: all
 	$(MAKE) --no-print-directory unit-test
 	$(PY) -m pyflakes analysis tools tests bench gdbscripts vm-configs/vmconfig.py
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu and not slow" tests
 
 # Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
 bench: deps all
@@ -96,6 +104,10 @@ clean:
 .PHONY: linux-image
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
+
+# make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
+# Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.
+include install/install.mk
 
 # Fuzzing and sanitizers (fuzz/fuzz.mk): `make fuzz` builds every libFuzzer harness into
 # $(BUILD)/fuzz and runs each FUZZ_SECONDS (default 60), printing executions, coverage and crashes;

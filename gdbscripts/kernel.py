@@ -137,7 +137,7 @@ class Prof(gdb.Command):
 
 
 TRAPFRAME_REGS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12",
-                  "r13", "r14", "r15")  # struct trapframe (kernel/trap.h), then vector, error, iret frame
+                  "r13", "r14", "r15")  # struct trapframe (kernel/arch/x86_64/trap.h), then vector, error, iret frame
 
 
 class FrameId:

@@ -1,4 +1,4 @@
-/* console.h: the COM1 serial console: output for everyone, input for the shell. */
+/* console.h: the serial console (COM1 or the PL011): output for everyone, input for the shell. */
 #ifndef CONSOLE_H
 #define CONSOLE_H
 #include "lib.h"

@@ -1,4 +1,4 @@
-/* cpu.h: per-CPU state (one struct per CPU, found through GS) and CPU setup. */
+/* cpu.h: per-CPU state (one struct per CPU, found through GS or TPIDR_EL1) and CPU setup. */
 #ifndef CPU_H
 #define CPU_H
 #include <stdint.h>
@@ -9,6 +9,7 @@
 
 struct task;
 
+#if defined(__x86_64__)
 struct tss {
 	uint32_t rsv0;
 	uint64_t rsp[3];	/* stacks for privilege changes (unused: no user mode) */
@@ -18,11 +19,13 @@ struct tss {
 	uint16_t rsv3;
 	uint16_t iomap;
 } __attribute__((packed));
+#endif
 
 struct cpu {
-	struct cpu *self;		/* gs:0, so mycpu() is one load */
+	struct cpu *self;		/* gs:0 on x86_64, so mycpu() is one load; TPIDR_EL1 on aarch64 */
 	int id;				/* logical index 0..ncpu-1 */
-	uint32_t apic_id;		/* local APIC id from the MADT */
+	uint32_t apic_id;		/* x86_64: local APIC id from the MADT */
+	uint64_t mpidr;			/* aarch64: MPIDR_EL1 affinity, the PSCI target */
 	volatile int online;		/* set by the CPU itself once it ticks */
 	struct task *current;		/* task running now */
 	struct task *idle;		/* this CPU's idle task */
@@ -31,9 +34,11 @@ struct cpu {
 	struct task *zombie;		/* exited task whose stack is freed after the switch */
 	volatile uint64_t ticks;	/* timer interrupts taken */
 	int need_resched;		/* an interrupt woke a task here: switch on the way out */
+#if defined(__x86_64__)
 	uint64_t gdt[5];		/* null, code, data, TSS (two slots) */
 	struct tss tss;			/* holds the IST stack pointers */
 	uint8_t *ist_nmi, *ist_df, *ist_mc;	/* IST stacks (IST_STACK_SIZE each) */
+#endif
 };
 
 extern struct cpu cpus[MAX_CPUS];
@@ -42,11 +47,15 @@ extern int ncpu;			/* CPUs found in the MADT (<= MAX_CPUS) */
 static inline struct cpu *mycpu(void)
 {
 	struct cpu *c;
+#if defined(__aarch64__)
+	__asm__ volatile("mrs %0, tpidr_el1" : "=r"(c));
+#else
 	__asm__ volatile("mov %%gs:0, %0" : "=r"(c));
+#endif
 	return c;
 }
 
-void cpu_init(struct cpu *c);		/* GDT, TSS, IDT, GS base for the calling CPU */
+void cpu_init(struct cpu *c);		/* x86_64: GDT, TSS, IDT, GS base; aarch64: vectors, TPIDR_EL1 */
 void idt_init(void);			/* build the shared IDT once */
 int cpu_online_count(void);
 #endif

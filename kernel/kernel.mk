@@ -1,4 +1,5 @@
-# kernel/kernel.mk: builds build/kernel.elf and build/kernel-nofp.elf, each with a symbol table
+# kernel/kernel.mk: builds build/kernel.elf and build/kernel-nofp.elf (x86_64), build/aarch64/kernel.elf
+# and build/aarch64/kernel-nofp.elf (QEMU virt; ARCH= picks one architecture), each with a symbol table
 # baked in by a multi-pass link.
 #
 # Pass 0 links with an empty table; the table generated from pass 0 is linked into pass 1;
@@ -17,17 +18,23 @@
 # Both keep .eh_frame (kernel.ld): in kernel.elf it holds only the assembly files' CFI (entry
 # stubs, context switch, boot), the C code's CFI goes to .debug_frame there.
 
+# The architectures `make` builds a kernel for: both by default, one with ARCH=x86_64|aarch64.
+ARCH ?= x86_64 aarch64
+KARCHES := $(filter x86_64 aarch64,$(ARCH))
+ifneq ($(words $(ARCH)),$(words $(KARCHES)))
+$(error ARCH must be x86_64 and/or aarch64, not '$(ARCH)')
+endif
+
 KCFLAGS_COMMON := -std=c11 -ffreestanding -fno-builtin -fno-stack-protector -fno-pic -fno-pie \
-	   -mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-sse -mno-mmx \
-	   -fno-optimize-sibling-calls -fno-ipa-icf -fcf-protection=none \
-	   -g -O2 -Wall -Wextra -Werror=implicit-function-declaration \
-	   -Ikernel -Ikernel/arch/x86_64
-# Both builds:
+	   -fno-optimize-sibling-calls -fno-ipa-icf -g -O2 -Wall -Wextra -Werror=implicit-function-declaration
+# Both builds, both arches:
 #   -fno-optimize-sibling-calls: a tail call (`jmp`) replaces the caller's frame, return address
 #   included, so the caller vanishes from every unwind, frame-pointer or CFI alike; `work chain`'s
 #   functions must each keep a frame in the chain.
 #   -fno-ipa-icf: `work split`'s three functions have identical bodies on purpose;
 #   identical-code folding would merge them into one.
+KCFLAGS_X86 := $(KCFLAGS_COMMON) -mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-sse -mno-mmx \
+	   -fcf-protection=none -Ikernel -Ikernel/arch/x86_64
 KCFLAGS_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 	   -fno-shrink-wrap -pg -mnop-mcount -fno-schedule-insns2 \
 	   -fno-asynchronous-unwind-tables
@@ -41,48 +48,73 @@ KCFLAGS_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 KCFLAGS_NOFP := -fomit-frame-pointer -fasynchronous-unwind-tables
 # kernel-nofp.elf only: RBP is a general register; -fasynchronous-unwind-tables makes the CFI
 #   exact at every instruction (not only at call sites), so a sample may stop anywhere.
-KASFLAGS := -g -Ikernel -Ikernel/arch/x86_64
-KLDFLAGS := -nostdlib -no-pie -z max-page-size=0x1000 -z noexecstack -T kernel/kernel.ld
+KASFLAGS_X86 := -g -Ikernel -Ikernel/arch/x86_64
+KLDFLAGS := -nostdlib -no-pie -z max-page-size=0x1000 -z noexecstack
 
-KSRCS_C := $(wildcard kernel/*.c kernel/arch/x86_64/*.c)
+# aarch64 (QEMU virt): the same sources but the arch directory, with GCC's cross compiler.
+#   -mbranch-protection=none: no pointer authentication (-cpu max implements it): a signed
+#   return address in a frame record would be garbage to every walker outside the guest.
+#   -mno-outline-atomics: atomics inline (LL/SC), not calls into libgcc, which a kernel lacks.
+#   -fno-tree-loop-distribute-patterns: string.c's byte loops must not become calls to memcpy.
+#   -mno-omit-leaf-frame-pointer gives leaf functions a frame record on aarch64 without -pg
+#   (which has no NOP form there); -fno-shrink-wrap as on x86_64.
+A64_CROSS ?= aarch64-linux-gnu-
+KCC_x86 = $(CC)
+KLD_x86 = $(LD)
+KNM_x86 = nm
+KCC_a64 = $(A64_CROSS)gcc
+KLD_a64 = $(A64_CROSS)ld
+KNM_a64 = $(A64_CROSS)nm
+KCFLAGS_A64 := $(KCFLAGS_COMMON) -mgeneral-regs-only -mbranch-protection=none -mno-outline-atomics \
+	   -fno-tree-loop-distribute-patterns -Ikernel -Ikernel/arch/aarch64
+KCFLAGS_A64_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-shrink-wrap \
+	   -fno-asynchronous-unwind-tables
+KASFLAGS_A64 := -g -Ikernel -Ikernel/arch/aarch64
+
+KSRCS_SHARED := $(addprefix kernel/,console.c mem.c panic.c printf.c prof_report.c profiler.c sched.c \
+		shell.c spinlock.c stacktrace.c string.c symtab.c work.c)
+KSRCS_C := $(KSRCS_SHARED) $(addprefix kernel/,net.c netload.c pci.c pmu_x86.c udpsh.c virtio_net.c) \
+	   $(wildcard kernel/arch/x86_64/*.c)
 KSRCS_S := $(wildcard kernel/arch/x86_64/*.S)
+KSRCS_A64_C := $(KSRCS_SHARED) kernel/pmu_armv8.c $(wildcard kernel/arch/aarch64/*.c)
+KSRCS_A64_S := $(wildcard kernel/arch/aarch64/*.S)
 MKSYMTAB := sh kernel/tools/mksymtab.sh
 
-# $(call KERNEL_VARIANT,NAME,CFLAGS): the rules that compile into $(BUILD)/NAME/ and link
-# $(BUILD)/NAME.elf, symbol-table passes and check included. One call per build; $$ is left
-# for the $(eval) to expand.
+# $(call KERNEL_VARIANT,NAME,CFLAGS,TOOLS (x86|a64: KCC_/KLD_/KNM_),ASFLAGS,LDSCRIPT,C SOURCES,S SOURCES): the rules that
+# compile into $(BUILD)/NAME/ and link $(BUILD)/NAME.elf, symbol-table passes and check included.
+# One call per build; $$ is left for the $(eval) to expand.
 define KERNEL_VARIANT
 $(1)_DIR  := $(BUILD)/$(1)
-$(1)_OBJS := $(patsubst kernel/%.c,$(BUILD)/$(1)/%.o,$(KSRCS_C)) \
-	     $(patsubst kernel/%.S,$(BUILD)/$(1)/%.o,$(KSRCS_S))
+$(1)_OBJS := $(patsubst kernel/%.c,$(BUILD)/$(1)/%.o,$(6)) \
+	     $(patsubst kernel/%.S,$(BUILD)/$(1)/%.o,$(7))
 
 $$($(1)_DIR)/%.o: kernel/%.c kernel/kernel.mk
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(2) -MMD -MP -c $$< -o $$@
+	$$(KCC_$(3)) $(2) -MMD -MP -c $$< -o $$@
 
 $$($(1)_DIR)/%.o: kernel/%.S kernel/kernel.mk
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(KASFLAGS) -MMD -MP -c $$< -o $$@
+	$$(KCC_$(3)) $(4) -MMD -MP -c $$< -o $$@
 
 $$($(1)_DIR)/symtab0.S:
 	@mkdir -p $$(dir $$@)
 	$$(MKSYMTAB) /dev/null > $$@
 
 $$($(1)_DIR)/symtab%.o: $$($(1)_DIR)/symtab%.S
-	$$(CC) $$(KASFLAGS) -c $$< -o $$@
+	$$(KCC_$(3)) $(4) -c $$< -o $$@
 
-$$($(1)_DIR)/kernel0.elf: $$($(1)_OBJS) $$($(1)_DIR)/symtab0.o kernel/kernel.ld
-	$$(LD) $$(KLDFLAGS) -o $$@ $$($(1)_OBJS) $$($(1)_DIR)/symtab0.o
+$$($(1)_DIR)/kernel0.elf: $$($(1)_OBJS) $$($(1)_DIR)/symtab0.o $(5)
+	$$(KLD_$(3)) $$(KLDFLAGS) -T $(5) -o $$@ $$($(1)_OBJS) $$($(1)_DIR)/symtab0.o
 
 $$($(1)_DIR)/symtab1.S: $$($(1)_DIR)/kernel0.elf kernel/tools/mksymtab.sh
-	$$(MKSYMTAB) $$< > $$@
+	NM=$$(KNM_$(3)) $$(MKSYMTAB) $$< > $$@
 
-$$($(1)_DIR)/kernel1.elf: $$($(1)_OBJS) $$($(1)_DIR)/symtab1.o kernel/kernel.ld
-	$$(LD) $$(KLDFLAGS) -o $$@ $$($(1)_OBJS) $$($(1)_DIR)/symtab1.o
+$$($(1)_DIR)/kernel1.elf: $$($(1)_OBJS) $$($(1)_DIR)/symtab1.o $(5)
+	$$(KLD_$(3)) $$(KLDFLAGS) -T $(5) -o $$@ $$($(1)_OBJS) $$($(1)_DIR)/symtab1.o
 
 # The check that makes the table trustworthy: regenerate from the final image and compare.
 $(BUILD)/$(1).elf: $$($(1)_DIR)/kernel1.elf
-	$$(MKSYMTAB) $$< > $$($(1)_DIR)/symtab-check.S
+	NM=$$(KNM_$(3)) $$(MKSYMTAB) $$< > $$($(1)_DIR)/symtab-check.S
 	@cmp -s $$($(1)_DIR)/symtab1.S $$($(1)_DIR)/symtab-check.S || \
 	  { echo "$(1): final link moved symbols relative to the baked-in table" >&2; exit 1; }
 	cp $$< $$@
@@ -90,10 +122,14 @@ $(BUILD)/$(1).elf: $$($(1)_DIR)/kernel1.elf
 -include $$($(1)_OBJS:.o=.d)
 endef
 
-$(eval $(call KERNEL_VARIANT,kernel,$(KCFLAGS_COMMON) $(KCFLAGS_FP)))
-$(eval $(call KERNEL_VARIANT,kernel-nofp,$(KCFLAGS_COMMON) $(KCFLAGS_NOFP)))
+$(eval $(call KERNEL_VARIANT,kernel,$(KCFLAGS_X86) $(KCFLAGS_FP),x86,$(KASFLAGS_X86),kernel/kernel.ld,$(KSRCS_C),$(KSRCS_S)))
+$(eval $(call KERNEL_VARIANT,kernel-nofp,$(KCFLAGS_X86) $(KCFLAGS_NOFP),x86,$(KASFLAGS_X86),kernel/kernel.ld,$(KSRCS_C),$(KSRCS_S)))
+$(eval $(call KERNEL_VARIANT,aarch64/kernel,$(KCFLAGS_A64) $(KCFLAGS_A64_FP),a64,$(KASFLAGS_A64),kernel/arch/aarch64/kernel.ld,$(KSRCS_A64_C),$(KSRCS_A64_S)))
+$(eval $(call KERNEL_VARIANT,aarch64/kernel-nofp,$(KCFLAGS_A64) $(KCFLAGS_NOFP),a64,$(KASFLAGS_A64),kernel/arch/aarch64/kernel.ld,$(KSRCS_A64_C),$(KSRCS_A64_S)))
 
-kernel: $(BUILD)/kernel.elf $(BUILD)/kernel-nofp.elf
+KERNEL_ELFS_x86_64 := $(BUILD)/kernel.elf $(BUILD)/kernel-nofp.elf
+KERNEL_ELFS_aarch64 := $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf
+kernel: $(foreach a,$(KARCHES),$(KERNEL_ELFS_$(a)))
 
 # Host unit tests of kernel logic that needs no hardware (stack walks, symbols, printf).
 KHOST_SRCS := tests/kernel/test_kernel_host.c kernel/stacktrace.c kernel/symtab.c kernel/printf.c \
@@ -105,14 +141,22 @@ $(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
 
 # Host unit tests of the PMU decision and overflow logic against a simulated CPU: sim_cpu.c
 # implements hal/pmu.h in place of arch/x86_64/pmu_hal.c.
-KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu.c kernel/printf.c \
+KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu_x86.c kernel/printf.c \
 	     kernel/string.c
 $(BUILD)/kernel-pmu-tests: $(KPMU_SRCS) tests/kernel/sim_cpu.h $(wildcard kernel/*.h kernel/hal/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_SRCS)
 
+# The same for the Armv8 PMU logic: the test carries its own simulated PMU (hal/pmu_armv8.h).
+KPMU_A64_SRCS := tests/kernel/test_pmu_armv8_host.c kernel/pmu_armv8.c kernel/printf.c kernel/string.c
+$(BUILD)/kernel-pmu-armv8-tests: $(KPMU_A64_SRCS) $(wildcard kernel/*.h kernel/hal/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_A64_SRCS)
+
 .PHONY: kernel-unit
-kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests
+kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests
 	$(BUILD)/kernel-host-tests
 	$(BUILD)/kernel-pmu-tests
+	$(BUILD)/kernel-pmu-armv8-tests

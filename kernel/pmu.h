@@ -8,6 +8,7 @@ enum pmu_kind {
 	PMU_INTEL_FIXED1,	/* Intel arch perfmon v2+, fixed counter 1 (unhalted core cycles) */
 	PMU_AMD_CORE,		/* AMD PerfCtrExtCore counter 0, event 0x76, sign-bit overflow */
 	PMU_AMD_V2,		/* AMD PerfMonV2: the same counter with global control/status */
+	PMU_ARMV8_CYCLES,	/* Armv8 PMUv3 cycle counter, its overflow a pseudo-NMI (GICv3 priority) */
 };
 
 struct pmu_decision {
@@ -17,6 +18,7 @@ struct pmu_decision {
 	char detail[80];		/* more about the reason, or about the probe that passed */
 	uint64_t probe_ns;		/* how long the counting probe took (0 if none ran) */
 	uint32_t width;			/* counter width in bits */
+	uint64_t counter_hz;		/* aarch64: cycle-counter rate measured against CNTVCT */
 };
 
 #define PMU_PROBE_NS 10000		/* a claimed counter must move within ~10 us */
@@ -26,11 +28,12 @@ void pmu_probe(struct pmu_decision *d);	/* runs CPUID checks and the counting pr
 void pmu_install(const struct pmu_decision *d);	/* publish a decision for pmu_arm & co */
 const struct pmu_decision *pmu_decide(void);	/* probes once, then returns the cached decision */
 const char *pmu_source_name(enum pmu_kind k);	/* e.g. "pmu/nmi intel fixed-ctr1" */
+/* pmu_x86.c on x86_64, pmu_armv8.c on aarch64: one decision logic per architecture. */
 
 /* Per CPU, called on that CPU with interrupts off. */
 void pmu_arm(int cpu, uint64_t period);	/* overflow (an NMI) every `period` events */
 void pmu_disarm(int cpu);
 int pmu_armed(int cpu);
-int pmu_nmi(int cpu);			/* 1 if this NMI is our counter's overflow (re-armed) */
+int pmu_nmi(int cpu);			/* 1 if this NMI (aarch64: PMU pseudo-NMI) is our overflow (re-armed) */
 uint64_t pmu_period(void);		/* the period that gives about one overflow per ms */
 #endif

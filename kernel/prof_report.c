@@ -1,7 +1,6 @@
 /* prof_report.c: folds samples by chain (leaf by symbol with an offset span, callers by
  * return address) and prints the report format of docs/report-format.md. */
 #include "prof_report.h"
-#include "apic.h"
 #include "mem.h"
 #include "symtab.h"
 

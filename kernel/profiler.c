@@ -1,6 +1,6 @@
 /* profiler.c: per-CPU lock-free sample buffers, start/stop across CPUs, and the `profile` command. */
 #include "profiler.h"
-#include "apic.h"
+#include "arch.h"
 #include "cpu.h"
 #include "mem.h"
 #include "pmu.h"
@@ -40,8 +40,8 @@ static void prof_sample(struct trapframe *tf)
 	struct task *t = c->current;
 	r->pid = t ? t->pid : -1;
 	r->idle = !t || t->kind == KIND_IDLE;
-	r->frames[0] = tf->rip;
-	r->n = (uint8_t)(1 + stacktrace_interrupted(tf->rip, tf->rbp, tf->rsp, r->frames + 1, PROF_FRAMES - 1));
+	r->frames[0] = TF_PC(tf);
+	r->n = (uint8_t)(1 + stacktrace_trapframe(tf, r->frames + 1, PROF_FRAMES - 1));
 	p->count++;
 }
 

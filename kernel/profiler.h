@@ -6,7 +6,7 @@
 struct trapframe;
 
 #define PROF_FRAMES 8		/* frames per sample: the interrupted RIP + 7 callers */
-#define PROF_BUF 1024		/* records per CPU buffer */
+#define PROF_BUF 4096		/* records per CPU buffer: 4 s of a 1 kHz PMU source */
 #define PROF_MAX_CHAINS 128	/* distinct chains folded at report time */
 #define PROF_MAX_MS 2000
 

@@ -4,7 +4,7 @@
 #include "lib.h"
 #include "mem.h"
 #include "panic.h"
-#include "x86.h"
+#include "arch.h"
 
 struct task tasks[MAX_TASKS];
 static struct spinlock tasks_lock = SPINLOCK_INIT("tasks");	/* slot allocation, pids */
@@ -99,14 +99,12 @@ static void schedule(void)
 	finish_switch();	/* now on prev's stack again, maybe on a later switch */
 }
 
-void task_start(void); /* switch.S: where a new task's first swtch returns; jumps to task_entry */
-
 /* First code a new task runs: swtch "returned" (through task_start) with interrupts off. */
 void task_entry(void);
 void task_entry(void)
 {
 	finish_switch();
-	sti();
+	irq_enable();
 	struct task *t = mycpu()->current;
 	t->fn(t->arg);
 	task_exit();
@@ -176,18 +174,7 @@ struct task *task_create(const char *name, enum task_kind kind, void (*fn)(void 
 	for (int i = 0; i < STACK_GUARD_WORDS; i++)
 		((uint64_t *)stack)[i] = STACK_GUARD;
 
-	/*
-	 * Initial stack, as swtch will pop it: r15 r14 r13 r12 rbx rbp, then the return
-	 * address task_start (which jumps to task_entry), then a zero "caller" so a frame-pointer
-	 * or CFI walk ends there.
-	 * rbp = 0 too. After swtch's ret, rsp % 16 == 8 as at any function entry.
-	 */
-	uint64_t *sp = (uint64_t *)(stack + TASK_STACK_SIZE);
-	*--sp = 0;			/* fake return address of task_entry: ends the chain */
-	*--sp = (uint64_t)task_start;
-	for (int i = 0; i < 6; i++)
-		*--sp = 0;
-	t->rsp = (uint64_t)sp;
+	t->rsp = arch_task_stack_init(stack + TASK_STACK_SIZE);	/* swtch "returns" to task_start */
 
 	struct cpu *c = &cpus[cpu];
 	f = spin_lock_irqsave(&c->rq_lock);
@@ -199,7 +186,7 @@ struct task *task_create(const char *name, enum task_kind kind, void (*fn)(void 
 
 void task_exit(void)
 {
-	cli();
+	irq_disable();
 	struct cpu *c = mycpu();
 	struct task *t = c->current;
 	if (t->kind == KIND_IDLE)
@@ -226,11 +213,9 @@ static void block_until(enum task_state s, uint64_t ms)
 
 void task_sleep_ms(uint64_t ms)
 {
-	uint64_t f = read_rflags();
-	cli();
+	uint64_t f = irq_save();
 	block_until(TASK_SLEEPING, ms ? ms : 1);
-	if (f & RFLAGS_IF)
-		sti();
+	irq_restore(f);
 }
 
 void task_block_timeout(uint64_t ms)
@@ -252,11 +237,9 @@ void task_wake(struct task *t)
 
 void task_yield(void)
 {
-	uint64_t f = read_rflags();
-	cli();
+	uint64_t f = irq_save();
 	schedule();
-	if (f & RFLAGS_IF)
-		sti();
+	irq_restore(f);
 }
 
 struct task *task_by_pid(int pid)

@@ -1,22 +1,18 @@
 /* shell.c: the serial shell: line editing on COM1, tokenizing, and the command table. */
 #include "shell.h"
-#include "acpi.h"
-#include "apic.h"
+#include "arch.h"
 #include "console.h"
 #include "cpu.h"
-#include "cpuinfo.h"
 #include "mem.h"
+#if ARCH_HAS_NET
 #include "net.h"
 #include "netload.h"
+#endif
 #include "profiler.h"
 #include "sched.h"
 #include "work.h"
-#include "x86.h"
 
 #define MAX_ARGS 8
-#define DEBUG_EXIT_PORT 0xf4		/* QEMU isa-debug-exit: status = (value << 1) | 1 */
-#define DEBUG_EXIT_POWEROFF 0x10	/* -> QEMU exit status 33, documented in the README */
-#define ACPI_SLP_EN (1 << 13)		/* PM1 control: sleep enable; SLP_TYP 0 = S5 on QEMU */
 
 struct command {
 	const char *name;
@@ -58,21 +54,18 @@ static void cmd_cpus(int argc, char **argv, struct out *o)
 	for (int i = 0; i < ncpu; i++) {
 		struct cpu *c = &cpus[i];
 		struct task *t = c->current;
-		out_printf(o, "%3d %4u %10lu %5d %s%s\n", i, c->apic_id, c->ticks, t ? t->pid : -1,
+		out_printf(o, "%3d %4u %10lu %5d %s%s\n", i, (unsigned)arch_cpu_hwid(c), c->ticks, t ? t->pid : -1,
 			   t ? t->name : "-", c->online ? "" : " (offline)");
 	}
 }
 
 static void cmd_lscpu(int argc, char **argv, struct out *o)
 {
-	struct cpuinfo ci;
 	if (!no_args(argc, argv, o))
 		return;
-	cpuinfo_read(&ci);
-	cpuinfo_print(o, &ci);
+	arch_lscpu(o);
 	out_printf(o, "cpus:        %d online\n", cpu_online_count());
-	out_printf(o, "clocks:      tsc %lu kHz, lapic timer %lu kHz (/16), calibrated on the PIT\n",
-		   tsc_hz() / 1000, lapic_timer_hz() / 1000);
+	arch_clocks_print(o);
 	prof_lscpu(o);
 }
 
@@ -112,6 +105,7 @@ static void cmd_profile(int argc, char **argv, struct out *o)
 	profile_command(argc, argv, o);
 }
 
+#if ARCH_HAS_NET
 static void cmd_net(int argc, char **argv, struct out *o)
 {
 	if (no_args(argc, argv, o))
@@ -122,6 +116,7 @@ static void cmd_netload(int argc, char **argv, struct out *o)
 {
 	netload_command(argc, argv, o);
 }
+#endif
 
 static void cmd_kill(int argc, char **argv, struct out *o)
 {
@@ -147,7 +142,7 @@ NOINLINE static void cmd_panic(int argc, char **argv, struct out *o)
 	if (!no_args(argc, argv, o))
 		return;
 	out_puts(o, "panic: raising an invalid-opcode exception\n");
-	__asm__ volatile("ud2");
+	arch_raise_exception();
 }
 
 static void cmd_poweroff(int argc, char **argv, struct out *o)
@@ -155,14 +150,7 @@ static void cmd_poweroff(int argc, char **argv, struct out *o)
 	if (!no_args(argc, argv, o))
 		return;
 	out_puts(o, "poweroff: bye\n");
-	outb(DEBUG_EXIT_PORT, DEBUG_EXIT_POWEROFF);	/* QEMU with isa-debug-exit ends here */
-	uint16_t pm1a = acpi_pm1a_cnt();
-	if (pm1a)
-		outw(pm1a, ACPI_SLP_EN);		/* ACPI S5 */
-	delay_us(100000);
-	out_puts(o, "poweroff: no isa-debug-exit or ACPI power-off; halting all cpus\n");
-	lapic_nmi_others();
-	halt_forever();
+	arch_poweroff(o);
 }
 
 static const struct command commands[] = {
@@ -174,8 +162,10 @@ static const struct command commands[] = {
 	{ "stacks", "each task's stack size and high-water mark", cmd_stacks },
 	{ "work", "split A B C | chain D | irqoff MS | copy | fanout | time PID | stop PID|all", cmd_work },
 	{ "profile", "[MS [PID|all [CHAINS]]]: sample for MS ms (1000), hottest chains (8); profile stats", cmd_profile },
+#if ARCH_HAS_NET
 	{ "net", "network device, counters and drops by reason", cmd_net },
 	{ "netload", "sink PORT | stats | stop | send SIZE PPS SECONDS: UDP load test", cmd_netload },
+#endif
 	{ "kill", "kill PID: ask a task to exit", cmd_kill },
 	{ "panic", "crash on purpose (test the panic report)", cmd_panic },
 	{ "poweroff", "end the VM (QEMU exit status 33 with isa-debug-exit)", cmd_poweroff },

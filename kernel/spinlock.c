@@ -1,6 +1,6 @@
 /* spinlock.c: spinlocks; interrupts stay off while held so a handler can't deadlock on one. */
 #include "spinlock.h"
-#include "x86.h"
+#include "arch.h"
 
 void spin_lock(struct spinlock *l)
 {
@@ -17,8 +17,7 @@ void spin_unlock(struct spinlock *l)
 
 uint64_t spin_lock_irqsave(struct spinlock *l)
 {
-	uint64_t flags = read_rflags();
-	cli();
+	uint64_t flags = irq_save();
 	spin_lock(l);
 	return flags;
 }
@@ -26,6 +25,5 @@ uint64_t spin_lock_irqsave(struct spinlock *l)
 void spin_unlock_irqrestore(struct spinlock *l, uint64_t flags)
 {
 	spin_unlock(l);
-	if (flags & RFLAGS_IF)
-		sti();
+	irq_restore(flags);
 }

@@ -19,6 +19,7 @@ int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi)
 			return 1;
 		}
 	}
+#if defined(__x86_64__)
 	for (int i = 0; i < ncpu; i++) {
 		uint8_t *ist[3] = { cpus[i].ist_nmi, cpus[i].ist_df, cpus[i].ist_mc };
 		for (int k = 0; k < 3; k++) {
@@ -30,6 +31,7 @@ int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi)
 			}
 		}
 	}
+#endif
 	return 0;
 }
 
@@ -58,6 +60,7 @@ int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max)
 	return n;
 }
 
+#if defined(__x86_64__) || !defined(__aarch64__)	/* host tests run the x86_64 walk */
 #define OP_PUSH_RBP 0x55			/* push %rbp */
 static const uint8_t mov_rsp_rbp[3] = { 0x48, 0x89, 0xe5 };	/* mov %rsp,%rbp */
 
@@ -83,6 +86,61 @@ int stacktrace_interrupted(uint64_t rip, uint64_t rbp, uint64_t rsp, uint64_t *o
 	}
 	return stacktrace_from(rbp, rsp, out, max);
 }
+#endif
+
+/*
+ * AArch64 (AAPCS64 frame records: [x29] = caller's x29, [x29 + 8] = return address, as on x86_64).
+ * GCC's frame setup is `stp x29, x30, [sp, #-N]!` (or `sub sp` + `stp x29, x30, [sp, #M]`), then
+ * `mov x29, sp` (or `add x29, sp, #M`); the epilogue `ldp x29, x30, ...` [`add sp`] `ret`. Until
+ * x29 points at the new record, and again from the `ldp` on, the caller's return address is only
+ * in LR and x29 is the caller's frame: the first caller is LR.
+ */
+#define A64_STP_FP_LR_MASK 0xffc07fffu		/* stp x29, x30, [sp, #imm] (pre-index or offset) */
+#define A64_STP_FP_LR_PRE 0xa9807bfdu
+#define A64_STP_FP_LR_OFF 0xa9007bfdu
+#define A64_ADD_FP_SP_MASK 0xffc003ffu		/* add x29, sp, #imm (mov x29, sp is imm 0) */
+#define A64_ADD_FP_SP 0x910003fdu
+#define A64_LDP_FP_LR_MASK 0xffc07fffu		/* ldp x29, x30, [sp], #imm or [sp, #imm] */
+#define A64_LDP_FP_LR_POST 0xa8c07bfdu
+#define A64_LDP_FP_LR_OFF 0xa9407bfdu
+#define A64_RET 0xd65f03c0u
+
+int a64_frame_not_set_up(uint64_t pc, int at_entry)
+{
+	if (at_entry)
+		return 1;
+	if (!kernel_text_contains(pc) || (pc & 3))
+		return 0;
+	uint32_t w = *(const uint32_t *)pc;
+	if ((w & A64_STP_FP_LR_MASK) == A64_STP_FP_LR_PRE || (w & A64_STP_FP_LR_MASK) == A64_STP_FP_LR_OFF ||
+	    (w & A64_ADD_FP_SP_MASK) == A64_ADD_FP_SP || w == A64_RET)
+		return 1;
+	for (int back = 1; back <= 2; back++) {		/* just after the ldp: at `add sp` or `ret` */
+		uint64_t p = pc - 4 * (uint64_t)back;
+		if (!kernel_text_contains(p))
+			break;
+		uint32_t v = *(const uint32_t *)p;
+		if ((v & A64_LDP_FP_LR_MASK) == A64_LDP_FP_LR_POST || (v & A64_LDP_FP_LR_MASK) == A64_LDP_FP_LR_OFF)
+			return 1;
+		if (v == A64_RET)
+			break;
+	}
+	return 0;
+}
+
+int stacktrace_interrupted_lr(uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr, uint64_t *out, int max)
+{
+	uint64_t off = 1;
+	if (max <= 0)
+		return 0;
+	if (kernel_text_contains(pc) && symtab_resolve(pc, &off) == 0)
+		off = 1;
+	if (kernel_text_contains(lr) && a64_frame_not_set_up(pc, off == 0)) {
+		out[0] = lr;
+		return 1 + stacktrace_from(fp, sp, out + 1, max - 1);
+	}
+	return stacktrace_from(fp, sp, out, max);
+}
 
 static void print_frame(struct out *o, int i, uint64_t addr)
 {
@@ -94,11 +152,29 @@ static void print_frame(struct out *o, int i, uint64_t addr)
 		out_printf(o, "  #%d 0x%lx ?\n", i, addr);
 }
 
+static void print_frames(struct out *o, uint64_t pc, const uint64_t *frames, int n)
+{
+	print_frame(o, 0, pc);
+	for (int i = 0; i < n; i++)
+		print_frame(o, i + 1, frames[i]);
+}
+
+#if defined(__x86_64__) || !defined(__aarch64__)
 void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp)
 {
 	uint64_t frames[32];
-	print_frame(o, 0, rip);
-	int n = stacktrace_interrupted(rip, fp, sp, frames, (int)ARRAY_SIZE(frames));
-	for (int i = 0; i < n; i++)
-		print_frame(o, i + 1, frames[i]);
+	print_frames(o, rip, frames, stacktrace_interrupted(rip, fp, sp, frames, (int)ARRAY_SIZE(frames)));
+}
+#else
+void backtrace_print(struct out *o, uint64_t pc, uint64_t fp, uint64_t sp)
+{
+	uint64_t frames[32];
+	print_frames(o, pc, frames, stacktrace_from(fp, sp, frames, (int)ARRAY_SIZE(frames)));
+}
+#endif
+
+void backtrace_print_lr(struct out *o, uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr)
+{
+	uint64_t frames[32];
+	print_frames(o, pc, frames, stacktrace_interrupted_lr(pc, fp, sp, lr, frames, (int)ARRAY_SIZE(frames)));
 }

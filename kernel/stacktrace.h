@@ -16,8 +16,19 @@ int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max);
  * caller is read from [rsp] or [rsp + 8], so it is not lost. Reads kernel text at rip.
  */
 int stacktrace_interrupted(uint64_t rip, uint64_t rbp, uint64_t rsp, uint64_t *out, int max);
+/*
+ * AArch64: callers of code interrupted at pc with x29 = fp, sp, x30 = lr. Before the function's
+ * frame record is set up (its first instructions) and after the epilogue restored x29/x30, the
+ * first caller is lr, read from the instructions at pc (and whether pc is a symbol's start).
+ */
+int stacktrace_interrupted_lr(uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr, uint64_t *out, int max);
+int a64_frame_not_set_up(uint64_t pc, int at_entry);
+/* The callers of the context a trap frame saved (the arch's trap.c picks the walk above). */
+struct trapframe;
+int stacktrace_trapframe(const struct trapframe *tf, uint64_t *out, int max);
 /* Bounds [lo, hi) of the known stack (task, boot or IST) holding addr; 0 if none. */
 int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi);
 /* Prints "  #i 0x... sym+0xoff" lines for rip then the walk from fp. */
 void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp);
+void backtrace_print_lr(struct out *o, uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr);	/* aarch64 */
 #endif

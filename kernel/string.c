@@ -3,8 +3,21 @@
 
 void *memcpy(void *dst, const void *src, size_t n)
 {
+#if defined(__x86_64__)
 	void *d = dst;
 	__asm__ volatile("rep movsb" : "+D"(d), "+S"(src), "+c"(n) :: "memory");
+#else
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	while (n >= 8) {		/* GCC builds this loop with -fno-builtin: no call to itself */
+		uint64_t w;
+		__builtin_memcpy(&w, s, 8);
+		__builtin_memcpy(d, &w, 8);
+		d += 8, s += 8, n -= 8;
+	}
+	while (n--)
+		*d++ = *s++;
+#endif
 	return dst;
 }
 
@@ -23,8 +36,14 @@ void *memmove(void *dst, const void *src, size_t n)
 
 void *memset(void *dst, int c, size_t n)
 {
+#if defined(__x86_64__)
 	void *d = dst;
 	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+#else
+	unsigned char *d = dst;
+	while (n--)
+		*d++ = (unsigned char)c;
+#endif
 	return dst;
 }
 

@@ -1,9 +1,8 @@
 /* work.c: workloads with a known profile: split A:B:C, a call chain, irq-off spins, memcpy. */
 #include "work.h"
-#include "apic.h"
 #include "cpu.h"
 #include "sched.h"
-#include "x86.h"
+#include "arch.h"
 
 #define SPLIT_MAX 1000		/* per-count upper bound for `work split` */
 #define SPLIT_UNIT 4096		/* loop iterations per count per round */
@@ -69,19 +68,20 @@ CHAIN_FN(1, chain2)
  */
 NOINLINE void irqoff_spin(uint64_t until)
 {
-	while (rdtsc() < until)		/* called with interrupts off */
+	while (cycles() < until)	/* called with interrupts off */
 		SPIN_LOOP(64);
 }
 
 NOINLINE void irqoff_exit(void)
 {
-	/* sti takes effect after the next instruction: the held tick lands on the second nop. */
-	__asm__ volatile("sti; nop; nop" ::: "memory");
+	/* The held tick lands on one of the nops (x86: sti takes effect after the next one). */
+	irq_enable();
+	__asm__ volatile("nop; nop" ::: "memory");
 }
 
 NOINLINE void irqon_spin(uint64_t until)
 {
-	while (rdtsc() < until)
+	while (cycles() < until)
 		SPIN_LOOP(64);
 }
 
@@ -97,31 +97,31 @@ NOINLINE void irqon_spin(uint64_t until)
  * actually spent in each phase, interrupts included (`work time PID`): the true shares,
  * measured on the spot, for whoever checks a profiler against them.
  */
-static volatile uint64_t irqoff_tsc[MAX_TASKS][3];	/* per task slot: irqoff_spin, irqoff_exit, irqon_spin */
+static volatile uint64_t irqoff_cycles[MAX_TASKS][3];/* per task slot: irqoff_spin, irqoff_exit, irqon_spin */
 
 static void run_irqoff(struct task *t)
 {
-	volatile uint64_t *acct = irqoff_tsc[t - tasks];
-	uint64_t us = tsc_hz() / 1000000, x = (uint64_t)t->pid;
-	uint64_t start = rdtsc();
+	volatile uint64_t *acct = irqoff_cycles[t - tasks];
+	uint64_t us = cycles_hz() / 1000000, x = (uint64_t)t->pid;
+	uint64_t start = cycles();
 	acct[0] = acct[1] = acct[2] = 0;
 	while (!t->killed) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		uint64_t period = (IRQOFF_PERIOD_MS * 600 + (x >> 33) % (IRQOFF_PERIOD_MS * 800 + 1)) * us;
-		uint64_t t0 = rdtsc();
-		cli();
+		uint64_t t0 = cycles();
+		irq_disable();
 		irqoff_spin(start + period * t->args[1] / IRQOFF_PERIOD_MS);
-		uint64_t t1 = rdtsc();
+		uint64_t t1 = cycles();
 		irqoff_exit();
-		uint64_t t2 = rdtsc();
+		uint64_t t2 = cycles();
 		irqon_spin(start + period);
-		uint64_t t3 = rdtsc();
+		uint64_t t3 = cycles();
 		acct[0] += t1 - t0;	/* single writer, 64-bit aligned: readers see whole values */
 		acct[1] += t2 - t1;
 		acct[2] += t3 - t2;
 		start += period;
-		if (rdtsc() > start + period)	/* fell behind (e.g. preempted): realign */
-			start = rdtsc();
+		if (cycles() > start + period)	/* fell behind (e.g. preempted): realign */
+			start = cycles();
 	}
 }
 
@@ -270,9 +270,9 @@ static void work_time(int argc, char **argv, struct out *o)
 		out_printf(o, "work: pid %lu is not an irqoff task\n", pid);
 		return;
 	}
-	volatile uint64_t *acct = irqoff_tsc[t - tasks];
-	out_printf(o, "work: pid %lu tsc irqoff_spin %lu irqoff_exit %lu irqon_spin %lu (tsc %lu Hz)\n",
-		   pid, acct[0], acct[1], acct[2], tsc_hz());
+	volatile uint64_t *acct = irqoff_cycles[t - tasks];
+	out_printf(o, "work: pid %lu %s irqoff_spin %lu irqoff_exit %lu irqon_spin %lu (%s %lu Hz)\n",
+		   pid, CYCLES_NAME, acct[0], acct[1], acct[2], CYCLES_NAME, cycles_hz());
 }
 
 void work_command(int argc, char **argv, struct out *o)

@@ -17,7 +17,8 @@ const char cli_usage[] =
 	"  -H HOST:PORT       gdbstub on HOST:PORT\n"
 	"  -u PATH            gdbstub on a unix socket (QEMU -gdb unix:PATH,server=on)\n"
 	"  --qmp PATH         a running VM's QMP socket: open a gdbstub for the run, close it after\n"
-	"  --domain NAME      the same for a libvirt domain (--connect URI to pick the daemon)\n"
+	"  --domain NAME      the same for a libvirt domain\n"
+	"  --connect URI      with --domain: the libvirt URI, e.g. qemu:///system (default libvirt's)\n"
 	"  -r HZ              samples per second, 1-10000 (default 100)\n"
 	"  -d SECONDS         stop after SECONDS (default: until SIGINT/SIGTERM)\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
@@ -42,7 +43,9 @@ const char cli_usage[] =
 	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
 	"  --max-pause SECONDS  resume the guest if one sample keeps it stopped longer (gdbsample\n"
 	"                     stopped or starved); 0 turns the watchdog off (default 1)\n"
-	"  -q                 no warnings or progress on stderr (the summary stays)\n";
+	"  -q                 no warnings or progress on stderr (the summary stays)\n"
+	"  --version          print gdbsample's version and exit\n"
+	"  -h, --help         print this help and exit\n";
 
 static int bad(struct opts *o, const char *fmt, const char *a, const char *b)
 {
@@ -101,7 +104,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 }
 
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM };
+       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -122,6 +125,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "task-format", required_argument, 0, OPT_TASKFMT },
 		{ "pid", required_argument, 0, OPT_PID },
 		{ "comm", required_argument, 0, OPT_COMM },
+		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -187,6 +191,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			break;
 		case 'q': o->quiet = 1; break;
 		case 'h': o->help = 1; return 0;
+		case OPT_VERSION: o->version = 1; return 0;
 		case OPT_MAXF:
 			if (num(o, "--max-frames", optarg, 1, 255, &o->max_frames)) return -1;
 			break;

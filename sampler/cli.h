@@ -39,6 +39,7 @@ struct opts {
 	int task_format;         /* --task-format TF_*: the folded root when tasks are known */
 	struct task_filter filter; /* --pid LIST, --comm REGEX */
 	int help;                /* -h: print usage */
+	int version;             /* --version: print the version */
 	int err;                 /* sticky error code */
 	char errstr[128];        /* the one-line message for a bad flag */
 };

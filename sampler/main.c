@@ -23,6 +23,10 @@ int main(int argc, char **argv)
 		fputs(cli_usage, stdout);
 		return 0;
 	}
+	if (o.version) {                                                       /* VERSION, via the Makefile */
+		printf("gdbsample %s\n", GDBSAMPLE_VERSION);
+		return 0;
+	}
 	switch (o.cmd) {
 	case CMD_DUMP: return exit_code(cmd_dump(&o));                         /* stop once, print stacks */
 	case CMD_TOP: return exit_code(cmd_top(&o));                           /* live view */

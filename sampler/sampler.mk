@@ -15,9 +15,10 @@ SAMPLER_LIB_OBJS := $(filter-out $(BUILD)/sampler/main.o,$(SAMPLER_OBJS))
 SAMPLER_TEST_SRCS := $(sort $(wildcard tests/sampler/*.c))
 SAMPLER_TEST_OBJS := $(patsubst tests/sampler/%.c,$(BUILD)/tests/sampler/%.o,$(SAMPLER_TEST_SRCS))
 
+# CPPFLAGS, CFLAGS and LDFLAGS from the environment come last (a package build's hardening flags).
 $(BUILD)/sampler/%.o: sampler/%.c $(wildcard sampler/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAMPLER_CFLAGS) -c -o $@ $<
+	$(CC) $(SAMPLER_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/sampler/%.o: tests/sampler/%.c $(wildcard sampler/*.h tests/sampler/*.h)
 	@mkdir -p $(dir $@)
@@ -31,8 +32,12 @@ $(BUILD)/sampler/virt.o $(BUILD)/sampler/cli.o: $(BUILD)/sampler/libvirt.stamp
 .PHONY: FORCE
 FORCE:
 
+# --version prints the top-level VERSION file (the one place the version lives), built into main.o.
+$(BUILD)/sampler/main.o: SAMPLER_CFLAGS += -DGDBSAMPLE_VERSION='"$(GDBSAMPLE_VERSION)"'
+$(BUILD)/sampler/main.o: VERSION
+
 $(BUILD)/gdbsample: $(SAMPLER_OBJS)
-	$(CC) -o $@ $^ $(SAMPLER_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SAMPLER_LIBS)
 
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
 		       $(BUILD)/tests/sampler/cfi_frames_a64.elf

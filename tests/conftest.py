@@ -12,6 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
 KERNEL = os.path.join(BUILD, "kernel.elf")
 KERNEL_NOFP = os.path.join(BUILD, "kernel-nofp.elf")  # the same kernel without frame pointers
+KERNEL_A64 = os.path.join(BUILD, "aarch64", "kernel.elf")  # the aarch64 port (QEMU virt, GICv3)
+KERNEL_A64_NOFP = os.path.join(BUILD, "aarch64", "kernel-nofp.elf")
 # The one place the tests' imports are set up: the project's Python lives in tools/ (guest,
 # linuxguest, qemu_versions, udpshell), analysis/ (gdbsample_analysis) and vm-configs/ (vmconfig).
 for _d in ("tools", "analysis", "vm-configs"):
@@ -134,15 +136,18 @@ def wait_running(path, timeout=3.0):
         time.sleep(0.05)
 
 
-# -- `make check`: the tests that start no QEMU -------------------------------------------------
+# -- `make check`: the tests that start no QEMU and build nothing big -------------------------
 # Tests that boot a guest are marked `qemu`: every test using a guest fixture automatically, and
-# modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. `make check` runs
-# `-m "not qemu"`: the edit-compile loop's tests, in seconds.
+# modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. Tests that build
+# something big (the Debian package) are marked `slow`, with `pytestmark = pytest.mark.slow`.
+# `make check` runs `-m "not qemu and not slow"`: the edit-compile loop's tests, in seconds.
 GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qemu: the test starts a QEMU guest (left out by `make check`)")
+    config.addinivalue_line("markers", "slow: the test builds something big, e.g. the Debian package "
+                                       "(left out by `make check`)")
 
 
 def pytest_collection_modifyitems(config, items):

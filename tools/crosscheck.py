@@ -29,6 +29,10 @@ from gdbsample_analysis.capture import FLAG_IDLE, Capture, CaptureError  # noqa:
 HEADER_START_NS = 40  # capture header: start time, ns since the epoch (docs/capture-format.md)
 
 
+# --arch: (kernel under build/, configuration) -- the PMU samples only where a counter counts: aarch64
+ARCH_DEFAULTS = {"x86_64": (("kernel.elf",), "tcg-qemu64"), "aarch64": (("aarch64", "kernel.elf"), "tcg-a64-max")}
+
+
 def capture_start_ns(path):
     with open(path, "rb") as f:
         head = f.read(48)
@@ -88,7 +92,7 @@ IRQOFF_PHASES = ("irqoff_spin", "irqoff_exit", "irqon_spin")
 def work_time(g, pid):
     """`work time PID` -> {phase: TSC ticks the irqoff task's code has spent there}."""
     out = g.cmd(f"work time {pid}")
-    m = re.search(r"tsc irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
+    m = re.search(r"(?:tsc|cntvct) irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
     if not m:
         raise GuestError(f"work time {pid}: {out.strip()!r}")
     return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
@@ -200,7 +204,10 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "kernel.elf"))
+    ap.add_argument("--arch", choices=ARCH_DEFAULTS, default="x86_64",
+                    help="x86_64: the pc machine, tick source under TCG; aarch64: QEMU virt, PMU source")
+    ap.add_argument("--kernel", help="the kernel (default: build/kernel.elf, or build/aarch64/kernel.elf)")
+    ap.add_argument("--config", help="a row of vm-configs/configs.toml (default: tcg-qemu64, or tcg-a64-max)")
     ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--work", action="append", help='a workload, e.g. "split 5 3 2" (repeatable)')
@@ -209,6 +216,8 @@ def main():
     ap.add_argument("--rate", type=int, default=200, help="gdbsample's rate, Hz")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "crosscheck"))
     a = ap.parse_args()
+    a.kernel = a.kernel or os.path.join(ROOT, "build", *ARCH_DEFAULTS[a.arch][0])
+    a.config = a.config or ARCH_DEFAULTS[a.arch][1]
     for path in (a.kernel, a.gdbsample):
         if not os.path.exists(path):
             sys.exit(f"crosscheck: {path} is missing (run `make`)")
@@ -216,7 +225,7 @@ def main():
         sys.exit("crosscheck: --ms must be 1-2000, --windows >= 1, --smp 1-8")
     try:
         res = run(a.kernel, a.gdbsample, a.out, a.smp, a.work or ["split 5 3 2", "irqoff 3"], a.windows,
-                  a.ms, a.rate)
+                  a.ms, a.rate, config=a.config)
     except GuestError as e:
         sys.exit(f"crosscheck: {e}")
     print(res.compare_text, end="")

@@ -24,6 +24,7 @@ import vmconfig  # noqa: E402
 PROMPT = "\n> "
 DEFAULT_CONFIG = "tcg-qemu64"
 POWEROFF_STATUS = 33  # isa-debug-exit: (0x10 << 1) | 1, written by the shell's `poweroff`
+POWEROFF_STATUS_A64 = 0  # aarch64: `poweroff` is PSCI SYSTEM_OFF, after which QEMU exits 0
 
 
 class GuestError(Exception):
@@ -83,6 +84,7 @@ class Guest:
             raise GuestError(f"no configuration named {config!r} in vm-configs/configs.toml")
         self.config = rows[config]
         self.smp = smp or self.config["smp"]
+        self.arch = self.config.get("arch", "x86_64")
         self.want_gdb = gdb
         self.want_qmp = qmp
         self.extra = list(extra)
@@ -120,7 +122,7 @@ class Guest:
     def qemu_prefix(self):
         """The argv prefix of the chosen QEMU (fetching 10.0 when missing)."""
         try:
-            return qemu_versions.command(self.qemu)
+            return qemu_versions.command(self.qemu, arch=self.arch)
         except qemu_versions.QemuError as e:
             raise GuestError(str(e)) from e
 

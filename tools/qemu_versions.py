@@ -186,9 +186,17 @@ def _fetch_locked(build, top):
 
 
 # -- what callers use ------------------------------------------------------------------------
-def command(version, build=None, fetch_missing=True):
-    """The argv prefix that runs qemu-system-x86_64 of this version (QEMU's own pid: no wrapper).
-    "10.0" is fetched first when missing (fetch_missing) -- see fetch() for what it raises."""
+SYSTEM_QEMU_A64 = "qemu-system-aarch64"  # Debian 12's qemu-system-arm; aarch64 guests run on 7.2 only
+
+
+def command(version, build=None, fetch_missing=True, arch="x86_64"):
+    """The argv prefix that runs this version's QEMU for arch (QEMU's own pid: no wrapper).
+    "10.0" is fetched first when missing (fetch_missing) -- see fetch() for what it raises.
+    aarch64 runs on the system's 7.2 only: 10.0's qemu-system-arm is not fetched (QemuUnavailable)."""
+    if arch == "aarch64":
+        if version != SYSTEM:
+            raise QemuUnavailable(f"aarch64 guests run on the system's QEMU {SYSTEM} only (10.0 is fetched for x86_64)")
+        return [SYSTEM_QEMU_A64]
     if version == SYSTEM:
         return [SYSTEM_QEMU]
     if version == "10.0":
@@ -199,13 +207,14 @@ def command(version, build=None, fetch_missing=True):
     raise QemuError(f"QEMU version must be one of {', '.join(VERSIONS)}, not {version!r}")
 
 
-def skip_reason(version, build=None):
+def skip_reason(version, build=None, arch="x86_64"):
     """None if version can run here (fetching 10.0 if needed), else why not: the system QEMU is
     missing, or Debian's archive is unreachable and nothing is cached. Other failures raise."""
     if version == SYSTEM:
-        return None if shutil.which(SYSTEM_QEMU) else f"{SYSTEM_QEMU} is not installed (make deps)"
+        binary = SYSTEM_QEMU_A64 if arch == "aarch64" else SYSTEM_QEMU
+        return None if shutil.which(binary) else f"{binary} is not installed (make deps)"
     try:
-        command(version, build)
+        command(version, build, arch=arch)
     except QemuUnavailable as e:
         return str(e)
     return None

@@ -13,6 +13,8 @@ from xml.sax.saxutils import escape
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = os.path.join(HERE, "configs.toml")
 QEMU = "qemu-system-x86_64"
+ARCHES = ("x86_64", "aarch64")  # a row's `arch` (default x86_64): which kernel and QEMU it runs
+QEMU_BINARY = {"x86_64": QEMU, "aarch64": "qemu-system-aarch64"}
 DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
 CONFIG_FIELDS = {"name": str, "accel": str, "cpu": str, "smp": int, "memory": int,
                  "claimed": str, "decision": str, "source": str, "why": str}
@@ -30,7 +32,7 @@ def _check_fields(kind, i, row, fields):
             raise ConfigError(f"{kind} {i + 1}: missing '{key}'")
         if not isinstance(row[key], typ) or isinstance(row[key], bool):
             raise ConfigError(f"{kind} {i + 1} ({row.get('name')}): '{key}' must be a {typ.__name__}")
-    unknown = set(row) - set(fields) - {"requires", "hypervisor"}
+    unknown = set(row) - set(fields) - {"requires", "hypervisor", "arch"}
     if unknown:
         raise ConfigError(f"{kind} {i + 1} ({row['name']}): unknown field(s) {', '.join(sorted(unknown))}")
 
@@ -49,6 +51,9 @@ def load(path=TABLE):
         _check_fields("config", i, row, CONFIG_FIELDS)
         if row["accel"] not in ("tcg", "kvm"):
             raise ConfigError(f"config {row['name']}: accel must be tcg or kvm, not {row['accel']!r}")
+        row.setdefault("arch", "x86_64")
+        if row["arch"] not in ARCHES:
+            raise ConfigError(f"config {row['name']}: arch must be {' or '.join(ARCHES)}, not {row['arch']!r}")
         if row.get("requires", "host-pmu") != "host-pmu":
             raise ConfigError(f"config {row['name']}: requires can only be \"host-pmu\"")
         if not 1 <= row["smp"] <= 8:
@@ -120,10 +125,15 @@ def net_socket(peer_port, local_port):
 def qemu_command(cfg, kernel, serial="stdio", gdb=None, qmp=None, smp=None, extra=(), qemu=(QEMU,)):
     """The QEMU argv for config row cfg. serial: stdio, mon:stdio, none or unix:PATH (QEMU
     waits for a client so no output is lost); gdb: see check_gdb; qmp: a unix socket path;
-    qemu: the argv prefix that runs qemu-system-x86_64 (tools/qemu_versions.py command())."""
-    cmd = list(qemu) + ["-machine", "pc", "-accel", cfg["accel"], "-cpu", cfg["cpu"],
+    qemu: the argv prefix that runs the row's QEMU (tools/qemu_versions.py command()).
+    x86_64 rows run the pc machine with isa-debug-exit (poweroff: status 33); aarch64 rows the
+    virt machine with GICv3, where poweroff is PSCI SYSTEM_OFF (status 0)."""
+    machine = ["-machine", "pc"] if cfg.get("arch", "x86_64") == "x86_64" else ["-machine", "virt,gic-version=3"]
+    cmd = list(qemu) + machine + ["-accel", cfg["accel"], "-cpu", cfg["cpu"],
            "-smp", str(smp or cfg["smp"]), "-m", f"{cfg['memory']}M", "-kernel", kernel,
-           "-display", "none", "-nodefaults", "-no-reboot", "-device", DEBUG_EXIT]
+           "-display", "none", "-nodefaults", "-no-reboot"]
+    if cfg.get("arch", "x86_64") == "x86_64":
+        cmd += ["-device", DEBUG_EXIT]
     if serial in ("stdio", "mon:stdio"):
         cmd += ["-serial", serial]
     elif serial.startswith("unix:") and len(serial) > 5:
@@ -171,7 +181,9 @@ def libvirt_xml(cfg, kernel, gdb_port, serial_path, name=None):
         cpu = "  <cpu mode='host-passthrough' check='none' migratable='off'/>\n"
     else:
         cpu = f"  <cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{escape(cpu_model)}</model>\n  </cpu>\n"
-    args = (["-gdb", f"tcp:127.0.0.1:{int(gdb_port)}"] if gdb_port is not None else []) + ["-device", DEBUG_EXIT]
+    a64 = cfg.get("arch", "x86_64") == "aarch64"
+    args = (["-gdb", f"tcp:127.0.0.1:{int(gdb_port)}"] if gdb_port is not None else []) + \
+        ([] if a64 else ["-device", DEBUG_EXIT])
     if cpu_flags:  # flags libvirt has no element for (pmu=, x-force-features=): the last -cpu wins
         args = ["-cpu", cfg["cpu"]] + args
     qargs = "".join(f"    <qemu:arg value='{escape(a)}'/>\n" for a in args)
@@ -184,16 +196,18 @@ def libvirt_xml(cfg, kernel, gdb_port, serial_path, name=None):
         f"  <memory unit='MiB'>{cfg['memory']}</memory>\n"
         f"  <vcpu>{cfg['smp']}</vcpu>\n"
         "  <os>\n"
-        "    <type arch='x86_64' machine='pc'>hvm</type>\n"
+        + ("    <type arch='aarch64' machine='virt'>hvm</type>\n" if a64 else
+           "    <type arch='x86_64' machine='pc'>hvm</type>\n") +
         f"    <kernel>{escape(kernel)}</kernel>\n"
         "  </os>\n"
-        "  <features>\n    <acpi/>\n    <apic/>\n  </features>\n"
+        + ("  <features>\n    <gic version='3'/>\n  </features>\n" if a64 else
+           "  <features>\n    <acpi/>\n    <apic/>\n  </features>\n") +
         f"{cpu}"
         "  <on_poweroff>destroy</on_poweroff>\n"
         "  <on_reboot>destroy</on_reboot>\n"
         "  <on_crash>destroy</on_crash>\n"
         "  <devices>\n"
-        "    <emulator>/usr/bin/qemu-system-x86_64</emulator>\n"
+        f"    <emulator>/usr/bin/{QEMU_BINARY[cfg.get('arch', 'x86_64')]}</emulator>\n"
         f"    <serial type='unix'>\n      <source mode='bind' path='{escape(serial_path)}'/>\n"
         "      <target port='0'/>\n    </serial>\n"
         "    <memballoon model='none'/>\n"

@@ -10,6 +10,7 @@ from .capture import CaptureError
 from .common import EXIT_FAIL, EXIT_USAGE, PROG, Failure
 from .folded import FoldedError
 from .symbols import SymbolError
+from .version import version
 
 # Subcommands in help order: name -> module in this package. Each module defines HELP (one line),
 # add_arguments(parser) and run(args) -> exit code. Adding a subcommand is one line here.
@@ -39,6 +40,8 @@ class Parser(argparse.ArgumentParser):
 def build_parser():
     """The parser, built once (parse_args leaves it unchanged: main may run many times in-process)."""
     p = Parser(prog=PROG, description="Decode, symbolize, fold, report and diff gdbsample captures.")
+    p.add_argument("--version", action="version", version="%s %s" % (PROG, version()),
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         mod = importlib.import_module("." + module, __package__)

@@ -5,7 +5,7 @@ set -eu
 elf=$1
 if [ "$elf" = /dev/null ]; then syms=""; else
   # Text symbols only (t/T/w/W), sorted by address; linker-script markers (__*) skipped.
-  syms=$(nm -n -S --defined-only "$elf" | awk '
+  syms=$(${NM:-nm} -n -S --defined-only "$elf" | awk '
     NF == 4 && $3 ~ /^[tTwW]$/ { print $1, $2, $4; next }
     NF == 3 && $2 ~ /^[tTwW]$/ { print $1, "-", $3 }' | grep -v ' __' || true)
 fi

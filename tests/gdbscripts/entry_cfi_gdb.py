@@ -32,7 +32,7 @@ import os
 import gdb
 
 MASK64 = (1 << 64) - 1
-VECTOR = os.environ.get("CFI_VECTOR", "vector240")  # T_TIMER = 0xf0 (kernel/trap.h)
+VECTOR = os.environ.get("CFI_VECTOR", "vector240")  # T_TIMER = 0xf0 (kernel/arch/x86_64/trap.h)
 GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13",
         "r14", "r15")
 MAX_FRAMES = 16

@@ -8,7 +8,7 @@
 #define SIM_TSC_STEP 37			/* TSC ticks that pass on every hal_tsc() call */
 #define SIM_LOG_MAX 16384
 
-/* The hardware being simulated, written down independently of kernel/pmu.c (SDM vol. 3B ch. 20,
+/* The hardware being simulated, written down independently of kernel/pmu_x86.c (SDM vol. 3B ch. 20,
  * APM vol. 2 13.2) so that a wrong constant there shows up as a failed test here. */
 #define DEBUGCTL 0x1d9
 #define DEBUGCTL_FREEZE (1ull << 12)		/* FREEZE_PERFMON_ON_PMI */

@@ -1,4 +1,4 @@
-/* test_pmu_host.c: host unit tests of kernel/pmu.c (decision, arming, NMI claims) on a simulated CPU. */
+/* test_pmu_host.c: host unit tests of kernel/pmu_x86.c (decision, arming, NMI claims) on a simulated CPU. */
 #include <stdio.h>
 #include <string.h>
 

@@ -56,6 +56,8 @@ static void test_flags(void)
 	char *spaced[] = { "gdbsample", "-p", " 80", NULL }; /* strtol would take it */
 	CHECK(cli_parse(&o, 3, spaced) == -1 && strstr(o.errstr, "-p: bad value"));
 	CHECK(parse(&o, "-h") == 0 && o.help);
+	CHECK(parse(&o, "--version") == 0 && o.version && !o.help);
+	CHECK(parse(&o, "top --version") == 0 && o.version);
 }
 
 static void test_errors(void)

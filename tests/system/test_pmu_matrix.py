@@ -15,7 +15,7 @@ pytestmark = pytest.mark.qemu  # every configuration of the matrix boots
 
 
 def matrix(*args):
-    return subprocess.run([sys.executable, MATRIX, "--kernel", conftest.KERNEL, *args],
+    return subprocess.run([sys.executable, MATRIX, "--kernel", conftest.KERNEL, "--kernel-a64", conftest.KERNEL_A64, *args],
                           capture_output=True, text=True, timeout=600)
 
 
@@ -33,6 +33,11 @@ def test_matrix_passes_for_every_tcg_row_and_persona():
         assert got[(name, "-")] == ("SKIP" if cfg["accel"] == "kvm" else "PASS"), r.stdout
     for name, p in table["persona"].items():
         assert got[(p["base"], name)] == "PASS", r.stdout
+    # aarch64 (TCG emulates PMUv3): at least two rows sample from the PMU, each after the counting
+    # proof ("counted N cycles" in its decision), and pmu=off falls back to the tick
+    pmu_rows = re.findall(r"^(tcg-a64-\S+)\s+-\s+.*counted \d+ cycles.*pmu/pnmi armv8 cycle-counter\s.*PASS$", r.stdout, re.M)
+    assert len(pmu_rows) >= 2, r.stdout
+    assert re.search(r"^tcg-a64-max-pmuoff\s+-\s+.*tick only: no PMU claimed.*tick 100 Hz.*PASS$", r.stdout, re.M), r.stdout
     # KVM rows are listed with the reason they were skipped
     assert re.search(r"^SKIP kvm-\S+ / -: .+", r.stdout, re.M)
     # each persona that claims a counter was caught by the probe, which spins its whole bound

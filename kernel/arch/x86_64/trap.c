@@ -4,6 +4,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "panic.h"
+#include "stacktrace.h"
 #include "profiler.h"
 #include "sched.h"
 #include "virtio_net.h"
@@ -90,4 +91,27 @@ void trap(struct trapframe *tf)
 	/* Only from interrupts taken with interrupts enabled, i.e. not nested in a handler. */
 	if (tf->rflags & RFLAGS_IF)
 		sched_preempt();
+}
+
+void panic_trap(struct trapframe *tf, const char *what)
+{
+	if (!panic_begin())
+		halt_forever();
+	struct out *o = &console_out;
+	out_printf(o, "\nPANIC: %s (vector %lu, error code 0x%lx)\n", what, tf->vector, tf->error);
+	panic_whoami(o);
+	out_printf(o, "rip %016lx rsp %016lx rbp %016lx rflags %08lx\n", tf->rip, tf->rsp, tf->rbp, tf->rflags);
+	out_printf(o, "rax %016lx rbx %016lx rcx %016lx rdx %016lx\n", tf->rax, tf->rbx, tf->rcx, tf->rdx);
+	out_printf(o, "rsi %016lx rdi %016lx r8  %016lx r9  %016lx\n", tf->rsi, tf->rdi, tf->r8, tf->r9);
+	out_printf(o, "r10 %016lx r11 %016lx r12 %016lx r13 %016lx\n", tf->r10, tf->r11, tf->r12, tf->r13);
+	out_printf(o, "r14 %016lx r15 %016lx cr2 %016lx cs %lx ss %lx\n", tf->r14, tf->r15, read_cr2(), tf->cs, tf->ss);
+	out_puts(o, "backtrace:\n");
+	backtrace_print(o, tf->rip, tf->rbp, tf->rsp);
+	out_puts(o, "system halted\n");
+	halt_forever();
+}
+
+int stacktrace_trapframe(const struct trapframe *tf, uint64_t *out, int max)
+{
+	return stacktrace_interrupted(tf->rip, tf->rbp, tf->rsp, out, max);
 }

@@ -1,4 +1,4 @@
-/* boot.c: copies the PVH start info into kernel memory before anything else can reuse it. */
+/* bootinfo.c: copies the PVH start info into kernel memory before anything else can reuse it. */
 #include "boot.h"
 #include "layout.h"
 #include "lib.h"

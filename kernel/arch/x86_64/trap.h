@@ -28,6 +28,8 @@ struct trapframe {
 	uint64_t rip, cs, rflags, rsp, ss;	/* pushed by the CPU */
 };
 
+#define TF_PC(tf) ((tf)->rip)
+
 void trap(struct trapframe *tf);
 const char *trap_name(uint64_t vector);
 extern uint64_t trap_unexpected;	/* interrupts on vectors nobody handles */
