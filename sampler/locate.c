@@ -124,7 +124,7 @@ static void image_range(struct session *ss, int64_t slide)
 	}
 	if (lo >> 63 || hi <= lo) return;
 	ss->klo = lo;
-	ss->khi = hi - 1;
+	ss->khi = hi; /* inclusive: the return address of a call that ends the text (task_start's) */
 }
 
 int locate_kernel(struct session *ss)

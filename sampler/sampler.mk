@@ -48,7 +48,7 @@ $(BUILD)/tests/sampler/cfi_frames.elf: tests/sampler/data/cfi_frames.S
 	@mkdir -p $(dir $@)
 	$(CC) -nostdlib -static -no-pie -Wl,-Ttext=0x401000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
 # ...and its aarch64 twin (GCC-style frame records, a signal-frame exception entry).
-A64_CC ?= aarch64-linux-gnu-gcc
+A64_CC ?= $(or $(A64_CROSS),aarch64-linux-gnu-)gcc
 $(BUILD)/tests/sampler/cfi_frames_a64.elf: tests/sampler/data/cfi_frames_a64.S
 	@mkdir -p $(dir $@)
 	$(A64_CC) -nostdlib -static -no-pie -Wl,-Ttext=0x40080000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
