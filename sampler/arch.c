@@ -38,7 +38,7 @@ static const char *const x86_64_dwarf[] = {
 static const char *const aarch64_dwarf[] = {
 	"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
 	"x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28",
-	"x29", "x30", "sp", "pc",
+	"x29", "x30", "sp", "pc", "ELR_EL1", /* 33, ELR_mode: a system register, outside `g` */
 };
 static const char *const riscv64_dwarf[] = {
 	"zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "fp", "s1", "a0", "a1", "a2", "a3", "a4", "a5",

@@ -67,6 +67,11 @@ int plan_tasks_on(const struct plan *p)
 	return p->cfg.os && p->cfg.os->os != OS_NONE && p->pcpu && p->task_len && p->task_len <= SAMPLE_WINDOW;
 }
 
+const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v)
+{
+	return v->xreg >= 0 && v->xreg_state == XR_WANTED ? p->l->dwarf[v->xreg] : NULL;
+}
+
 int plan_wants_pcpu(const struct plan *p, const struct vcpu *v)
 {
 	return p->pcpu_by_p && plan_tasks_on(p) && !v->pcpu_base && !v->pcpu_read && v->pcpu_fails < PCPU_TRIES &&
@@ -278,6 +283,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->task_ptr = 0;
 	v->task_state = TS_PENDING;
 	v->pcpu_read = 0;
+	v->xreg = -1;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
 		if (v->pcpu_base) want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
 		if (v->pred_task) want_task(p, v, WIN_TASK, v->pred_task + p->task_lo, p->task_len, 1);
@@ -327,6 +333,17 @@ void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_i
 	in->arch = l->arch->uw;
 	in->pc = arch_reg(l->pc, v->regs, v->nregs);
 	arch_dwarf_regs(l, v->regs, v->nregs, &in->regs);
+	/* Registers outside the `g` reply (aarch64's ELR_EL1): read for this walk, or readable */
+	for (int d = 0; d < l->arch->uw->nregs; d++) {
+		const struct reg *r = l->dwarf[d];
+		if (!r || r->off + r->size <= v->nregs) continue;
+		if (v->xreg == d && v->xreg_state == XR_READ) {
+			in->regs.r[d] = v->xreg_val;
+			in->regs.valid |= 1ull << d;
+		} else if (v->xreg != d) {
+			in->fetchable |= 1ull << d;
+		}
+	}
 	in->user = arch_is_user(l, v->regs, v->nregs) == 1;
 	in->klo = p->cfg.klo;
 	in->khi = p->cfg.khi;
@@ -385,8 +402,16 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		unwind_walk(&in, out->frames, &uo);
 	}
 	int more = 0;
+	/* The walk wants a register outside `g`: read it with `p` next trip (once a sample). */
+	if (uo.stop == UW_UNREAD && uo.need_reg >= 0 && !last_trip && v->xreg < 0) {
+		v->xreg = uo.need_reg;
+		v->xreg_state = XR_WANTED;
+		v->nwin_trip = v->nwin;
+		more = 1;
+		st->reg_reads++;
+	}
 	/* The walk wants memory we have not read: fetch it next trip unless it is hopeless. */
-	if (uo.stop == UW_UNREAD && !last_trip && v->nwin < WIN_CAP) {
+	if (uo.stop == UW_UNREAD && uo.need_reg < 0 && !last_trip && v->nwin < WIN_CAP) {
 		int already = 0;
 		for (int w = 0; w < v->nwin; w++)
 			if (v->win[w].kind == WIN_STACK && uo.need >= v->win[w].addr &&

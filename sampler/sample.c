@@ -73,6 +73,12 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 		if (rsp_append(buf, cap, off, req) < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_P, vi, 0 };
 	}
+	const struct reg *x = plan_wants_xreg(&s->p, v);
+	if (x) {
+		snprintf(req, sizeof req, "p%x", x->num);
+		if (rsp_append(buf, cap, off, req) < 0) goto full;
+		slots[(*ns)++] = (struct slot){ SL_P, vi, 1 };
+	}
 	for (int w = v->nwin_trip; w < v->nwin; w++) {
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
 		if (v->win[w].kind == WIN_STACK) { /* text and task bytes are counted apart */
@@ -113,17 +119,21 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		else if (v->hg_ok)
 			s->p.st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
 		break;
-	case SL_P: /* the per-CPU register: its bytes, little-endian as in `g` */
-		if (v->hg_ok && len >= 2 && len % 2 == 0 && len / 2 <= 8 && !rsp_is_error(p, len)) {
-			uint8_t b[8] = { 0 };
-			if (rsp_unhex(b, p, len / 2) == 0) {
-				v->pcpu_val = rsp_le(b, (int)(len / 2));
-				v->pcpu_read = 1;
-				break;
-			}
+	case SL_P: { /* wi 0: the per-CPU register; 1: one the walk needs. Little-endian, as in `g` */
+		uint8_t b[8] = { 0 };
+		int ok = v->hg_ok && len >= 2 && len % 2 == 0 && len / 2 <= 8 && !rsp_is_error(p, len) &&
+			 rsp_unhex(b, p, len / 2) == 0;
+		if (sl->wi == 1) {
+			v->xreg_state = ok ? XR_READ : XR_FAILED;
+			v->xreg_val = ok ? rsp_le(b, (int)(len / 2)) : 0;
+		} else if (ok) {
+			v->pcpu_val = rsp_le(b, (int)(len / 2));
+			v->pcpu_read = 1;
+		} else if (v->hg_ok) {
+			v->pcpu_fails++; /* an error or empty reply: no such register after all */
 		}
-		if (v->hg_ok) v->pcpu_fails++; /* an error or empty reply: no such register after all */
 		break;
+	}
 	case SL_M: {
 		struct window *w = &v->win[sl->wi];
 		if (v->hg_ok && len == (size_t)w->len * 2 && rsp_unhex(w->data, p, (size_t)w->len) == 0)
@@ -190,7 +200,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 {
 	static char buf[GDB_REQ_MAX * 2];
 	static int order[GDB_MAX_CPUS];
-	struct slot slots[SAMPLE_GROUP * (7 + UNWIND_MAX_CHUNKS) + 8]; /* Hg g p, and windows */
+	struct slot slots[SAMPLE_GROUP * (8 + UNWIND_MAX_CHUNKS) + 8]; /* Hg g p p, and windows */
 	int elide = -1, stopped_by_us = s->g->running;
 	*nout = 0;
 	s->stopped_at_ns = 0;

@@ -38,6 +38,9 @@ struct sample {
 	uint64_t frames[SAMPLE_MAX_FRAMES];    /* the chain, leaf first */
 };
 
+/* A register read with `p` for the walk. */
+enum { XR_WANTED, XR_READ, XR_FAILED };
+
 /* What a window holds. */
 enum { WIN_STACK, WIN_TEXT, WIN_TASKPTR, WIN_TASK };
 
@@ -93,6 +96,10 @@ struct vcpu {
 					* register (when it is not in `g`) */
 	uint64_t pcpu_val;             /* ...its value */
 	int pcpu_fails;                /* `p` replies that were errors: asking stops at PCPU_TRIES */
+	int xreg;                      /* DWARF number of a register outside `g` this sample's walk
+					* asked for (aarch64 ELR_EL1, at an exception vector), -1 none */
+	int xreg_state;                /* XR_*: where that read stands */
+	uint64_t xreg_val;             /* ...its value once read */
 	uint64_t pred_task;            /* the task the previous sample found (0 none): its identity
 					* is re-read with every sample, in the first trip */
 	uint64_t task_ptr;             /* this sample's current-task pointer (0 = not read yet) */
@@ -124,6 +131,8 @@ struct sampler_stats {
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
 	uint64_t text_reads;            /* kernel text blocks read from the guest to tag idle samples
 					 * (a map without the image's text: once per 64 bytes of text) */
+	uint64_t reg_reads;             /* registers outside `g` a walk needed, read with `p` in
+					 * another trip (aarch64: ELR_EL1 at an exception vector) */
 	struct task_stats task;         /* task attribution (task.h) */
 	uint64_t stops[UW_NSTOPS];      /* why walks ended */
 	uint64_t frames[UM_N];          /* frames each unwinding method produced */
@@ -199,6 +208,8 @@ void sampler_free(struct sampler *s);
 int plan_tasks_on(const struct plan *p);
 /* 1 if v's next trip must read the per-CPU register with `p` (its base is not known yet). */
 int plan_wants_pcpu(const struct plan *p, const struct vcpu *v);
+/* The register v's next trip must read with `p` for its walk, or NULL. */
+const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v);
 /* Set up the plan (cfg copied; no methods = the frame-pointer walk). */
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg);
 /* A new sample: forget v's windows, and queue the ones its previous sample predicts. */

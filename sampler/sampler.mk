@@ -54,6 +54,7 @@ $(BUILD)/tests/sampler/cfi_frames_a64.elf: tests/sampler/data/cfi_frames_a64.S
 	$(A64_CC) -nostdlib -static -no-pie -Wl,-Ttext=0x40080000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
 $(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"' \
 	-DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"'
+$(BUILD)/tests/sampler/test_plan.o: SAMPLER_CFLAGS += -DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"'
 # Literal inputs the tests read (QEMU's target descriptions).
 $(BUILD)/tests/sampler/test_arch.o: SAMPLER_CFLAGS += -DTEST_DATA='"tests/sampler/data"'
 

@@ -74,6 +74,7 @@ void stats_kv(const struct stats *st, const struct sampler_stats *ss, const stru
 				   unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
 	KV("text_reads %llu\nstale_windows %llu\n", (unsigned long long)ss->text_reads,
 	   (unsigned long long)ss->stale_windows);
+	if (ss->reg_reads) KV("reg_reads %llu\n", (unsigned long long)ss->reg_reads);
 	KV("errors_register %llu\nerrors_memory %llu\nerrors_rejected %llu\nno_stop_reply %llu\n",
 	   (unsigned long long)ss->reg_errors, (unsigned long long)ss->mem_errors,
 	   (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply);
@@ -134,6 +135,7 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 		}
 	}
 	if (ss->text_reads) P("; text bytes read %llu", (unsigned long long)ss->text_reads);
+	if (ss->reg_reads) P("; registers read for walks %llu", (unsigned long long)ss->reg_reads);
 	P("\n");
 	P("gdbsample: errors: registers %llu, memory %llu, rejected %llu, no stop reply %llu, failed rounds %llu, "
 	  "naks %lu, bad checksums %lu; deadlines skipped %llu (max late %.1f ms)\n",

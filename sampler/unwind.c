@@ -10,10 +10,10 @@ const char *const unwind_stop_names[UW_NSTOPS] = {
 };
 
 /* DWARF numbering: x86_64 psABI 3.6.2 (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp,
- * 8-15 r8-r15, 16 return address); AArch64 DWARF ABI (0-30 x0-x30, 31 sp, 32 pc; the return
- * address column is x30); RISC-V ELF psABI (0-31 x0-x31: 1 ra, 2 sp, 8 s0/fp). */
+ * 8-15 r8-r15, 16 return address); AArch64 DWARF ABI (0-30 x0-x30, 31 sp, 32 pc, 33 ELR_mode;
+ * the return address column is x30, an exception entry's 32); RISC-V ELF psABI (0-31 x0-x31: 1 ra, 2 sp, 8 s0/fp). */
 const struct uw_arch uw_arch_x86_64 = { 7, 6, 16, -1, 0, 8, 17, 1, 0 };
-const struct uw_arch uw_arch_aarch64 = { 31, 29, 30, 30, 0, 8, 33, 0, 1 };
+const struct uw_arch uw_arch_aarch64 = { 31, 29, 30, 30, 0, 8, 34, 0, 1 };
 const struct uw_arch uw_arch_riscv64 = { 2, 8, 1, 1, -16, -8, 32, 0, 0 };
 
 int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, uint64_t *val)
@@ -121,7 +121,8 @@ static enum unwind_stop check_step(const struct unwind_in *in, struct uw_walk *w
 void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out *out)
 {
 	const struct uw_arch *a = in->arch;
-	struct uw_walk w = { .arch = a, .span = in->span, .chunks = in->chunks, .nchunks = in->nchunks };
+	struct uw_walk w = { .arch = a, .span = in->span, .chunks = in->chunks, .nchunks = in->nchunks,
+			     .fetchable = in->fetchable, .need_reg = -1 };
 	struct uw_frame buf[2], *f = &buf[0], *t = &buf[1]; /* the frame and its caller, swapped per step */
 	int n = 0, switches = 0;
 	uint32_t left = 0;
@@ -129,6 +130,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 	memset(out->by_method, 0, sizeof out->by_method);
 	out->stop_method = -1;
 	out->need = 0;
+	out->need_reg = -1;
 	f->pc = in->pc;
 	f->exact = 1;
 	f->sp_low = 0;
@@ -166,6 +168,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 		if (r == US_STOP) {
 			out->stop = w.stop;
 			out->need = w.need;
+			out->need_reg = w.need_reg;
 			break;
 		}
 		if (t->pc == 0) { out->stop = UW_END; break; }

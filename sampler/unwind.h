@@ -4,7 +4,8 @@
 #define UNWIND_H
 #include <stdint.h>
 
-#define UW_NREGS 33          /* DWARF register numbers 0..32 (x86_64 uses 0..16, aarch64 0..32) */
+#define UW_NREGS 34          /* DWARF register numbers 0..33 (x86_64 uses 0..16, aarch64 0..33:
+			      * 32 the pc, 33 ELR_mode, the exception link register) */
 #define UNWIND_MAX_CHUNKS 16 /* stack windows one walk can see */
 #define UW_MAX_EXTENTS 4     /* distinct stacks one walk may cross (exception, IRQ, task stack) */
 #define UW_MAX_SWITCHES 3    /* stack switches allowed in one walk */
@@ -20,7 +21,8 @@ enum unwind_stop {
 	UW_USER,      /* reached the user-mode context an exception or syscall interrupted */
 	UW_MAXFRAMES, /* --max-frames reached */
 	UW_RANGE,     /* a return address outside the kernel range */
-	UW_UNREAD,    /* the next frame lies outside the memory read so far (need more) */
+	UW_UNREAD,    /* the next frame lies outside the memory read so far (need more), or needs a
+		       * register the stub gives only one by one (aarch64's ELR_EL1) */
 	UW_ALIGN,     /* a misaligned frame pointer or stack pointer */
 	UW_LOOP,      /* the stack pointer did not move toward the stack base */
 	UW_SPAN,      /* the frame left the plausible stack span (or too many stack switches) */
@@ -92,6 +94,8 @@ struct uw_walk {
 	int cur;                      /* extent of the current stack pointer */
 	enum unwind_stop stop;        /* set by a step that returns US_STOP */
 	uint64_t need;                /* for UW_UNREAD: the address to read */
+	uint64_t fetchable;           /* registers not in the frame that another trip can read */
+	int need_reg;                 /* for UW_UNREAD: the register to read (-1: memory at need) */
 };
 
 /* What one step returned. */
@@ -117,6 +121,8 @@ struct unwind_in {
 	const struct uw_arch *arch;   /* register numbers */
 	uint64_t pc;                  /* the stopped pc */
 	struct uw_regs regs;          /* the stopped registers */
+	uint64_t fetchable;           /* bit n: register n is not in regs but another trip can read
+				       * it (a register outside QEMU's `g`: aarch64's ELR_EL1) */
 	int user;                     /* the vCPU is in user mode: only the pc is recorded */
 	uint64_t klo, khi;            /* kernel range [klo, khi] that frames must fall in */
 	uint64_t span;                /* one stack's frames lie within [sp, sp + span) */
@@ -133,6 +139,7 @@ struct unwind_out {
 	enum unwind_stop stop;  /* why it ended */
 	int stop_method;        /* method whose step ended it (UM_*), or -1 (before any step) */
 	uint64_t need;          /* for UW_UNREAD: the address that must be read to continue */
+	int need_reg;           /* ...or the register (DWARF number; -1: it is memory) */
 	int nextents;           /* stack regions read */
 	struct uw_extent ext[UW_MAX_EXTENTS]; /* ...each [lowest, one past the highest) byte */
 	int last_extent;        /* the stack the last frame is on */

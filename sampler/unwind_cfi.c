@@ -192,7 +192,15 @@ enum uw_step cfi_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, st
 			n->valid |= 1ull << r;
 		}
 	}
-	if (!((n->valid >> ru->ra) & 1)) goto bad;
+	if (!((n->valid >> ru->ra) & 1)) {
+		/* An exception entry before it saved the interrupted pc: in ELR_EL1 (`.cfi_register
+		 * 32, 33`), which QEMU gives only with `p`: ask for it, as for unread memory. */
+		int src = ru->arg[ru->ra];
+		if (ru->how[ru->ra] != CFI_REG || !((w->fetchable >> src) & 1)) goto bad;
+		w->stop = UW_UNREAD;
+		w->need_reg = src;
+		return US_STOP;
+	}
 	if (ru->how[a->sp] == CFI_UNDEF || ru->how[a->sp] == CFI_SAME) { /* by definition */
 		n->r[a->sp] = cfa;
 		n->valid |= 1ull << a->sp;

@@ -99,6 +99,34 @@ static void test_cfi_a64(void)
 	CHECK(out.stop == UW_END && out.n == 4);
 	CHECK(f[1] == inner_body && f[2] == outer_ret && f[3] == start_ret);
 	CHECK(unwind_is_exact(out.exact, 1) && !unwind_is_exact(out.exact, 2));
+	/* At an exception vector, before the entry saved anything: the interrupted pc is in
+	 * ELR_EL1 (DWARF 33), outside QEMU's `g`. The walk asks for it, as for unread memory... */
+	uint64_t vector_body = addr(&t, "vector_body");
+	CHECK(vector_body != 0);
+	in.pc = vector_body;
+	in.regs.r[31] = S + 0x200 - 32;
+	in.regs.r[29] = 0x2929;
+	in.regs.r[30] = outer_ret;
+	in.regs.valid = 1ull << 31 | 1ull << 29 | 1ull << 30;
+	in.fetchable = 1ull << 33;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_UNREAD && out.need_reg == 33 && out.n == 1);
+	/* ...and with it, goes on into the interrupted leaf (exact) and its callers */
+	in.regs.r[33] = inner_body;
+	in.regs.valid |= 1ull << 33;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4 && f[1] == inner_body && f[2] == outer_ret && f[3] == start_ret);
+	CHECK(unwind_is_exact(out.exact, 1) && out.need_reg == -1);
+	/* A stub that cannot give it: the rule cannot be followed */
+	in.regs.valid &= ~(1ull << 33);
+	in.fetchable = 0;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_BADRULE && out.n == 1);
+	in.pc = entry_body;
+	in.regs.r[31] = tf;
+	in.regs.r[29] = 0x7777;
+	in.regs.valid = 1ull << 31 | 1ull << 29;
+
 	const struct cfi_rule *ru = cfi_rule_at(&c, entry_body);
 	CHECK(ru && ru->signal == 1 && ru->ra == 32 && ru->how[30] == CFI_AT_CFA && ru->how[31] == CFI_AT_CFA);
 	/* GCC's rule in outer's body: CFA = sp + 32, x29 and x30 at its bottom */

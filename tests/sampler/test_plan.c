@@ -1,7 +1,10 @@
 /* test_plan.c: the sampling plan on literal replies -- which windows a vCPU's sample asks for,
  * given its previous sample, and what the replies make of it (no gdbstub, no socket). */
 #include "check.h"
+#include "../../sampler/files.h"
 #include "../../sampler/sample.h"
+#include "../../sampler/unwind_cfi.h"
+#include <stdlib.h>
 
 #define K 0xffffffff80000000ull
 #define STK 0xffff800000010000ull
@@ -40,7 +43,8 @@ static void a64_xml(char *out, size_t cap)
 	size_t o = (size_t)snprintf(out, cap, "<architecture>aarch64</architecture>");
 	for (int i = 0; i < 31; i++) o += (size_t)snprintf(out + o, cap - o, "<reg name=\"x%d\" bitsize=\"64\"/>", i);
 	snprintf(out + o, cap - o, "<reg name=\"sp\" bitsize=\"64\"/><reg name=\"pc\" bitsize=\"64\"/>"
-		 "<reg name=\"cpsr\" bitsize=\"32\"/><reg name=\"TPIDR_EL1\" bitsize=\"64\" regnum=\"213\"/>");
+		 "<reg name=\"cpsr\" bitsize=\"32\"/><reg name=\"ELR_EL1\" bitsize=\"64\" regnum=\"117\"/>"
+		 "<reg name=\"TPIDR_EL1\" bitsize=\"64\" regnum=\"213\"/>");
 }
 
 static struct layout a64;
@@ -149,8 +153,97 @@ static void test_plan_a64(void)
 	syms_free(&t);
 }
 
+/* Answer every stack window v asked for from a memory image at base. */
+static void answer(struct vcpu *v, const uint8_t *mem, uint64_t base, size_t len)
+{
+	for (int i = v->nwin_trip; i < v->nwin; i++) {
+		struct window *w = &v->win[i];
+		if (w->kind != WIN_STACK) continue;
+		w->ok = w->addr >= base && w->addr + (uint64_t)w->len <= base + len;
+		if (w->ok) memcpy(w->data, mem + (w->addr - base), (size_t)w->len);
+	}
+}
+
+static uint64_t sym(const struct symtab *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->syms[i].name, name)) return t->syms[i].addr;
+	return 0;
+}
+
+/* A sample at an exception vector (tests/sampler/data/cfi_frames_a64.S): the walk needs
+ * ELR_EL1, outside `g`; the next trip reads it with `p` and the walk reaches the interrupted
+ * code. */
+static void test_plan_a64_vector(void)
+{
+	static struct plan p;
+	static struct vcpu v;
+	static uint8_t mem[0x1000];
+	struct sample out;
+	struct symtab t = { 0 };
+	struct cfi_ctx c;
+	uint8_t *buf;
+	size_t len;
+	char err[160];
+	CHECK(file_read(CFI_FRAMES_A64_ELF, FILE_MAX_IMAGE, &buf, &len, err, sizeof err) == 0);
+	if (!buf) {
+		fprintf(stderr, "test_plan: %s\n", err);
+		return;
+	}
+	elf_version(EV_CURRENT);
+	CHECK(syms_add_elf(&t, "cfi_frames_a64.elf", buf, len) == 0);
+	Elf *e = elf_memory((char *)buf, len);
+	CHECK(e && cfi_open(&c, e, uw_arch_aarch64.nregs) == 0);
+	uint64_t vector_body = sym(&t, "vector_body"), inner_body = sym(&t, "inner_body");
+	uint64_t outer_ret = sym(&t, "outer_ret"), start_ret = sym(&t, "start_ret");
+	struct sampler_cfg cfg = { .syms = &t, .nmethods = 2, .order = { UM_CFI, UM_FP }, .cfi = &c,
+				   .klo = A64K, .khi = A64K + 0xfff, .max_frames = 64 };
+	char xml[2048];
+	a64_xml(xml, sizeof xml);
+	CHECK(arch_layout_xml(&a64, xml) == 0 && a64.dwarf[33] && a64.dwarf[33]->num == 117);
+	plan_init(&p, &a64, &cfg);
+	memset(&v, 0, sizeof v);
+	memset(mem, 0, sizeof mem);
+	le(mem + 0x200, 0);          /* outer's record at the interrupted sp */
+	le(mem + 0x208, start_ret);
+
+	plan_first(&p, &v);
+	a64_regs(&v, vector_body, A64S + 0x200 - 32, 0x2929, 0);
+	le(v.regs + 240, outer_ret); /* x30: inner was called from outer */
+	v.trips = 1;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
+	const struct reg *x = plan_wants_xreg(&p, &v);
+	CHECK(x && x->num == 117 && v.xreg == 33 && p.st.reg_reads == 1);
+	v.xreg_state = XR_READ; /* the `p75` reply */
+	v.xreg_val = inner_body;
+	CHECK(!plan_wants_xreg(&p, &v));
+	for (int trip = 2; trip <= 4; trip++) { /* then whatever stack the walk needs */
+		v.trips = trip;
+		if (plan_after_trip(&p, &v, &out, trip == 4)) break;
+		answer(&v, mem, A64S, sizeof mem);
+	}
+	CHECK(out.n == 4 && out.frames[1] == inner_body && out.frames[2] == outer_ret && out.frames[3] == start_ret);
+	CHECK(unwind_is_exact(out.exact, 1) && !(out.flags & (SF_PARTIAL | SF_UNRELIABLE)));
+
+	/* The stub refuses the register: the walk ends there, counted as unreliable, not guessed. */
+	plan_first(&p, &v);
+	a64_regs(&v, vector_body, A64S + 0x200 - 32, 0x2929, 0);
+	v.trips = 1;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 0 && plan_wants_xreg(&p, &v));
+	v.xreg_state = XR_FAILED;
+	v.trips = 2;
+	CHECK(plan_after_trip(&p, &v, &out, 0) == 1 && out.n == 1 && (out.flags & SF_UNRELIABLE));
+	CHECK(p.st.stops[UW_BADRULE] == 1);
+	plan_free(&p);
+	cfi_free(&c);
+	elf_end(e);
+	syms_free(&t);
+	free(buf);
+}
+
 void test_plan(void)
 {
+	test_plan_a64_vector();
 	test_plan_a64();
 	struct plan p;
 	struct vcpu v;

@@ -1,8 +1,9 @@
 /* cfi_frames_a64.S: aarch64 functions with known DWARF CFI -- a GCC-style frame record, a
- * frameless leaf, and an exception entry described as a signal frame -- linked into an ELF the
+ * frameless leaf, an exception entry described as a signal frame, and an exception vector whose
+ * interrupted pc is still in ELR_EL1 -- linked into an ELF the
  * CFI unwinder's unit test reads (tests/sampler/test_cfi.c builds matching stacks by hand). */
 	.text
-	.globl start, outer, inner, entry
+	.globl start, outer, inner, entry, vector
 
 /* The outermost frame: its return address is undefined, as at a task's entry. */
 start:
@@ -55,4 +56,21 @@ entry:
 entry_body:
 	nop
 	eret
+	.cfi_endproc
+
+/* An exception vector's first instructions: the interrupted pc still in ELR_EL1 (DWARF 33,
+ * ELR_mode), the frame being made below the interrupted sp, x29 and x30 as interrupted. */
+vector:
+	.cfi_startproc simple
+	.cfi_signal_frame
+	.cfi_return_column 32
+	.cfi_def_cfa sp, 0
+	.cfi_register 32, 33
+	.cfi_same_value x29
+	.cfi_same_value x30
+	sub sp, sp, #32
+	.cfi_def_cfa_offset 32
+vector_body:
+	nop
+	b entry
 	.cfi_endproc
