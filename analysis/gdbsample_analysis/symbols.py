@@ -93,7 +93,8 @@ def elf_symbols(elf, marks=None):
                 continue
             if shndx >= elf.num_sections() or not elf.get_section(shndx)["sh_flags"] & SHF_EXECINSTR:
                 continue
-            if not s.name or (kind == "STT_NOTYPE" and s.name.startswith(".")):
+            # local labels; aarch64's mapping symbols ($x code, $d data), as sampler/symbols.c
+            if not s.name or (kind == "STT_NOTYPE" and s.name[0] in ".$"):
                 continue
             out.append((s["st_value"], s["st_size"], s.name))
     return out

@@ -1,6 +1,7 @@
 """Symbolizer: the lookup rules shared with sampler/symbols.c, maps, ELF, DWARF lines and inlines."""
 import os
 
+import conftest
 import pytest
 
 from analyze import DATA
@@ -108,3 +109,13 @@ def test_lines_and_inlines_from_dwarf():
     assert chain[0][0] == "mix" and chain[0][1] == "tiny.c" and chain[0][2] == 26  # call site
     m = Symbolizer.load(os.path.join(DATA, "tiny.map"))
     assert m.line(a) is None and m.inlined(a) == []     # a map has no DWARF: no crash
+
+
+def test_aarch64_mapping_symbols_are_not_functions():
+    """The aarch64 kernel's $x/$d mapping symbols (NOTYPE, in .text) mark code and literal pools,
+    not functions: a pc after a literal pool is still in its function, as gdbsample names it."""
+    if not os.path.exists(conftest.KERNEL_A64):
+        pytest.fail(f"{conftest.KERNEL_A64} is missing: run `make kernel`")
+    s = Symbolizer.load(conftest.KERNEL_A64)
+    assert s.names and not [n for n in s.names if n.startswith("$")]
+    assert "trap_common" in s.names and "idle_loop" in s.names
