@@ -40,7 +40,7 @@ $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SAMPLER_LIBS)
 
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
-		       $(BUILD)/tests/sampler/cfi_frames_a64.elf
+		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf
 	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
 
 # An ELF with known CFI for the CFI unwinder's test (its path is compiled into test_cfi.o).
@@ -54,6 +54,9 @@ $(BUILD)/tests/sampler/cfi_frames_a64.elf: tests/sampler/data/cfi_frames_a64.S
 	$(A64_CC) -nostdlib -static -no-pie -Wl,-Ttext=0x40080000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
 $(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"' \
 	-DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"'
+# test_insn checks the frame-setup rules at every instruction of our aarch64 kernel against its CFI.
+$(BUILD)/tests/sampler/test_insn.o: SAMPLER_CFLAGS += -DA64_KERNEL='"$(BUILD)/aarch64/kernel.elf"' \
+	-DA64_KERNEL_NOFP='"$(BUILD)/aarch64/kernel-nofp.elf"'
 $(BUILD)/tests/sampler/test_plan.o: SAMPLER_CFLAGS += -DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"'
 # Literal inputs the tests read (QEMU's target descriptions).
 $(BUILD)/tests/sampler/test_arch.o: SAMPLER_CFLAGS += -DTEST_DATA='"tests/sampler/data"'

@@ -1,8 +1,12 @@
 /* test_insn.c: what instructions say about a pc, on literal aarch64 instruction words (as GCC 12
  * emits them for our kernel with frame records) and x86_64 bytes. */
 #include "check.h"
+#include "../../sampler/files.h"
 #include "../../sampler/insn.h"
+#include "../../sampler/symbols.h"
+#include "../../sampler/unwind_cfi.h"
 #include <elf.h>
+#include <stdlib.h>
 
 #define BASE 0x40080000ull /* where the literal text lies */
 
@@ -172,8 +176,62 @@ static void test_x86(void)
 	CHECK(insn_pc_kind(EM_RISCV, byte_at, NULL, BASE, 1, BASE, NULL) == PC_BODY); /* no rules */
 }
 
+/*
+ * Our aarch64 kernel, every instruction of every function: where the words say the return
+ * address is still in x30 (PC_AT_ENTRY), the kernel's own CFI must agree -- x30 "same value", or
+ * just saved by the `stp` -- and put the caller's sp (the CFA) at sp + adj. On the frame-record
+ * build the CFI must never keep the return address in x30 where the words say the record is
+ * set up (PC_BODY); without frame records a frameless function with branches stays PC_BODY (the
+ * frame-pointer method knows nothing there; the default walk uses the CFI).
+ */
+static void check_kernel(const char *path, int frame_records)
+{
+	struct symtab t = { 0 };
+	struct cfi_ctx c;
+	uint8_t *buf;
+	size_t len;
+	char err[160];
+	CHECK(file_read(path, FILE_MAX_IMAGE, &buf, &len, err, sizeof err) == 0);
+	if (!buf) {
+		fprintf(stderr, "test_insn: %s (make ARCH=aarch64 kernel)\n", err);
+		return;
+	}
+	elf_version(EV_CURRENT);
+	CHECK(syms_add_elf(&t, path, buf, len) == 0 && t.machine == EM_AARCH64);
+	Elf *e = elf_memory((char *)buf, len);
+	CHECK(e && cfi_open(&c, e, uw_arch_aarch64.nregs) == 0);
+	long entry = 0, body = 0, wrong = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		const struct sym *s = &t.syms[i];
+		uint64_t end = s->size ? s->addr + s->size : i + 1 < t.n ? t.syms[i + 1].addr : s->addr;
+		for (uint64_t pc = s->addr; pc < end; pc += 4) {
+			int adj = -1;
+			enum unwind_pc k = syms_pc_kind(&t, pc, &adj);
+			const struct cfi_rule *ru = cfi_rule_at(&c, pc);
+			if (!ru || !ru->found || !ru->usable || ru->signal || ru->how[30] == CFI_UNDEF) continue;
+			int live = ru->how[30] == CFI_SAME, saved = ru->how[30] == CFI_AT_CFA;
+			int ok = k == PC_AT_ENTRY ? (live || saved) && ru->cfa_reg == 31 && adj == ru->cfa_off
+						  : !live || !frame_records;
+			if (!ok && wrong++ < 5)
+				fprintf(stderr, "test_insn: %s+0x%llx: words say %s (adj %d), CFI x30 rule %d, CFA sp%+lld\n",
+					s->name, (unsigned long long)(pc - s->addr), k == PC_AT_ENTRY ? "entry" : "body",
+					adj, ru->how[30], (long long)ru->cfa_off);
+			entry += k == PC_AT_ENTRY;
+			body += k != PC_AT_ENTRY;
+		}
+	}
+	CHECK(wrong == 0);
+	CHECK(entry > 500 && body > 2000); /* a whole kernel was looked at */
+	cfi_free(&c);
+	elf_end(e);
+	syms_free(&t);
+	free(buf);
+}
+
 void test_insn(void)
 {
+	check_kernel(A64_KERNEL, 1);
+	check_kernel(A64_KERNEL_NOFP, 0);
 	test_frames();
 	test_idle_and_calls();
 	test_x86();
