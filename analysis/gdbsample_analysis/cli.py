@@ -20,6 +20,7 @@ COMMANDS = {
     "info": "info",
     "speedscope": "speedscope",
     "flamegraph": "flamegraph",
+    "pprof": "pprof",
     "compare": "compare",
 }
 
