@@ -21,6 +21,7 @@ COMMANDS = {
     "speedscope": "speedscope",
     "flamegraph": "flamegraph",
     "pprof": "pprof",
+    "perf-script": "perf_script",
     "compare": "compare",
 }
 
