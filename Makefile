@@ -28,7 +28,7 @@ DEB_PKGS := gcc make binutils qemu-system-x86 python3 python3-pyelftools python3
 	    libelf-dev libdw-dev libbpf-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
-	    golang-go protobuf-compiler python3-protobuf
+	    golang-go protobuf-compiler python3-protobuf npm tmux
 # A package counts as present when installed or provided by one that is (NodeSource's nodejs
 # provides npm and conflicts with Debian's).
 deps:
@@ -61,16 +61,18 @@ crosscheck: deps all
 
 test: deps all
 	$(MAKE) --no-print-directory unit-test
+	-$(MAKE) --no-print-directory speedscope-app    # npm unreachable: its test skips, saying why
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 unit-test: kernel-unit sampler-unit
 
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
-# (pytest -m "not qemu"; tests/conftest.py says which do) -- under a minute.
+# and drive no real viewer app (pytest -m "not qemu and not slow"; tests/conftest.py says which
+# do) -- under a minute.
 check: all
 	$(MAKE) --no-print-directory unit-test
 	$(PY) -m pyflakes analysis tools tests bench gdbscripts vm-configs/vmconfig.py
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu and not slow" tests
 
 # pprof's profile.proto compiled for Python (gdbsample-analyze pprof), by Debian's protoc; the
 # .proto is ours (analysis/proto/profile.proto says where it comes from), the module generated.
@@ -78,6 +80,20 @@ $(PPROF_PB2): analysis/proto/profile.proto
 	@command -v protoc >/dev/null || { echo "$@: protoc is missing (make deps installs protobuf-compiler)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	protoc --proto_path=$(dir $<) --python_out=$(dir $@) $<
+
+# The real speedscope viewer (npm package, pinned) under $(BUILD)/speedscope-app, for the test that
+# loads our speedscope output into it in headless Chromium. Installed beside, then moved into place.
+SPEEDSCOPE_VERSION := 1.25.0
+SPEEDSCOPE_STAMP := $(BUILD)/speedscope-app/installed-$(SPEEDSCOPE_VERSION)
+.PHONY: speedscope-app
+speedscope-app: $(SPEEDSCOPE_STAMP)
+$(SPEEDSCOPE_STAMP):
+	@command -v npm >/dev/null || { echo "speedscope-app: npm is missing (make deps installs it)" >&2; exit 1; }
+	rm -rf $(BUILD)/speedscope-app.partial && mkdir -p $(BUILD)/speedscope-app.partial
+	npm install --prefix $(BUILD)/speedscope-app.partial --no-audit --no-fund --ignore-scripts \
+	  --no-package-lock speedscope@$(SPEEDSCOPE_VERSION)
+	touch $(BUILD)/speedscope-app.partial/installed-$(SPEEDSCOPE_VERSION)
+	rm -rf $(BUILD)/speedscope-app && mv $(BUILD)/speedscope-app.partial $(BUILD)/speedscope-app
 
 # Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
 bench: deps all

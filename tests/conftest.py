@@ -134,15 +134,18 @@ def wait_running(path, timeout=3.0):
         time.sleep(0.05)
 
 
-# -- `make check`: the tests that start no QEMU -------------------------------------------------
+# -- `make check`: the tests that start no QEMU and no real viewer app ---------------------------
 # Tests that boot a guest are marked `qemu`: every test using a guest fixture automatically, and
-# modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. `make check` runs
-# `-m "not qemu"`: the edit-compile loop's tests, in seconds.
+# modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. Tests that drive a
+# viewer installed under BUILD (the speedscope app in headless Chromium) are marked `slow`.
+# `make check` runs `-m "not qemu and not slow"`: the edit-compile loop's tests, in seconds.
 GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qemu: the test starts a QEMU guest (left out by `make check`)")
+    config.addinivalue_line("markers", "slow: the test drives a real viewer app in a browser (left out by "
+                            "`make check`)")
 
 
 def pytest_collection_modifyitems(config, items):
