@@ -22,7 +22,7 @@ import urllib.parse
 
 import conftest
 import pytest
-from analyze import DATA, run
+from analyze import run
 
 pytestmark = pytest.mark.slow
 
