@@ -42,6 +42,7 @@ HELP = "convert a capture or folded stacks to pprof's profile.proto (gzip), for 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERNEL_NAME = "[kernel]"      # the mapping's file name without -e
 ID_BUILD = 1                  # capture header id kind: a GNU build-id (capture.ID_KINDS)
+INT64_MAX = (1 << 63) - 1     # profile.proto's values and times are int64
 
 _schema = None                # the generated module, loaded once per process
 
@@ -218,7 +219,7 @@ def from_capture(pb, cap, syms, flt, elf):
         else:
             e[0] += 1
             e[1] += s.wall
-    prof.time_nanos = cap.start_ns
+    prof.time_nanos = cap.start_ns if cap.start_ns <= INT64_MAX else 0     # a hostile header: unknown
     prof.duration_nanos = int(cap.summary.get("duration_ns", cap.last_time_ns or 0))
     frames = Frames(b, syms, cap.kernel_lo, cap.kernel_hi)
     rows = []
@@ -235,7 +236,7 @@ def from_capture(pb, cap, syms, flt, elf):
             labels += [("comm", task.comm), ("pid", "%d" % task.pid), ("tgid", "%d" % task.tgid)]
         elif tasks:
             labels.append(("comm", UNKNOWN_TASK))
-        b.sample(ids, [n, wall], labels)
+        b.sample(ids, [n, min(wall, INT64_MAX)], labels)          # int64, even summed from hostile times
     return b
 
 

@@ -232,3 +232,17 @@ def test_bad_input_one_line_nothing_written(tmp_path, args, code):
     r = call(*args)
     assert r.returncode == code and one_line_error(r), r.stderr
     assert out.read_bytes() == b"keep" and os.listdir(tmp_path) == ["out.pb.gz"]
+
+
+def test_hostile_times_stay_in_int64(pb, tmp_path):
+    """A start past 2^63 ns and intervals summing past 2^63 - 1: still a profile (int64 fields)."""
+    import capgen
+    big = (1 << 63) - 1
+    cap = tmp_path / "h.cap"
+    capgen.write(str(cap), [(0, 0, 0, [0xffffffff80000000]), (big, 0, 0, [0xffffffff80000000]),
+                            (big, 1, 0, [0xffffffff80000000])],
+                 {"samples": 3}, start_ns=(1 << 64) - 1, rate_hz=1)
+    prof = decode(pb, convert(tmp_path, cap))
+    assert prof.time_nanos == 0
+    assert sum(s.value[0] for s in prof.sample) == 3
+    assert max(s.value[1] for s in prof.sample) == big
