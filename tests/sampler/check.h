@@ -38,5 +38,6 @@ void test_guard(void);
 void test_stats(void);
 void test_kaslr(void);
 void test_task(void);
+void test_progress(void);
 
 #endif
