@@ -55,7 +55,8 @@ uint64_t arch_cpu_hwid(const struct cpu *c);	/* MPIDR_EL1's affinity fields */
 void arch_clocks_print(struct out *o);		/* lscpu's clocks line */
 void arch_stop_others(void);			/* every other CPU stops (an SGI above the mask) */
 void arch_poweroff(struct out *o) __attribute__((noreturn));	/* PSCI SYSTEM_OFF */
-void arch_raise_exception(void);		/* a real undefined-instruction exception (udf) */
+/* A real undefined-instruction exception, raised in the caller (the panic report starts there). */
+static inline void arch_raise_exception(void) { __asm__ volatile("udf #0"); }
 void arch_lscpu(struct out *o);			/* MIDR, ID_AA64DFR0, PMCR_EL0 */
 /* The initial stack of a new task, as swtch pops it: returns the saved stack pointer. */
 uint64_t arch_task_stack_init(uint8_t *top);
