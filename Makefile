@@ -57,8 +57,10 @@ run: deps kernel
 	  --gdb tcp:127.0.0.1:$(GDBPORT); s=$$?; [ $$s = 0 ] || [ $$s = 33 ] || exit $$s  # 33: poweroff
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
+# Both arches by default (ARCH=x86_64 or ARCH=aarch64 for one): on aarch64 the in-guest side is the PMU.
 demo: deps all
-	$(PY) tools/demo.py --kernel $(BUILD)/kernel.elf
+	$(if $(filter x86_64,$(KARCHES)),$(PY) tools/demo.py --arch x86_64 --kernel $(BUILD)/kernel.elf)
+	$(if $(filter aarch64,$(KARCHES)),$(PY) tools/demo.py --arch aarch64 --kernel $(BUILD)/aarch64/kernel.elf)
 
 # The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs).
 # ARCH=aarch64: on QEMU virt, where the in-guest source is the PMU (x86_64 under TCG: the tick).
