@@ -19,20 +19,20 @@ struct out;
  */
 static inline uint64_t irq_save(void)
 {
-	uint64_t f = (read_pmr() << 8) | (read_daif() & DAIF_I);
-	write_pmr(PMR_MASKED);
+	uint64_t f = (pmr_get() << 8) | (read_daif() & DAIF_I);
+	pmr_set(PMR_MASKED);
 	return f;
 }
 static inline void irq_restore(uint64_t f)
 {
-	write_pmr(f >> 8);
+	pmr_set(f >> 8);
 	if (!(f & DAIF_I))
 		__asm__ volatile("msr daifclr, #2" ::: "memory");
 }
-static inline void irq_disable(void) { write_pmr(PMR_MASKED); }
+static inline void irq_disable(void) { pmr_set(PMR_MASKED); }
 static inline void irq_enable(void)
 {
-	write_pmr(PMR_OPEN);
+	pmr_set(PMR_OPEN);
 	__asm__ volatile("msr daifclr, #2" ::: "memory");
 }
 static inline int irq_flags_enabled(uint64_t f) { return (f >> 8) == PMR_OPEN && !(f & DAIF_I); }
