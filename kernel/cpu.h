@@ -26,6 +26,7 @@ struct cpu {
 	int id;				/* logical index 0..ncpu-1 */
 	uint32_t apic_id;		/* x86_64: local APIC id from the MADT */
 	uint64_t mpidr;			/* aarch64: MPIDR_EL1 affinity, the PSCI target */
+	uint64_t pmr;			/* aarch64: ICC_PMR_EL1 as last written (entry.S: CPU_PMR) */
 	volatile int online;		/* set by the CPU itself once it ticks */
 	struct task *current;		/* task running now */
 	struct task *idle;		/* this CPU's idle task */

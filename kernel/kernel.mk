@@ -136,7 +136,7 @@ KHOST_SRCS := tests/kernel/test_kernel_host.c kernel/stacktrace.c kernel/symtab.
 	      kernel/string.c
 $(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -DHOST_TEST -Ikernel -Ikernel/arch/x86_64 \
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KHOST_SRCS)
 
 # Host unit tests of the PMU decision and overflow logic against a simulated CPU: sim_cpu.c

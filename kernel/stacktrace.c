@@ -6,19 +6,28 @@
 
 #define MAX_STACK_SWITCHES 2	/* IST -> task stack is one; allow a little slack */
 
+static int on_task_stack(const struct task *t, uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t b = (uint64_t)t->stack;
+	if (t->state == TASK_FREE || !b || addr < b || addr >= b + t->stack_size)
+		return 0;
+	*lo = b;
+	*hi = b + t->stack_size;
+	return 1;
+}
+
 int stack_bounds(uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
-	for (int i = 0; i < MAX_TASKS; i++) {
-		const struct task *t = &tasks[i];
-		uint64_t b = (uint64_t)t->stack;
-		if (t->state == TASK_FREE || !b)
-			continue;
-		if (addr >= b && addr < b + t->stack_size) {
-			*lo = b;
-			*hi = b + t->stack_size;
+	/* The common case first, in O(1): a sample's stack is the running task's (the profiler's
+	 * handler runs on every sample, so a scan of every task here was most of its cost). */
+#ifndef HOST_TEST	/* host unit tests have no per-CPU register */
+	struct cpu *c = mycpu();
+	if (c && c->current && on_task_stack(c->current, addr, lo, hi))
+		return 1;
+#endif
+	for (int i = 0; i < MAX_TASKS; i++)
+		if (on_task_stack(&tasks[i], addr, lo, hi))
 			return 1;
-		}
-	}
 #if defined(__x86_64__)
 	for (int i = 0; i < ncpu; i++) {
 		uint8_t *ist[3] = { cpus[i].ist_nmi, cpus[i].ist_df, cpus[i].ist_mc };

@@ -43,7 +43,8 @@ const char cli_usage[] =
 	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
 	"  --max-pause SECONDS  resume the guest if one sample keeps it stopped longer (gdbsample\n"
 	"                     stopped or starved); 0 turns the watchdog off (default 1)\n"
-	"  -q                 no warnings or progress on stderr (the summary stays)\n"
+	"  -q, --quiet        no warnings and no live status line on stderr (the summary stays); the\n"
+	"                     status line is drawn only when stderr is a terminal\n"
 	"  --version          print gdbsample's version and exit\n"
 	"  -h, --help         print this help and exit\n";
 
@@ -126,6 +127,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "pid", required_argument, 0, OPT_PID },
 		{ "comm", required_argument, 0, OPT_COMM },
 		{ "version", no_argument, 0, OPT_VERSION },
+		{ "quiet", no_argument, 0, 'q' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};

@@ -7,6 +7,7 @@
 #include "cmds.h"
 #include "err.h"
 #include "output.h"
+#include "progress.h"
 #include "record.h"
 #include "writer.h"
 
@@ -51,6 +52,17 @@ static struct writer *make_writer(const struct opts *o, struct session *ss, stru
 	}
 }
 
+/* The sink's tick on a terminal: the status line, redrawn in place. */
+static void status_tick(void *arg, const struct stats *st, const struct pace *p)
+{
+	char line[256];
+	(void)arg;
+	(void)p;
+	progress_format(line, sizeof line, st->end_ns - st->start_ns, st->kept, st->stops, stats_pause_pct(st, 50),
+			st->dropped, progress_columns(stderr));
+	progress_draw(stderr, line);
+}
+
 int cmd_record(const struct opts *o)
 {
 	static struct session ss;
@@ -82,7 +94,12 @@ int cmd_record(const struct opts *o)
 		output_abort(&out);
 		return ERR_SYS;
 	}
+	if (progress_wanted(stderr, o->quiet)) {                        /* a terminal: live status line */
+		k.tick = status_tick;
+		k.tick_ns = PROGRESS_PERIOD_NS;
+	}
 	int failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;   /* sample until -d or a signal */
+	progress_erase(stderr);                                         /* gone before anything else */
 	stats_kv(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
 	session_kv(&ss, kv, sizeof kv);                                 /* how the VM was reached, the image */
 	session_image_line(&ss, kline, sizeof kline);

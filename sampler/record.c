@@ -51,7 +51,8 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 	static struct sample out[GDB_MAX_CPUS];
 	const struct opts *o = ss->o;
 	int64_t start = pace_now(), end = o->duration > 0 ? start + (int64_t)(o->duration * 1e9) : 0;
-	int64_t next_tick = start + 1000000000LL;
+	int64_t tick_every = k->tick_ns > 0 ? k->tick_ns : 1000000000LL;
+	int64_t next_tick = start + tick_every;
 	stats_init(st, start);
 	pace_init(p, o->rate, start);
 	p->next_ns = start; /* first sample right away (the VM is stopped since we attached) */
@@ -91,8 +92,8 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		if (k->tick && now >= next_tick) {
 			st->end_ns = now;
 			k->tick(k->tick_arg, st, p);
-			next_tick += 1000000000LL;
-			if (next_tick < now) next_tick = now + 1000000000LL;
+			next_tick += tick_every;
+			if (next_tick < now) next_tick = now + tick_every;
 		}
 	}
 	st->end_ns = pace_now();

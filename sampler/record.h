@@ -13,9 +13,10 @@ extern volatile sig_atomic_t record_stop; /* set by SIGINT/SIGTERM: finish the s
 struct sinks {
 	struct writer *all;      /* gets every sample, idle included (capture), or NULL */
 	struct writer *text;     /* gets non-idle samples (all with --idle), or NULL */
-	/* Called about once a second (for `top`), or NULL. */
+	/* Called every tick_ns (for `top`, `record`'s status line), or NULL. */
 	void (*tick)(void *arg, const struct stats *st, const struct pace *p);
 	void *tick_arg;          /* its argument */
+	int64_t tick_ns;         /* how often tick is called at most; 0: once a second */
 };
 
 /* Install the SIGINT/SIGTERM handlers that set record_stop. */

@@ -2,6 +2,7 @@
 #include "session.h"
 #include "err.h"
 #include "pace.h"
+#include "progress.h"
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -9,6 +10,7 @@ void session_warn(const struct session *ss, const char *fmt, ...)
 {
 	va_list ap;
 	if (ss->o->quiet) return;
+	progress_erase(stderr); /* on a line of its own, not after the status line */
 	fprintf(stderr, "gdbsample: warning: ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

@@ -136,18 +136,19 @@ def wait_running(path, timeout=3.0):
         time.sleep(0.05)
 
 
-# -- `make check`: the tests that start no QEMU and build nothing big -------------------------
+# -- `make check`: the tests that start no QEMU, build nothing big, drive no viewer app -------
 # Tests that boot a guest are marked `qemu`: every test using a guest fixture automatically, and
 # modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. Tests that build
-# something big (the Debian package) are marked `slow`, with `pytestmark = pytest.mark.slow`.
+# something big (the Debian package) or drive a viewer installed under BUILD (the speedscope
+# app in headless Chromium) are marked `slow`, with `pytestmark = pytest.mark.slow`.
 # `make check` runs `-m "not qemu and not slow"`: the edit-compile loop's tests, in seconds.
 GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qemu: the test starts a QEMU guest (left out by `make check`)")
-    config.addinivalue_line("markers", "slow: the test builds something big, e.g. the Debian package "
-                                       "(left out by `make check`)")
+    config.addinivalue_line("markers", "slow: the test builds something big (the Debian package) or drives "
+                                       "a real viewer app in a browser (left out by `make check`)")
 
 
 def pytest_collection_modifyitems(config, items):

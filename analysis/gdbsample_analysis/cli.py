@@ -21,6 +21,8 @@ COMMANDS = {
     "info": "info",
     "speedscope": "speedscope",
     "flamegraph": "flamegraph",
+    "pprof": "pprof",
+    "perf-script": "perf_script",
     "compare": "compare",
 }
 

@@ -67,6 +67,19 @@ def no_tasks(cap, what):
                    "with --os none)" % (what, cap.path), EXIT_USAGE)
 
 
+def capture_only(args, path, extra=()):
+    """Failure (usage) if a capture's options were given for path, a folded file: the filters,
+    --task-format and the flags named in extra (attribute, flag) pairs."""
+    given = (args.cpu or args.t_from or args.t_until or args.idle or args.pid is not None
+             or args.comm is not None or getattr(args, "task_format", None)
+             or any(getattr(args, a) for a, _ in extra))
+    if given:
+        raise Failure("%s is folded text: --cpu, --from, --until, --idle, %s--pid and --comm apply to "
+                      "captures only" % (path, "".join(f + ", " for _, f in extra)
+                                         + ("--task-format, " if hasattr(args, "task_format") else "")),
+                      EXIT_USAGE)
+
+
 def add_arguments(p):
     p.add_argument("--cpu", metavar="LIST", help="only these vCPUs, e.g. 0,2-3 (default all)")
     p.add_argument("--from", dest="t_from", metavar="T",

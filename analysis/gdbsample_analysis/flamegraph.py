@@ -231,10 +231,7 @@ def load(path, elf, args, statuses, kaslr_offset=None, task_fmt=None):
     appended to statuses. kaslr_offset: --kaslr-offset for a capture (None: its own); task_fmt:
     its task roots (fold.task_format)."""
     if not common.is_capture(path):
-        if (args.cpu or args.t_from or args.t_until or args.idle or args.group_by_cpu
-                or args.task_format or args.pid is not None or args.comm is not None):
-            raise Failure("%s is folded text: --cpu, --from, --until, --idle, --group-by-cpu, "
-                          "--task-format, --pid and --comm apply to captures only" % path, EXIT_USAGE)
+        filters.capture_only(args, path, [("group_by_cpu", "--group-by-cpu")])
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()

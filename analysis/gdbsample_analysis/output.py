@@ -8,7 +8,8 @@ is complete. A failure, an interrupt or an unexpected error removes the temporar
 calls abort_all() on every way out), so an existing output is never truncated or half written.
 An output that exists and is not a regular file (/dev/null, a FIFO, a terminal) is written
 directly: there is nothing to replace. stdout is written directly too, but refused when it is a
-regular file that is also an input (`fold X >> X`).
+regular file that is also an input (`fold X >> X`). A binary output (pprof's gzip) takes bytes, and
+refuses a terminal as stdout.
 """
 import os
 import stat
@@ -54,7 +55,7 @@ class Output:
 
     Opened up front, so a bad path or an output that is an input fails before any work."""
 
-    def __init__(self, path, inputs=()):
+    def __init__(self, path, inputs=(), binary=False):
         self.path = None if path in (None, "-") else path
         self.name = self.path or "stdout"   # for messages
         self.tmp = None                     # the temporary file, until commit() renames it
@@ -65,6 +66,10 @@ class Output:
             if st is not None:
                 refuse_inputs("stdout", st, inputs)
             self.f = sys.stdout
+            if binary:                      # bytes: the buffer under sys.stdout, never a terminal
+                self.f = getattr(sys.stdout, "buffer", None)
+                if self.f is None or sys.stdout.isatty():
+                    raise Failure("the output is binary: give -o FILE", EXIT_USAGE)
             return
         try:
             st = os.stat(self.path)
@@ -79,14 +84,14 @@ class Output:
         fd = None
         try:
             if st is not None and not stat.S_ISREG(st.st_mode):
-                self.f = open(self.path, "w", encoding="utf-8")   # a device or FIFO: write to it
+                self.f = open(self.path, "wb") if binary else open(self.path, "w", encoding="utf-8")  # a device or FIFO
                 return
             self.final = os.path.realpath(self.path)   # a symlink: replace the file, keep the link
             fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.final) + ".partial-",
                                             dir=os.path.dirname(self.final))
             _pending.append(self)
             os.fchmod(fd, st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask())
-            self.f = os.fdopen(fd, "w", encoding="utf-8")
+            self.f = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")
         except OSError as e:
             if fd is not None and self.f is None:
                 os.close(fd)
@@ -105,7 +110,7 @@ class Output:
         temporary file removed, the output untouched) if that cannot be done."""
         try:
             self.f.flush()
-            if self.f is sys.stdout:
+            if self.path is None:
                 return
             if self.tmp is not None:
                 os.fsync(self.f.fileno())
@@ -120,7 +125,9 @@ class Output:
 
     def abort(self):
         """Drops an unfinished result: closes and removes the temporary file (idempotent)."""
-        if self.f is not None and self.f is not sys.stdout:
+        if self.f is not None and self.path is None:
+            self.f = None                   # stdout (or its buffer) stays open
+        if self.f is not None:
             try:
                 self.f.close()
             except (OSError, ValueError):

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """regen_golden_visual.py: rebuild the speedscope and flame graph golden files after an intended
-change (and, with --elf, the test ELF and the capture synthesized against it).
+change (and, with --elf, the test ELF and the capture synthesized against it); also the
+perf-script text of the same capture.
 
     /usr/bin/python3 tests/analysis/regen_golden_visual.py [--elf]
 
 Inputs (committed): data/sf_tiny.c -> data/sf_tiny.elf (only rebuilt with --elf: a new compiler
 changes its addresses), data/sf_small.cap (synthesized here from sf_tiny.elf), data/fg_base.folded
 and data/fg_new.folded (hand-written). Goldens: data/sf_small.json, data/fg_base.svg,
-data/fg_diff.svg. regen_golden.py runs this too; the tests import it for the sample pattern.
+data/fg_diff.svg, data/sf_small.perf-script. regen_golden.py runs this too; the tests import it for the sample pattern.
 """
 import os
 import struct
@@ -110,6 +111,7 @@ GOLDEN = {
     "sf_small.json": ["speedscope", "sf_small.cap", "-e", "sf_tiny.elf"],
     "fg_base.svg": ["flamegraph", "fg_base.folded", "--title", "fg base"],
     "fg_diff.svg": ["flamegraph", "fg_new.folded", "--diff", "fg_base.folded", "--width", "900"],
+    "sf_small.perf-script": ["perf-script", "sf_small.cap", "-e", "sf_tiny.elf"],
 }
 
 

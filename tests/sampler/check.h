@@ -39,5 +39,6 @@ void test_stats(void);
 void test_kaslr(void);
 void test_task(void);
 void test_insn(void);
+void test_progress(void);
 
 #endif

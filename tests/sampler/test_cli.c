@@ -37,6 +37,7 @@ static void test_flags(void)
 	int cpus[8];
 	CHECK(cli_cpus(&o, 4, cpus) == 3 && cpus[0] == 0 && cpus[1] == 2 && cpus[2] == 3);
 	CHECK(cli_cpus(&o, 3, cpus) == -1 && strstr(o.errstr, "out of range"));
+	CHECK(parse(&o, "-p 1 --quiet") == 0 && o.quiet);
 	CHECK(parse(&o, "dump -u /tmp/s") == 0 && o.cmd == CMD_DUMP && !strcmp(o.sock, "/tmp/s"));
 	CHECK(parse(&o, "top -H [::1]:9") == 0 && o.cmd == CMD_TOP && !strcmp(o.host, "::1"));
 	/* dump and top write to the terminal: -o and -f are refused, not ignored */

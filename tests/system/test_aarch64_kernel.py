@@ -130,7 +130,7 @@ def test_panic_backtrace_and_poweroff(boot):
     out = g.read_until("system halted", timeout=20)
     assert "PANIC: undefined instruction (sync, esr 0x2000000" in out, out
     names = re.findall(r"^\s+#\d+ 0x[0-9a-f]+ (\w+)\+0x", out, re.M)
-    assert names[:4] == ["arch_raise_exception", "cmd_panic", "shell_exec", "shell_task"], out
+    assert names[:4] == ["cmd_panic", "shell_exec", "shell_task", "task_entry"], out
     g2 = boot_a64(boot, smp=1)
     g2.send("poweroff\r")
     assert g2.proc.wait(20) == POWEROFF_STATUS_A64

@@ -149,7 +149,10 @@ def test_pid_filter_and_empty_reports(boot):
 def test_more_than_128_chains_shows_the_overflow_line(boot):
     g = boot(smp=2)
     g.work("fanout")  # 512 equally likely chains; 2 s at 100 Hz sees ~170 of them
-    out = g.cmd("profile 2000 all 3", timeout=15)
+    for _ in range(5):  # a starved host delivers fewer ticks (99 fanout samples, 108 chains, seen): retry
+        out = g.cmd("profile 2000 all 3", timeout=15)
+        if "(125 more chains not shown)" in out:
+            break
     head, chains = parse(out)
     assert len(chains) == 3
     assert "(125 more chains not shown)" in out, out

@@ -47,6 +47,25 @@ SYSREG_RW(pmovsclr, "pmovsclr_el0")
 
 #define MPIDR_AFF_MASK 0xff00ffffffull	/* Aff3 [39:32], Aff2..Aff0 [23:0] */
 
+/*
+ * ICC_PMR_EL1 through a per-CPU copy (struct cpu.pmr, at CPU_PMR from TPIDR_EL1): under TCG every
+ * access to a GIC system register takes QEMU's global lock, so the mask is read from memory and
+ * written only when it changes (Linux keeps the same copy in pt_regs). Written before the copy:
+ * a pseudo-NMI between the two sees the older value, which only ever makes it skip a switch.
+ */
+#define CPU_PMR 24			/* offsetof(struct cpu, pmr), checked in cpu.c */
+static inline uint64_t pmr_get(void)
+{
+	return *(volatile uint64_t *)(read_tpidr_el1() + CPU_PMR);
+}
+static inline void pmr_set(uint64_t v)
+{
+	if (pmr_get() != v) {
+		write_pmr(v);
+		*(volatile uint64_t *)(read_tpidr_el1() + CPU_PMR) = v;
+	}
+}
+
 static inline void cpu_relax(void) { __asm__ volatile("yield" ::: "memory"); }
 __attribute__((noreturn)) static inline void halt_forever(void)
 {

@@ -32,11 +32,6 @@ void arch_stop_others(void)
 	gic_sgi_others(INTID_STOP);	/* at PRIO_NMI: gets through "interrupts off" */
 }
 
-void arch_raise_exception(void)
-{
-	__asm__ volatile("udf #0");
-}
-
 void arch_poweroff(struct out *o)
 {
 	psci_call(PSCI_SYSTEM_OFF, 0, 0, 0);	/* QEMU exits here (status 0) */

@@ -19,20 +19,20 @@ struct out;
  */
 static inline uint64_t irq_save(void)
 {
-	uint64_t f = (read_pmr() << 8) | (read_daif() & DAIF_I);
-	write_pmr(PMR_MASKED);
+	uint64_t f = (pmr_get() << 8) | (read_daif() & DAIF_I);
+	pmr_set(PMR_MASKED);
 	return f;
 }
 static inline void irq_restore(uint64_t f)
 {
-	write_pmr(f >> 8);
+	pmr_set(f >> 8);
 	if (!(f & DAIF_I))
 		__asm__ volatile("msr daifclr, #2" ::: "memory");
 }
-static inline void irq_disable(void) { write_pmr(PMR_MASKED); }
+static inline void irq_disable(void) { pmr_set(PMR_MASKED); }
 static inline void irq_enable(void)
 {
-	write_pmr(PMR_OPEN);
+	pmr_set(PMR_OPEN);
 	__asm__ volatile("msr daifclr, #2" ::: "memory");
 }
 static inline int irq_flags_enabled(uint64_t f) { return (f >> 8) == PMR_OPEN && !(f & DAIF_I); }
@@ -55,7 +55,8 @@ uint64_t arch_cpu_hwid(const struct cpu *c);	/* MPIDR_EL1's affinity fields */
 void arch_clocks_print(struct out *o);		/* lscpu's clocks line */
 void arch_stop_others(void);			/* every other CPU stops (an SGI above the mask) */
 void arch_poweroff(struct out *o) __attribute__((noreturn));	/* PSCI SYSTEM_OFF */
-void arch_raise_exception(void);		/* a real undefined-instruction exception (udf) */
+/* A real undefined-instruction exception, raised in the caller (the panic report starts there). */
+static inline void arch_raise_exception(void) { __asm__ volatile("udf #0"); }
 void arch_lscpu(struct out *o);			/* MIDR, ID_AA64DFR0, PMCR_EL0 */
 /* The initial stack of a new task, as swtch pops it: returns the saved stack pointer. */
 uint64_t arch_task_stack_init(uint8_t *top);

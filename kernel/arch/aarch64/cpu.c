@@ -2,6 +2,9 @@
 #include "cpu.h"
 #include "a64.h"
 #include "lib.h"
+#include <stddef.h>
+
+_Static_assert(offsetof(struct cpu, pmr) == CPU_PMR, "a64.h's CPU_PMR");
 
 struct cpu cpus[MAX_CPUS];
 int ncpu = 1;
@@ -11,6 +14,7 @@ void cpu_init(struct cpu *c)
 {
 	c->self = c;
 	c->mpidr = read_mpidr() & MPIDR_AFF_MASK;
+	c->pmr = read_pmr();		/* the copy starts true */
 	write_tpidr_el1((uint64_t)c);
 	write_vbar((uint64_t)vectors);
 }

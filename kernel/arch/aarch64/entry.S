@@ -10,9 +10,10 @@
  * instruction: trap -> the interrupted function (by its pc) -> its callers (by its x29). The
  * pc is exact, not a return address: walkers must not look it up at pc - 4.
  *
- * ICC_PMR_EL1 (the "interrupts off" mask, arch.h) is saved here and restored on the way out,
- * so whatever trap() or a task switched to from it leaves in PMR, the interrupted code gets its
- * own back. The exit path sets PSTATE.I first: a task switch inside trap() may come back here
+ * ICC_PMR_EL1 (the "interrupts off" mask, arch.h) is saved here -- from this CPU's copy of it
+ * (a64.h: under TCG a GIC register access takes QEMU's global lock) -- and restored on the way
+ * out when it changed, so whatever trap() or a task switched to from it leaves in PMR, the
+ * interrupted code gets its own back. The exit path sets PSTATE.I first: a task switch inside trap() may come back here
  * with interrupts open, and an interrupt must not land between restoring ELR/SPSR and eret.
  *
  * CFI (for unwinders that read it): a signal frame whose CFA is the interrupted SP (the frame's
@@ -28,6 +29,7 @@
 #define TF_ESR 288
 #define TF_FRAME 304
 #define ICC_PMR_EL1 s3_0_c4_c6_0
+#define CPU_PMR 24			/* offsetof(struct cpu, pmr): a64.h, checked in cpu.c */
 
 .macro FRAME_CFI
 	.cfi_signal_frame
@@ -65,7 +67,8 @@ trap_common:
 	mrs x1, elr_el1
 	mrs x2, spsr_el1
 	stp x1, x2, [sp, #TF_ELR]
-	mrs x2, ICC_PMR_EL1
+	mrs x2, tpidr_el1		/* the mask from this CPU's copy (a64.h): no GIC access */
+	ldr x2, [x2, #CPU_PMR]
 	stp x2, x0, [sp, #TF_PMR]
 	mrs x2, esr_el1
 	mrs x3, far_el1
@@ -75,8 +78,14 @@ trap_common:
 	mov x0, sp
 	bl trap
 	msr daifset, #2
-	ldr x1, [sp, #TF_PMR]
+	ldr x1, [sp, #TF_PMR]		/* the interrupted mask, written only if it changed */
+	mrs x2, tpidr_el1
+	ldr x3, [x2, #CPU_PMR]
+	cmp x1, x3
+	b.eq 1f
 	msr ICC_PMR_EL1, x1
+	str x1, [x2, #CPU_PMR]
+1:
 	ldp x1, x2, [sp, #TF_ELR]
 	msr elr_el1, x1
 	msr spsr_el1, x2

@@ -78,7 +78,7 @@ int gic_cpu_init(void)
 	mmio_write32(r + GICR_ICENABLER0, 0xffffffff);
 	mmio_write32(r + GICR_IGROUPR0, 0xffffffff);	/* SGIs and PPIs: group 1 */
 	write_icc_sre(read_icc_sre() | ICC_SRE_SRE);
-	write_pmr(PMR_MASKED);
+	pmr_set(PMR_MASKED);
 	write_icc_bpr1(0);
 	write_icc_igrpen1(1);
 	return 0;

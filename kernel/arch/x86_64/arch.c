@@ -32,11 +32,6 @@ void arch_stop_others(void)
 	lapic_nmi_others();		/* their NMI handler sees `panicking` or halts */
 }
 
-void arch_raise_exception(void)
-{
-	__asm__ volatile("ud2");
-}
-
 void arch_poweroff(struct out *o)
 {
 	outb(DEBUG_EXIT_PORT, DEBUG_EXIT_POWEROFF);	/* QEMU with isa-debug-exit ends here */

@@ -28,7 +28,8 @@ uint64_t arch_cpu_hwid(const struct cpu *c);	/* the local APIC id */
 void arch_clocks_print(struct out *o);		/* lscpu's clocks line */
 void arch_stop_others(void);			/* every other CPU stops (NMI), for panic/poweroff */
 void arch_poweroff(struct out *o) __attribute__((noreturn));
-void arch_raise_exception(void);		/* a real invalid-opcode exception (ud2) */
+/* A real invalid-opcode exception, raised in the caller (the panic report starts there). */
+static inline void arch_raise_exception(void) { __asm__ volatile("ud2"); }
 void arch_lscpu(struct out *o);			/* CPUID: vendor, model, hypervisor, PMU claims */
 /* The initial stack of a new task, as swtch pops it: returns the saved stack pointer. */
 uint64_t arch_task_stack_init(uint8_t *top);
