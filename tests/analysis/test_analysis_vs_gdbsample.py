@@ -12,7 +12,7 @@ import pytest
 from analyze import DATA, HERE, run
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
-OBJS = ["capture", "symbols", "report", "fold", "rsp", "pace", "files", "task"]
+OBJS = ["capture", "symbols", "insn", "report", "fold", "rsp", "pace", "files", "task"]
 
 
 @pytest.fixture(scope="module")
