@@ -17,8 +17,9 @@
  * with interrupts open, and an interrupt must not land between restoring ELR/SPSR and eret.
  *
  * CFI (for unwinders that read it): a signal frame whose CFA is the interrupted SP (the frame's
- * top), with every register at its slot and the interrupted pc in column 32 (the return column
- * of these FDEs), x30 keeping its own slot.
+ * top) and whose return column is 32, the pc. Until trap_common stores ELR_EL1, the interrupted
+ * pc is in that register (DWARF 33, ELR_mode); each general register is "same value" until it is
+ * stored, then at its slot; after the frame is popped, registers again. x30 keeps its own rule.
  */
 #define TF_SIZE 320
 #define TF_SP 248
@@ -31,14 +32,22 @@
 #define ICC_PMR_EL1 s3_0_c4_c6_0
 #define CPU_PMR 24			/* offsetof(struct cpu, pmr): a64.h, checked in cpu.c */
 
-.macro FRAME_CFI
+/* The state every entry starts in: pc in ELR_EL1, every register as interrupted. */
+.macro ENTRY_CFI cfa_offset
 	.cfi_signal_frame
 	.cfi_return_column 32
-	.cfi_def_cfa sp, TF_SIZE
-	.cfi_offset 32, TF_ELR - TF_SIZE
+	.cfi_def_cfa sp, \cfa_offset
+	.cfi_register 32, 33
 	.irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30
-	.cfi_offset x\n, \n * 8 - TF_SIZE
+	.cfi_same_value x\n
 	.endr
+.endm
+
+/* stp of two interrupted registers into their slots, and the rules that say so. */
+.macro STP_CFI a, b
+	stp x\a, x\b, [sp, #\a * 8]
+	.cfi_offset x\a, \a * 8 - TF_SIZE
+	.cfi_offset x\b, \b * 8 - TF_SIZE
 .endm
 
 	.text
@@ -46,27 +55,31 @@
 	.type trap_common, %function
 trap_common:
 	.cfi_startproc simple
-	FRAME_CFI
-	stp x2, x3, [sp, #16]
-	stp x4, x5, [sp, #32]
-	stp x6, x7, [sp, #48]
-	stp x8, x9, [sp, #64]
-	stp x10, x11, [sp, #80]
-	stp x12, x13, [sp, #96]
-	stp x14, x15, [sp, #112]
-	stp x16, x17, [sp, #128]
-	stp x18, x19, [sp, #144]
-	stp x20, x21, [sp, #160]
-	stp x22, x23, [sp, #176]
-	stp x24, x25, [sp, #192]
-	stp x26, x27, [sp, #208]
-	stp x28, x29, [sp, #224]
+	ENTRY_CFI TF_SIZE
+	.cfi_offset x0, -TF_SIZE	/* stored by the vector entry */
+	.cfi_offset x1, 8 - TF_SIZE
+	STP_CFI 2, 3
+	STP_CFI 4, 5
+	STP_CFI 6, 7
+	STP_CFI 8, 9
+	STP_CFI 10, 11
+	STP_CFI 12, 13
+	STP_CFI 14, 15
+	STP_CFI 16, 17
+	STP_CFI 18, 19
+	STP_CFI 20, 21
+	STP_CFI 22, 23
+	STP_CFI 24, 25
+	STP_CFI 26, 27
+	STP_CFI 28, 29
 	str x30, [sp, #240]
+	.cfi_offset x30, 240 - TF_SIZE
 	add x1, sp, #TF_SIZE
 	str x1, [sp, #TF_SP]
 	mrs x1, elr_el1
 	mrs x2, spsr_el1
 	stp x1, x2, [sp, #TF_ELR]
+	.cfi_offset 32, TF_ELR - TF_SIZE	/* the pc from its slot from now on */
 	mrs x2, tpidr_el1		/* the mask from this CPU's copy (a64.h): no GIC access */
 	ldr x2, [x2, #CPU_PMR]
 	stp x2, x0, [sp, #TF_PMR]
@@ -107,6 +120,10 @@ trap_common:
 	ldr x30, [sp, #240]
 	add sp, sp, #TF_SIZE
 	.cfi_def_cfa_offset 0
+	.cfi_register 32, 33		/* ELR_EL1 was restored above */
+	.irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30
+	.cfi_same_value x\n
+	.endr
 	eret
 	.cfi_endproc
 	.size trap_common, . - trap_common
@@ -115,10 +132,7 @@ trap_common:
 .macro VENTRY n
 	.balign 0x80
 	.cfi_startproc simple
-	.cfi_signal_frame
-	.cfi_return_column 32
-	.cfi_def_cfa sp, 0
-	.cfi_undefined 32		/* pc is still in ELR_EL1: a sample in these 4 instructions ends its chain */
+	ENTRY_CFI 0
 	sub sp, sp, #TF_SIZE
 	.cfi_def_cfa_offset TF_SIZE
 	stp x0, x1, [sp, #0]
