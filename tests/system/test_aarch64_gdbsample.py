@@ -148,6 +148,7 @@ def test_timer_interrupt_samples_reach_interrupted_code(boot, build):
     (40 to 80 per 5 s run measured here)."""
     kernel = KERNELS[build]
     vector_rule = vector_pc_rule(kernel)
+    assert vector_rule == "register", vector_rule  # entry.S names ELR_EL1 (DWARF 33) at every vector
     g = boot_a64(boot, build, smp=1)
     g.work("chain 6")
     g.work("chain 6")
