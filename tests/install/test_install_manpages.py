@@ -138,7 +138,7 @@ def test_analyze_synopsis_of_each_command_matches_its_help():
 
 def test_analyze_man_page_describes_every_command():
     text = "\n".join(sections(MAN_ANALYZE)["DESCRIPTION"][""])
-    described = re.findall(r"^\.TP\n\.B (\S+)$", text, re.M)
+    described = [roff_text(d) for d in re.findall(r"^\.TP\n\.B (\S+)$", text, re.M)]
     assert described == list(COMMANDS)
 
 
