@@ -79,10 +79,15 @@ unit-test: kernel-unit sampler-unit
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
 # and build no package nor drive a real viewer app (pytest -m "not qemu and not slow";
 # tests/conftest.py says which do) -- about a minute.
+# The C unit tests run beside pytest (half their time is a fake stub's timeouts); their output
+# follows pytest's, and either failing fails check.
 check: all
-	$(MAKE) --no-print-directory unit-test
 	$(PY) -m pyflakes analysis tools tests bench gdbscripts vm-configs/vmconfig.py
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu and not slow" tests
+	@$(MAKE) --no-print-directory unit-test > $(BUILD)/check-unit.log 2>&1 & unit=$$!; \
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not qemu and not slow" tests; py=$$?; \
+	wait $$unit; u=$$?; grep -E "passed|failed|FAIL|Error" $(BUILD)/check-unit.log; \
+	[ $$u = 0 ] || { cat $(BUILD)/check-unit.log; echo "check: the C unit tests failed" >&2; }; \
+	[ $$py = 0 ] && [ $$u = 0 ]
 
 # pprof's profile.proto compiled for Python (gdbsample-analyze pprof), by Debian's protoc; the
 # .proto is ours (analysis/proto/profile.proto says where it comes from), the module generated.

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from analyze import DATA, run
+from analyze import DATA
+from analyze import call as run  # in this process: no interpreter start per call (make check time)
 from regen_golden import CASES
 
 GOLDEN = os.path.join(DATA, "golden")
