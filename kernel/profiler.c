@@ -17,7 +17,6 @@ struct prof_cpu {
 	volatile uint32_t count;	/* records written this run */
 	volatile uint64_t taken;	/* samples that arrived this run (= count + dropped) */
 	volatile uint64_t dropped;	/* arrived to a full buffer, or after stop */
-	volatile uint64_t cost;		/* cycles() spent handling this run's samples (prof_cost) */
 };
 
 static struct prof_cpu pcpu[MAX_CPUS];
@@ -26,7 +25,6 @@ static volatile int prof_running;	/* between start and the end of stop (no overl
 static enum pmu_kind run_kind;		/* the source the current/last run used */
 static uint64_t run_period;		/* counter period of the current run */
 static int run_cpus;			/* CPUs with buffers in the current/last run */
-static uint64_t run_cycles;		/* cycles() the last run's window took */
 
 /* Records one sample from the interrupted context. No locks, no allocation, no symbols. */
 static void prof_sample(struct trapframe *tf)
@@ -95,7 +93,6 @@ static int prof_start(struct out *o)
 		p->count = 0;
 		p->taken = 0;
 		p->dropped = 0;
-		p->cost = 0;
 	}
 	run_cpus = 0;
 	for (int i = 0; i < ncpu; i++)
@@ -115,29 +112,14 @@ static void prof_stop(void)
 		task_sleep_ms(10);
 }
 
-void prof_cost(uint64_t c)
-{
-	if (prof_running)
-		pcpu[mycpu()->id].cost += c;
-}
-
 static void profile_stats(struct out *o)
 {
-	uint64_t cost = 0, taken = 0, hz = cycles_hz();
 	out_printf(o, "last run: source %s, %d cpus\n", run_kind == PMU_NONE ? "tick 100 Hz" : pmu_source_name(run_kind),
 		   run_cpus);
 	out_puts(o, "CPU      TAKEN   RECORDED    DROPPED\n");
 	for (int i = 0; i < ncpu; i++)
-		if (pcpu[i].buf) {
+		if (pcpu[i].buf)
 			out_printf(o, "%3d %10lu %10u %10lu\n", i, pcpu[i].taken, pcpu[i].count, pcpu[i].dropped);
-			cost += pcpu[i].cost;
-			taken += pcpu[i].taken;
-		}
-	/* Share of the CPUs' time in the window: basis points, printed as a percentage. */
-	uint64_t bp = run_cycles && run_cpus ? cost * 10000 / (run_cycles * (uint64_t)run_cpus) : 0;
-	out_printf(o, "handler cost: %lu us for %lu samples (%lu ns each), %lu.%02lu %% of %d cpus' time\n",
-		   hz ? cost * 1000000 / hz : 0, taken, hz && taken ? cost * 1000000000 / hz / taken : 0, bp / 100,
-		   bp % 100, run_cpus);
 }
 
 void prof_lscpu(struct out *o)
@@ -194,10 +176,9 @@ void profile_command(int argc, char **argv, struct out *o)
 		return;
 	}
 	if (prof_start(o) == 0) {
-		uint64_t t0 = uptime_ms(), c0 = cycles();
+		uint64_t t0 = uptime_ms();
 		task_sleep_ms(ms);
 		prof_stop();
-		run_cycles = cycles() - c0;
 		struct prof_run run = {
 			.ms = ms, .elapsed_ms = uptime_ms() - t0, .kind = run_kind, .cpus = run_cpus,
 			.pid = filter ? (int)pid : -1, .chains = (int)chains,

@@ -12,7 +12,6 @@ struct trapframe;
 
 void prof_tick(struct trapframe *tf);	/* timer interrupt: arm/disarm, or sample (tick source) */
 int prof_nmi(struct trapframe *tf);	/* NMI: 1 if it was our counter's overflow (sampled) */
-void prof_cost(uint64_t cycles);	/* the trap code's time handling one sample (profile stats) */
 void profile_command(int argc, char **argv, struct out *o);	/* the shell's `profile` */
 void prof_lscpu(struct out *o);		/* lscpu's lines about the PMU decision */
 #endif

@@ -31,12 +31,16 @@ NOINLINE void split_a(uint64_t units) { SPIN_LOOP(units * SPLIT_UNIT); }
 NOINLINE void split_b(uint64_t units) { SPIN_LOOP(units * SPLIT_UNIT); }
 NOINLINE void split_c(uint64_t units) { SPIN_LOOP(units * SPLIT_UNIT); }
 
+static volatile uint64_t split_rounds[MAX_TASKS];	/* per task slot: rounds of a, b and c done */
+
 static void run_split(struct task *t)
 {
+	split_rounds[t - tasks] = 0;
 	while (!t->killed) {
 		split_a(t->args[1]);
 		split_b(t->args[2]);
 		split_c(t->args[3]);
+		split_rounds[t - tasks]++;	/* single writer: readers see whole values */
 	}
 }
 
@@ -275,6 +279,23 @@ static void work_time(int argc, char **argv, struct out *o)
 		   pid, CYCLES_NAME, acct[0], acct[1], acct[2], CYCLES_NAME, cycles_hz());
 }
 
+/* work rounds PID: how many rounds a split task has done -- its throughput, so what anything
+ * else running on its CPU (a profiler) costs it, in the guest's own time. */
+static void work_rounds(int argc, char **argv, struct out *o)
+{
+	uint64_t pid;
+	if (argc != 3 || parse_u64(argv[2], &pid) != 0 || pid > 0x7fffffff) {
+		out_puts(o, "work: rounds needs the pid of a split task\n");
+		return;
+	}
+	struct task *t = task_by_pid((int)pid);
+	if (!t || t->kind != KIND_WORK || t->args[0] != W_SPLIT) {
+		out_printf(o, "work: pid %lu is not a split task\n", pid);
+		return;
+	}
+	out_printf(o, "work: pid %lu rounds %lu at %lu ms\n", pid, split_rounds[t - tasks], uptime_ms());
+}
+
 void work_command(int argc, char **argv, struct out *o)
 {
 	uint64_t a, b, c;
@@ -306,11 +327,13 @@ void work_command(int argc, char **argv, struct out *o)
 			out_puts(o, "work: fanout takes no arguments\n");
 		else
 			start(o, "fanout", W_FANOUT, 0, 0, 0);
+	} else if (strcmp(sub, "rounds") == 0) {
+		work_rounds(argc, argv, o);
 	} else if (strcmp(sub, "time") == 0) {
 		work_time(argc, argv, o);
 	} else if (strcmp(sub, "stop") == 0) {
 		work_stop(argc, argv, o);
 	} else {
-		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | time PID | stop PID|all\n");
+		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | time PID | rounds PID | stop PID|all\n");
 	}
 }

@@ -32,6 +32,21 @@ static enum unwind_pc pc_kind(const void *arg, uint64_t pc, int *adj)
 	return insn_pc_kind(p->l->arch->elf_machine, plan_byte, p, s ? s->addr : 0, s != NULL, pc, adj);
 }
 
+/*
+ * An aarch64 IRQ or FIQ vector's first instruction (symbol `vectors`, as in our kernel and
+ * Linux: 16 entries of 0x80 bytes; IRQ and FIQ are entries 1 and 2 of each group of four).
+ * QEMU takes an interrupt it finds pending before it honours a stop, so a stop often lands
+ * here without one handler instruction having run.
+ */
+static int irq_vector_entry(const struct plan *p, uint64_t pc)
+{
+	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return 0;
+	const struct sym *s = syms_lookup(p->cfg.syms, pc);
+	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc - s->addr) % 0x80) return 0;
+	unsigned kind = (unsigned)((pc - s->addr) / 0x80) % 4;
+	return kind == 1 || kind == 2;
+}
+
 static int after_call(const void *arg, uint64_t ra)
 {
 	const struct plan *p = arg;
@@ -489,8 +504,21 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 	out->n = (uint8_t)uo.n;
 	memcpy(out->exact, uo.exact, sizeof out->exact);
 	out->flags = 0;
+	/* Stopped on an interrupt vector before its first instruction ran: the sample is the
+	 * interrupted pc's (frame 1, exact: ELR_EL1 through the entry's CFI), taken with interrupts
+	 * on (an interrupt is taken only then), as the in-guest profilers would see it. Counted. */
+	int at_vector = !in.user && out->n >= 2 && (out->exact[0] & 2) && irq_vector_entry(p, in.pc);
+	if (at_vector) {
+		memmove(out->frames, out->frames + 1, (size_t)(out->n - 1) * sizeof out->frames[0]);
+		out->n--;
+		for (int w = 0; w < 4; w++)
+			out->exact[w] = (out->exact[w] >> 1) | (w < 3 ? out->exact[w + 1] << 63 : 0);
+		out->exact[0] &= ~1ull;
+		st->irq_vector++;
+		idle = insn_idle(l->arch->elf_machine, plan_byte, p, out->frames[0], NULL); /* woken from wfi */
+	}
 	if (in.user) out->flags |= SF_USER;
-	if (arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
+	if (!at_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
 	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;

@@ -131,6 +131,8 @@ struct sampler_stats {
 	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
 	uint64_t text_reads;            /* kernel text blocks read from the guest to tag idle samples
 					 * (a map without the image's text: once per 64 bytes of text) */
+	uint64_t irq_vector;            /* stops on an IRQ/FIQ vector's first instruction (aarch64),
+					 * counted as the interrupted pc (plan.c) */
 	uint64_t reg_reads;             /* registers outside `g` a walk needed, read with `p` in
 					 * another trip (aarch64: ELR_EL1 at an exception vector) */
 	struct task_stats task;         /* task attribution (task.h) */

@@ -109,12 +109,14 @@ void stats_human(const struct stats *st, const struct sampler_stats *ss, const s
 	  s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0, s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
 	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu (%llu speculative "
 	  "reads unmapped), round trips %llu, "
-	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read)\n",
+	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read), "
+	  "on an interrupt vector %llu (counted as the interrupted pc)\n",
 	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,
 	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->stale_windows,
 	  (unsigned long long)ss->trips,
 	  (unsigned long long)ss->mem_reads, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0,
-	  (unsigned long long)ss->cross_reads, (unsigned long long)ss->cross_failed);
+	  (unsigned long long)ss->cross_reads, (unsigned long long)ss->cross_failed,
+	  (unsigned long long)ss->irq_vector);
 	P("gdbsample: unwind stops:");
 	for (int i = 0; i < UW_NSTOPS; i++)
 		P(" %s %llu", unwind_stop_names[i], (unsigned long long)ss->stops[i]);

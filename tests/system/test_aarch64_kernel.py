@@ -46,8 +46,8 @@ def test_shell_commands_and_bad_input(boot):
 
 
 def test_pmu_profile_split_within_4pp(boot):
-    """Tolerance ±4 pp at >= 3000 samples in the split functions (one split task per CPU, ~1 kHz
-    of cycle-counter overflows each): the binomial sigma of a 50 % share is then <= 0.91 pp, so
+    """Tolerance ±4 pp at >= 3000 samples in the split functions (one split task per CPU, 250
+    cycle-counter overflows a second each: three or more 2 s windows): the binomial sigma of a 50 % share is then <= 0.91 pp, so
     4 pp is > 4 sigma (false failure < 1e-4) while a real bias -- samples landing after the
     interrupted instruction, a lost frame -- shows up."""
     g = boot_a64(boot, smp=2)
@@ -56,7 +56,7 @@ def test_pmu_profile_split_within_4pp(boot):
     chains = []
     # A starved host delivers fewer samples per window of guest time: the counter overflows on
     # schedule, but while a vCPU thread waits for a host core its overflows collapse into the one
-    # pending interrupt (67 to 2293 samples per 2 s window seen beside two CPU hogs, ~4000 quiet).
+    # pending interrupt (at 1 kHz: 67 to 2293 samples per 2 s window beside two CPU hogs, ~4000 quiet).
     # The shares stay right -- the sample lands where the vCPU resumes -- so windows are added.
     for _ in range(40):
         head, c = parse(g.cmd("profile 2000 all 16", timeout=30))

@@ -62,6 +62,17 @@ def test_work_time_measures_an_irqoff_tasks_phases(g):
     assert g.cmd(f"work time {g.work('chain 2')}").endswith("is not an irqoff task\n")
 
 
+def test_work_rounds_counts_a_split_tasks_progress(g):
+    pid = g.work("split 1 1 1")
+    pat = rf"^work: pid {pid} rounds (\d+) at (\d+) ms$"
+    m0 = re.match(pat, g.cmd(f"work rounds {pid}"))
+    time.sleep(0.5)
+    m1 = re.match(pat, g.cmd(f"work rounds {pid}"))
+    assert m0 and m1, (m0, m1)
+    assert int(m1[1]) > int(m0[1]) and int(m1[2]) > int(m0[2])  # it ran, and guest time passed
+    assert g.cmd(f"work rounds {g.work('chain 2')}").endswith("is not a split task\n")
+
+
 def test_kill_stops_a_workload(g):
     pid = g.work("chain 3")
     assert g.cmd(f"kill {pid}") == f"kill: pid {pid} asked to exit\n"
@@ -86,7 +97,9 @@ def test_stacks_reports_high_water_and_guard(g):
 
 BAD_INPUT = [
     ("frobnicate", "shell: unknown command 'frobnicate' (try help)"),
-    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | time PID | stop PID|all"),
+    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | time PID | rounds PID | stop PID|all"),
+    ("work rounds", "work: rounds needs the pid of a split task"),
+    ("work rounds 1", "work: pid 1 is not a split task"),
     ("work split", "work: split needs three positive counts (1-1000)"),
     ("work split 5 3", "work: split needs three positive counts (1-1000)"),
     ("work split 5 3 0", "work: split needs three positive counts (1-1000)"),

@@ -45,7 +45,6 @@ static int interrupted_with_irqs_on(const struct trapframe *tf)
 
 static void irq(struct trapframe *tf)
 {
-	uint64_t t0 = cycles();
 	uint32_t iar = gic_ack(), id = iar & 0xffffff;
 	switch (id) {
 	case INTID_SPURIOUS:
@@ -54,7 +53,6 @@ static void irq(struct trapframe *tf)
 		if (!prof_nmi(tf))
 			pmu_unclaimed++;
 		gic_eoi(iar);
-		prof_cost(cycles() - t0);	/* all but the entry and exit instructions */
 		return;
 	case INTID_STOP:
 		gic_eoi(iar);
@@ -64,9 +62,7 @@ static void irq(struct trapframe *tf)
 	case INTID_VTIMER:
 		timer_rearm();
 		sched_tick();
-		t0 = cycles();
 		prof_tick(tf);
-		prof_cost(cycles() - t0);
 		gic_eoi(iar);	/* before a possible switch: the next tick must be deliverable */
 		break;
 	case INTID_UART:

@@ -51,11 +51,8 @@ static void nmi(struct trapframe *tf)
 {
 	if (panicking)		/* another CPU panicked and stopped us */
 		halt_forever();
-	uint64_t t0 = rdtsc();
-	if (prof_nmi(tf)) {	/* our performance counter's overflow: one sample */
-		prof_cost(rdtsc() - t0);
+	if (prof_nmi(tf))	/* our performance counter's overflow: one sample */
 		return;
-	}
 	panic_trap(tf, "NMI that no source claims");
 }
 
@@ -67,9 +64,7 @@ void trap(struct trapframe *tf)
 		return;
 	case T_TIMER:
 		sched_tick();
-		uint64_t t0 = rdtsc();
 		prof_tick(tf);
-		prof_cost(rdtsc() - t0);
 		lapic_eoi();	/* before a possible switch: the next tick must be deliverable */
 		break;
 	case T_COM1:
