@@ -175,3 +175,28 @@ def test_timer_interrupt_samples_reach_interrupted_code(boot, build):
             break
     assert in_irq >= 20, "too few samples landed in the timer interrupt:\n" + out
     assert reached == in_irq, (missed, vector_rule, at_vector)
+
+
+def test_a_stop_on_an_irq_vector_counts_as_the_interrupted_code(boot):
+    """QEMU takes a pending interrupt before it honours a stop, so with the in-guest PMU profiler
+    interrupting both vCPUs 250 times a second, some stops land on the IRQ vector's first
+    instruction. gdbsample counts each as the interrupted pc (the summary says how many): no
+    stack ends in `vectors`, and a chain6 task's such samples still root in chain1..chain6."""
+    g = boot_a64(boot)
+    g.work("chain 6")
+    g.work("chain 6")
+    seen = 0
+    for _ in range(4):  # until at least one stop landed on a vector (a few per second seen)
+        gs = subprocess.Popen([GDBSAMPLE, "-p", str(g.gdbport), "-e", g.kernel, "-r", "500", "-d", "3",
+                               "-f", "folded"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        g.cmd("profile 2000 all 1", timeout=60)
+        out, err = gs.communicate(timeout=120)
+        assert gs.returncode == 0, err
+        m = re.search(r"on an interrupt vector (\d+) \(counted as the interrupted pc\)", err)
+        assert m, err
+        seen += int(m.group(1))
+        for frames, n in conftest.folded_rows(out):
+            assert frames[-1] != "vectors", (frames, n)
+        if seen:
+            break
+    assert seen > 0
