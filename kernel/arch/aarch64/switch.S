@@ -2,8 +2,8 @@
 /*
  * The saved area is an ordinary frame: a frame record {x29, x30} at its bottom, then x19..x28,
  * so a frame walk of a switched-out task starts at swtch's caller. A new task's area (laid out by
- * arch_task_stack_init) "returns" to task_start with x29 = 0, which calls task_entry with
- * x29 = x30 = 0: the chain ends there.
+ * arch_task_stack_init) "returns" to task_start, which branches to task_entry with
+ * x29 = x30 = 0: task_entry's frame record holds zeros, so every walk ends at task_entry.
  */
 	.text
 	.globl swtch
@@ -43,6 +43,6 @@ task_start:
 	.cfi_undefined x30
 	mov x29, xzr
 	mov x30, xzr
-	bl task_entry
+	b task_entry			/* not bl: task_entry's return address is the zero, as on x86_64 */
 	.cfi_endproc
 	.size task_start, . - task_start
