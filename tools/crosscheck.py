@@ -98,6 +98,11 @@ def work_time(g, pid):
     return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
 
 
+def inguest_samples(reports):
+    """Samples (idle ones left out) over the in-guest reports so far."""
+    return sum(int(n) for r in reports for n in re.findall(r"^(\d+) samples on \d+ cpus", r, re.M))
+
+
 def recording(path):
     """Where gdbsample is writing the capture it will move to path when done (path.partial-*),
     or None before it has started."""
@@ -119,10 +124,11 @@ def external_so_far(path, pid=None):
 
 def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=2000, rate=200,
         settle=0.3, config="tcg-qemu64", compare_args=(), min_external=0, max_windows=None, per_pid=False,
-        min_pid_external=0):
+        min_pid_external=0, min_inguest=0):
     """Runs `windows` in-guest windows, then more (up to max_windows) while gdbsample has
-    recorded fewer than min_external non-idle samples: a busy host lowers the rate gdbsample
-    reaches, and a statistical check needs its samples, not a lower bar.
+    recorded fewer than min_external non-idle samples, or the in-guest reports hold fewer than
+    min_inguest: a busy host lowers the rate either side reaches, and a statistical check needs
+    its samples, not a lower bar.
     per_pid: after those, `windows` windows of `profile MS PID` for each workload in turn (more,
     up to max_windows, while gdbsample has fewer than min_pid_external samples of that pid since
     its first window), each compared (compare --pid) with gdbsample's samples of that pid over
@@ -155,7 +161,8 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                 res.reports.append(g.cmd(f"profile {ms} all 64", timeout=ms / 1000 * 3 + 30))
                 done = len(res.reports)
                 if done >= windows and (done >= (max_windows or windows) or
-                                        external_so_far(res.capture) >= min_external):
+                                        (external_so_far(res.capture) >= min_external and
+                                         inguest_samples(res.reports) >= min_inguest)):
                     break
             t_last = time.time_ns()
             res.vcpu_waited = busiest_waited(sched0, thread_schedstat(g.proc.pid), len(works), t_last - t_first)

@@ -7,7 +7,11 @@ Verdicts per function (leaf samples):
   differs       it does not: the profiles disagree on this function beyond sampling noise
   tick-blind    the external profile saw it mostly with interrupts off (capture flag), and the
                 in-guest profile, sampled by the timer tick, shows at most a tenth of it: the tick
-                cannot interrupt such code, so this is expected, not disagreement
+                cannot interrupt such code, so this is expected, not disagreement. With another
+                in-guest source (aarch64's PMU, a pseudo-NMI that does sample interrupts-off code)
+                the row is `blind`: what it cannot see is its own handler's code, which runs with
+                interrupts off. Functions under 0.5 % that qualify are pooled into their own row,
+                "(other, interrupts off)", rather than into (other).
   tick-shifted  the in-guest profile shows significantly more of it than the external one, it
                 runs beside a tick-blind function (same caller), and the surplus is no more than
                 what the tick missed there: the ticks held while interrupts were off were taken
@@ -26,6 +30,7 @@ from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 HELP = "compare an in-guest `profile` report with an external profile (capture, folded or report)"
 EXIT_CONSISTENT, EXIT_DIFFERS = 0, 1
 OTHER = "(other)"
+OTHER_OFF = "(other, interrupts off)"
 MIN_SHARE = 0.005       # functions under 0.5 % on both sides are pooled into (other)
 BLIND_IRQOFF = 0.5      # tick-blind: at least half of its external samples had interrupts off
 BLIND_RATIO = 0.1       # ... and the in-guest share is at most a tenth of the external one
@@ -47,22 +52,40 @@ def add_arguments(p):
 
 
 class Row:
-    def __init__(self, name, k_in, k_ext):
-        self.name, self.k_in, self.k_ext = name, k_in, k_ext
+    def __init__(self, name, k_in, k_ext, off=0):
+        self.name, self.k_in, self.k_ext, self.off = name, k_in, k_ext, off  # off: external irq-off samples
         self.verdict, self.note = "", ""
         self.d = self.lo = self.hi = 0.0
 
 
+def blind_candidate(k_in, a_total, k_ext, b_total, off):
+    """Seen outside mostly with interrupts off, and at most a tenth as much inside."""
+    return k_ext and off >= BLIND_IRQOFF * k_ext and k_in / a_total <= BLIND_RATIO * k_ext / b_total
+
+
 def categories(a, b):
-    """Functions shown by either side (>= MIN_SHARE somewhere); the rest pool into (other)."""
+    """Functions shown by either side (>= MIN_SHARE somewhere); the rest pool into (other), except
+    those that would be blind, pooled into (other, interrupts off)."""
     names = set()
     for prof in (a, b):
         for f, n in prof.leaf.items():
             if prof.total and n / prof.total >= MIN_SHARE:
                 names.add(f)
-    rows = [Row(f, a.leaf.get(f, 0), b.leaf.get(f, 0)) for f in sorted(names)]
+    rows = [Row(f, a.leaf.get(f, 0), b.leaf.get(f, 0), b.irqoff.get(f, 0)) for f in sorted(names)]
+    off = Row(OTHER_OFF, 0, 0)
+    for f in sorted(set(a.leaf) | set(b.leaf)):
+        k_in, k_ext, k_off = a.leaf.get(f, 0), b.leaf.get(f, 0), b.irqoff.get(f, 0)
+        if f not in names and blind_candidate(k_in, a.total, k_ext, b.total, k_off):
+            off.k_in, off.k_ext, off.off = off.k_in + k_in, off.k_ext + k_ext, off.off + k_off
+    if off.k_ext:
+        rows.append(off)
     rows.append(Row(OTHER, a.total - sum(r.k_in for r in rows), b.total - sum(r.k_ext for r in rows)))
     return rows
+
+
+def blind_label(a):
+    """The verdict for code the in-guest source cannot sample: the tick's, or another source's."""
+    return "tick-blind" if a.source.startswith("tick") else "blind"
 
 
 def first_callers(prof, leaf):
@@ -73,17 +96,17 @@ def classify(rows, a, b):
     """Marks tick-blind rows, then tick-shifted rows beside them."""
     blind_deficit = 0.0
     blind_parents = {}
+    label = blind_label(a)
     for r in rows:
         pin, pext = r.k_in / a.total, r.k_ext / b.total
-        off = b.irqoff.get(r.name, 0)
-        if r.name != OTHER and r.k_ext and off >= BLIND_IRQOFF * r.k_ext and pin <= BLIND_RATIO * pext:
-            r.verdict = "tick-blind"
-            r.note = "%d%% of its external samples had interrupts off" % round(100 * off / r.k_ext)
+        if r.name != OTHER and blind_candidate(r.k_in, a.total, r.k_ext, b.total, r.off):
+            r.verdict = label
+            r.note = "%d%% of its external samples had interrupts off" % round(100 * r.off / r.k_ext)
             blind_deficit += pext - pin
             for parent in first_callers(b, r.name):
                 blind_parents.setdefault(parent, []).append(r.name)
     # The tick sees no blind code at all, so compare against the external profile without it.
-    ext_seen = b.total - sum(r.k_ext for r in rows if r.verdict == "tick-blind")
+    ext_seen = b.total - sum(r.k_ext for r in rows if r.verdict == label)
     surplus_left = blind_deficit
     for r in sorted(rows, key=lambda r: r.k_ext / max(ext_seen, 1) - r.k_in / a.total):
         if r.verdict or r.name == OTHER or ext_seen <= 0:
@@ -124,7 +147,8 @@ def pp(x):
 def format_table(rows, a, b):
     width = max([len("FUNCTION")] + [len(r.name) for r in rows])
     out = ["%-*s  IN-GUEST %%  EXTERNAL %%  DIFF pp   95%% INTERVAL pp   VERDICT" % (width, "FUNCTION")]
-    order = sorted(rows, key=lambda r: (r.name == OTHER, -(r.k_in / a.total + r.k_ext / b.total), r.name))
+    order = sorted(rows, key=lambda r: (r.name in (OTHER, OTHER_OFF), r.name == OTHER,
+                                        -(r.k_in / a.total + r.k_ext / b.total), r.name))
     for r in order:
         out.append("%-*s  %10s  %10s  %7s   [%s, %s]    %s%s" % (
             width, r.name, pct(r.k_in / a.total), pct(r.k_ext / b.total), pp(r.d), pp(r.lo), pp(r.hi),
@@ -175,20 +199,23 @@ def run(args):
     out.write("\n".join(format_table(rows, a, b)) + "\n")
     if len(kept) < len(rows):
         out.write("(shares are of all samples; DIFF and interval of the agree/differs rows are on shares "
-                  "renormalised without the tick-blind and tick-shifted rows)\n")
+                  "renormalised without the %s and tick-shifted rows)\n" % blind_label(a))
     out.write("\n")
     if args.chains:
         out.write("\n".join(chain_table(a, b, args.chains)) + "\n\n")
     cover = n_in / a.total if a.total else 0
     out.write("total variation distance %.3f (limit %.3f + %.3f that sampling noise reaches 1 time in 20) over the "
-              "functions that are neither tick-blind nor tick-shifted (%.0f %% of in-guest samples)\n"
-              % (distance, args.max_tvd, noise, 100 * cover))
+              "functions that are neither %s nor tick-shifted (%.0f %% of in-guest samples)\n"
+              % (distance, args.max_tvd, noise, blind_label(a), 100 * cover))
     if df:
         out.write("chi-square %.1f, %d degrees of freedom, p = %.3g (a test of exact equality: with "
                   "thousands of samples it also catches differences below the tolerance)\n" % (chi, df, pvalue))
-    blind = [r.name for r in rows if r.verdict == "tick-blind"]
-    if blind:
+    blind = [r.name for r in rows if r.verdict == blind_label(a)]
+    if blind and blind_label(a) == "tick-blind":
         out.write("tick-blind: %s (interrupts off: the in-guest tick cannot sample there)\n" % ", ".join(blind))
+    elif blind:
+        out.write("blind: %s (interrupts off: the in-guest source's own handler, which it cannot sample)\n"
+                  % ", ".join(blind))
     if differs:
         out.write("differs on: %s\n" % ", ".join(differs))
     out.write("verdict: %s\n" % ("consistent" if consistent else "differs"))

@@ -44,8 +44,8 @@ def split_and_irqoff(tmp_path_factory):
                           windows=6, ms=2000, rate=400, min_external=4000, max_windows=14)
 
 
-def external_counts(res):
-    r = subprocess.run([sys.executable, ANALYZE, "report", res.capture, "-e", conftest.KERNEL, "--chains", "128",
+def external_counts(res, kernel=conftest.KERNEL):
+    r = subprocess.run([sys.executable, ANALYZE, "report", res.capture, "-e", kernel, "--chains", "128",
                         "--from", str(res.window[0]), "--until", str(res.window[1])],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -70,10 +70,10 @@ def test_split_shares_agree_on_both_sides_and_compare_says_consistent(split_and_
         res.compare_text
 
 
-def inclusive_counts(res, names):
+def inclusive_counts(res, names, kernel=conftest.KERNEL):
     """{name: samples} over the compared window, each sample counted for the innermost of `names`
     on its stack: a tick handler that interrupts irqon_spin is irqon_spin's time."""
-    r = subprocess.run([sys.executable, ANALYZE, "fold", res.capture, "-e", conftest.KERNEL,
+    r = subprocess.run([sys.executable, ANALYZE, "fold", res.capture, "-e", kernel,
                         "--from", str(res.window[0]), "--until", str(res.window[1])],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
