@@ -121,6 +121,8 @@ bench: deps all
 	  --linux-build $(BUILD)/linux --out docs/benchmarks.md
 	$(PY) bench/task_bench.py --gdbsample $(BUILD)/gdbsample --kernel $(BUILD)/kernel.elf --linux-build $(BUILD)/linux \
 	  --out docs/benchmarks.md
+	$(PY) bench/a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --kernel $(BUILD)/aarch64/kernel.elf \
+	  --out docs/benchmarks.md
 	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
