@@ -110,15 +110,6 @@ class Cpus(gdb.Command):
                       f"{pid:>5} {name}\n")
 
 
-def pmu_file():
-    """The file holding the PMU decision: pmu_x86.c, or pmu_armv8.c in an aarch64 kernel."""
-    try:
-        static("pmu_x86.c", "decision")
-        return "pmu_x86.c"
-    except gdb.error:
-        return "pmu_armv8.c"
-
-
 class Prof(gdb.Command):
     """gs-prof: profiler active flag, per-CPU buffer/records/taken/dropped and PMU armed/running, PMU decision."""
 
@@ -126,8 +117,7 @@ class Prof(gdb.Command):
         super().__init__("gs-prof", gdb.COMMAND_DATA)
 
     def invoke(self, arg, from_tty):
-        pmu_c = pmu_file()
-        pcpu, pmu = static("profiler.c", "pcpu"), static(pmu_c, "cpu_state")
+        pcpu, pmu = static("profiler.c", "pcpu"), value("pmu_cpu")
         gdb.write(f"profiler: active {int(static('profiler.c', 'prof_active'))} "
                   f"running {int(static('profiler.c', 'prof_running'))} "
                   f"source of the last run {source_name(static('profiler.c', 'run_kind'))}\n")
@@ -136,7 +126,7 @@ class Prof(gdb.Command):
             p, s = pcpu[i], pmu[i]
             gdb.write(f"{i:>3} {'yes' if int(p['buf']) else 'no':>6} {int(p['count']):>8} {int(p['taken']):>10} "
                       f"{int(p['dropped']):>8} {int(s['armed']):>5} {int(s['running']):>7}\n")
-        d, ready = static(pmu_c, "decision"), int(static(pmu_c, "decision_ready"))
+        d, ready = value("pmu_decision"), int(static("pmu.c", "decision_ready"))
         gdb.write(f"pmu decision: {'made' if ready else 'not made yet'}\n"
                   f"  kind     {enum_name(d['kind'], 'PMU_')}\n"
                   f"  claimed  {cstr(d['claimed'])}\n"

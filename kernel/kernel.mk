@@ -71,7 +71,7 @@ KCFLAGS_A64_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-shri
 	   -fno-asynchronous-unwind-tables
 KASFLAGS_A64 := -g -Ikernel -Ikernel/arch/aarch64
 
-KSRCS_SHARED := $(addprefix kernel/,console.c mem.c panic.c printf.c prof_report.c profiler.c sched.c \
+KSRCS_SHARED := $(addprefix kernel/,console.c mem.c panic.c pmu.c printf.c prof_report.c profiler.c sched.c \
 		shell.c spinlock.c stacktrace.c string.c symtab.c work.c)
 KSRCS_C := $(KSRCS_SHARED) $(addprefix kernel/,net.c netload.c pci.c pmu_x86.c udpsh.c virtio_net.c) \
 	   $(wildcard kernel/arch/x86_64/*.c)
@@ -141,7 +141,7 @@ $(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
 
 # Host unit tests of the PMU decision and overflow logic against a simulated CPU: sim_cpu.c
 # implements hal/pmu.h in place of arch/x86_64/pmu_hal.c.
-KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu_x86.c kernel/printf.c \
+KPMU_SRCS := tests/kernel/test_pmu_host.c tests/kernel/sim_cpu.c kernel/pmu.c kernel/pmu_x86.c kernel/printf.c \
 	     kernel/string.c
 $(BUILD)/kernel-pmu-tests: $(KPMU_SRCS) tests/kernel/sim_cpu.h $(wildcard kernel/*.h kernel/hal/*.h)
 	@mkdir -p $(dir $@)
@@ -149,7 +149,7 @@ $(BUILD)/kernel-pmu-tests: $(KPMU_SRCS) tests/kernel/sim_cpu.h $(wildcard kernel
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_SRCS)
 
 # The same for the Armv8 PMU logic: the test carries its own simulated PMU (hal/pmu_armv8.h).
-KPMU_A64_SRCS := tests/kernel/test_pmu_armv8_host.c kernel/pmu_armv8.c kernel/printf.c kernel/string.c
+KPMU_A64_SRCS := tests/kernel/test_pmu_armv8_host.c kernel/pmu.c kernel/pmu_armv8.c kernel/printf.c kernel/string.c
 $(BUILD)/kernel-pmu-armv8-tests: $(KPMU_A64_SRCS) $(wildcard kernel/*.h kernel/hal/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \

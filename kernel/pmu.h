@@ -24,6 +24,14 @@ struct pmu_decision {
 #define PMU_PROBE_NS 10000		/* a claimed counter must move within ~10 us */
 #define PMU_MAX_CPUS 8
 
+/* pmu.c: the published decision and each CPU's state, shared by the architectures' files. */
+extern struct pmu_decision pmu_decision;	/* valid once pmu_install ran */
+struct pmu_cpu {
+	volatile int armed;	/* set before the counter is enabled, cleared after it is disabled */
+	volatile int running;	/* counter enabled (between arm and disarm) */
+};
+extern struct pmu_cpu pmu_cpu[PMU_MAX_CPUS];
+
 void pmu_probe(struct pmu_decision *d);	/* runs CPUID checks and the counting probe, interrupts off */
 void pmu_install(const struct pmu_decision *d);	/* publish a decision for pmu_arm & co */
 const struct pmu_decision *pmu_decide(void);	/* probes once, then returns the cached decision */

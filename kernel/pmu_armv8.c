@@ -15,13 +15,7 @@
 #define CYCLE_BIT (1ull << 31)			/* PMCNTEN/PMINTEN/PMOVS bit of the cycle counter */
 #define CALIBRATE_US 1000			/* cycle-counter rate measured over ~1 ms of CNTVCT */
 
-static struct pmu_decision decision;
-static volatile int decision_ready;
 static uint64_t period;
-static struct {
-	volatile int armed;
-	volatile int running;
-} cpu_state[PMU_MAX_CPUS];
 
 const char *pmu_source_name(enum pmu_kind k)
 {
@@ -112,21 +106,6 @@ void pmu_probe(struct pmu_decision *d)
 	hal_irq_restore(f);
 }
 
-void pmu_install(const struct pmu_decision *d)
-{
-	decision = *d;
-	__atomic_store_n(&decision_ready, 1, __ATOMIC_RELEASE);
-}
-
-const struct pmu_decision *pmu_decide(void)
-{
-	if (!__atomic_load_n(&decision_ready, __ATOMIC_ACQUIRE)) {
-		struct pmu_decision d;
-		pmu_probe(&d);
-		pmu_install(&d);
-	}
-	return &decision;
-}
 
 /*
  * 4 ms of cycles: 250 samples a second per CPU, 2.5 times the tick. Each sample costs the guest
@@ -138,18 +117,13 @@ const struct pmu_decision *pmu_decide(void)
 #define SAMPLE_HZ 250
 uint64_t pmu_period(void)
 {
-	uint64_t p = decision.counter_hz / SAMPLE_HZ;
+	uint64_t p = pmu_decision.counter_hz / SAMPLE_HZ;
 	return p ? p : 1;
-}
-
-int pmu_armed(int cpu)
-{
-	return cpu_state[cpu].armed;
 }
 
 void pmu_arm(int cpu, uint64_t p)
 {
-	if (decision.kind != PMU_ARMV8_CYCLES)
+	if (pmu_decision.kind != PMU_ARMV8_CYCLES)
 		return;
 	period = p;
 	hal_a64_write(A64_PMCNTENCLR, CYCLE_BIT);
@@ -158,8 +132,8 @@ void pmu_arm(int cpu, uint64_t p)
 	hal_a64_write(A64_PMCCNTR, 0 - p);
 	hal_a64_write(A64_PMINTENSET, CYCLE_BIT);
 	hal_pmu_irq(1);
-	cpu_state[cpu].armed = 1;	/* before enabling: the first overflow must be recognised */
-	cpu_state[cpu].running = 1;
+	pmu_cpu[cpu].armed = 1;	/* before enabling: the first overflow must be recognised */
+	pmu_cpu[cpu].running = 1;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	hal_a64_write(A64_PMCR, PMCR_LC | PMCR_E);
 	hal_a64_write(A64_PMCNTENSET, CYCLE_BIT);
@@ -167,15 +141,15 @@ void pmu_arm(int cpu, uint64_t p)
 
 void pmu_disarm(int cpu)
 {
-	if (!cpu_state[cpu].armed)
+	if (!pmu_cpu[cpu].armed)
 		return;
-	cpu_state[cpu].running = 0;
+	pmu_cpu[cpu].running = 0;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	hal_a64_write(A64_PMCNTENCLR, CYCLE_BIT);
 	hal_a64_write(A64_PMINTENCLR, CYCLE_BIT);
 	hal_a64_write(A64_PMOVSCLR, CYCLE_BIT);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	cpu_state[cpu].armed = 0;
+	pmu_cpu[cpu].armed = 0;
 	hal_pmu_irq(0);
 }
 
@@ -187,7 +161,7 @@ void pmu_disarm(int cpu)
  */
 int pmu_nmi(int cpu)
 {
-	if (!cpu_state[cpu].armed)
+	if (!pmu_cpu[cpu].armed)
 		return 0;
 	hal_a64_write(A64_PMCCNTR, 0 - period);
 	hal_a64_write(A64_PMOVSCLR, CYCLE_BIT);	/* the level drops */

@@ -1,4 +1,4 @@
-/* pmu.c: PMU decision (CPUID claims, then proof that the counter counts) and overflow handling. */
+/* pmu_x86.c: x86 PMU decision (CPUID claims, then proof that the counter counts) and overflow handling. */
 #include "pmu.h"
 #include "hal/pmu.h"
 #include "lib.h"
@@ -39,13 +39,7 @@
 #define LVT_MASKED 0x10000
 #define MAX_PERIOD 0x7fffffffull		/* keep -N well inside any counter width */
 
-static struct pmu_decision decision;
-static volatile int decision_ready;
 static uint64_t period;				/* set by pmu_arm; read by pmu_nmi */
-static struct {
-	volatile int armed;	/* set before the counter is enabled, cleared after it is disabled */
-	volatile int running;	/* counter enabled (between arm and disarm) */
-} cpu_state[PMU_MAX_CPUS];
 
 const char *pmu_source_name(enum pmu_kind k)
 {
@@ -239,22 +233,6 @@ void pmu_probe(struct pmu_decision *d)
 	hal_irq_restore(f);
 }
 
-void pmu_install(const struct pmu_decision *d)
-{
-	decision = *d;
-	/* Other CPUs arm only after seeing decision_ready: the decision must be visible first. */
-	__atomic_store_n(&decision_ready, 1, __ATOMIC_RELEASE);
-}
-
-const struct pmu_decision *pmu_decide(void)
-{
-	if (!__atomic_load_n(&decision_ready, __ATOMIC_ACQUIRE)) {
-		struct pmu_decision d;
-		pmu_probe(&d);
-		pmu_install(&d);
-	}
-	return &decision;
-}
 
 uint64_t pmu_period(void)
 {
@@ -262,14 +240,9 @@ uint64_t pmu_period(void)
 	return p > MAX_PERIOD ? MAX_PERIOD : p ? p : 1;
 }
 
-int pmu_armed(int cpu)
-{
-	return cpu_state[cpu].armed;
-}
-
 void pmu_arm(int cpu, uint64_t p)
 {
-	const struct pmu_decision *d = &decision;
+	const struct pmu_decision *d = &pmu_decision;
 	uint64_t start = (0 - p) & mask(d->width), v = 0;
 	period = p;
 	switch (d->kind) {
@@ -283,8 +256,8 @@ void pmu_arm(int cpu, uint64_t p)
 		hal_wrmsr(MSR_IA32_FIXED_CTR_CTRL, (v & ~FIXED_CTR1_FIELD) | FIXED_CTR1_OS_USR_PMI);
 		hal_lvt_pmi(LVT_NMI);
 		/* Both before enabling: the first overflow must be recognised and fully re-armed. */
-		cpu_state[cpu].armed = 1;
-		cpu_state[cpu].running = 1;
+		pmu_cpu[cpu].armed = 1;
+		pmu_cpu[cpu].running = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		hal_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, GLOBAL_FIXED_CTR1);
 		break;
@@ -299,8 +272,8 @@ void pmu_arm(int cpu, uint64_t p)
 			hal_wrmsr(MSR_AMD_GLOBAL_CTL, v | AMD_GLOBAL_CTR0);
 		}
 		hal_lvt_pmi(LVT_NMI);
-		cpu_state[cpu].armed = 1;
-		cpu_state[cpu].running = 1;
+		pmu_cpu[cpu].armed = 1;
+		pmu_cpu[cpu].running = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		hal_wrmsr(MSR_AMD_PERF_CTL0, AMD_EVENT_CYCLES | AMD_CTL_OS | AMD_CTL_USR | AMD_CTL_INT | AMD_CTL_EN);
 		break;
@@ -312,11 +285,11 @@ void pmu_arm(int cpu, uint64_t p)
 void pmu_disarm(int cpu)
 {
 	uint64_t v = 0;
-	if (!cpu_state[cpu].armed)
+	if (!pmu_cpu[cpu].armed)
 		return;
-	cpu_state[cpu].running = 0;	/* an NMI from here on must not re-enable anything */
+	pmu_cpu[cpu].running = 0;	/* an NMI from here on must not re-enable anything */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	switch (decision.kind) {
+	switch (pmu_decision.kind) {
 	case PMU_INTEL_FIXED1:
 		hal_wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
 		if (hal_rdmsr(MSR_IA32_FIXED_CTR_CTRL, &v) == 0)
@@ -325,7 +298,7 @@ void pmu_disarm(int cpu)
 	case PMU_AMD_CORE:
 	case PMU_AMD_V2:
 		hal_wrmsr(MSR_AMD_PERF_CTL0, 0);
-		if (decision.kind == PMU_AMD_V2 && hal_rdmsr(MSR_AMD_GLOBAL_CTL, &v) == 0)
+		if (pmu_decision.kind == PMU_AMD_V2 && hal_rdmsr(MSR_AMD_GLOBAL_CTL, &v) == 0)
 			hal_wrmsr(MSR_AMD_GLOBAL_CTL, v & ~AMD_GLOBAL_CTR0);
 		break;
 	default:
@@ -333,17 +306,17 @@ void pmu_disarm(int cpu)
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* Only now: an overflow NMI already in flight is still recognised as ours. */
-	cpu_state[cpu].armed = 0;
+	pmu_cpu[cpu].armed = 0;
 	hal_lvt_pmi(LVT_MASKED);
 }
 
 int pmu_nmi(int cpu)
 {
-	uint64_t v = 0, start = (0 - period) & mask(decision.width);
-	if (!cpu_state[cpu].armed)
+	uint64_t v = 0, start = (0 - period) & mask(pmu_decision.width);
+	if (!pmu_cpu[cpu].armed)
 		return 0;
-	int running = cpu_state[cpu].running;
-	switch (decision.kind) {
+	int running = pmu_cpu[cpu].running;
+	switch (pmu_decision.kind) {
 	case PMU_INTEL_FIXED1:
 		if (hal_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS, &v) != 0 || !(v & GLOBAL_FIXED_CTR1))
 			return 0;
