@@ -56,24 +56,25 @@ wait_running = conftest.wait_running
                                             ("nofp", 2, "7.2")], indirect=["qemu"])
 def test_split_shares_within_4pp(boot, build, smp):
     """work split 5 3 2: each function's share of the split samples is within 4 percentage
-    points of 50/30/20. Tolerance: with n >= 2000 samples the binomial standard deviation of
-    a share is at most 1.1 pp, so 4 pp is > 3.5 sigma; sampling is paced by the host clock
+    points of 50/30/20. Tolerance: with n >= 3000 samples the binomial standard deviation of
+    a share is at most 0.92 pp, so 4 pp is > 4.3 sigma (at 2000 it was 3.5 sigma, and one
+    make test saw split_b at 25.7 %); sampling is paced by the host clock
     with jitter, so it cannot lock onto the workload's period. Both builds of the kernel: with
     frame pointers (every vCPU count) and without (DWARF CFI)."""
     g = boot(smp=smp, kernel=conftest.KERNELS[build])
     g.work("split 5 3 2")
     counts = {"split_a": 0, "split_b": 0, "split_c": 0}
     sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
-    for _ in range(4):  # a loaded host reaches fewer samples per run: add runs until 2000
-        r = run(g, "-r", "500", "-d", "5", "-f", "folded", "-q", timeout=120)
+    for _ in range(6):  # a loaded host reaches fewer samples per run: add runs until 3000
+        r = run(g, "-r", "500", "-d", "8", "-f", "folded", "-q", timeout=120)
         assert r.returncode == 0, r.stderr
         for frames, n in conftest.folded_rows(r.stdout):
             if frames[-1] in counts:
                 counts[frames[-1]] += n
-        if sum(counts.values()) >= 2000:
+        if sum(counts.values()) >= 3000:
             break
     total = sum(counts.values())
-    assert total >= 2000, (counts, r.stderr)
+    assert total >= 3000, (counts, r.stderr)
     shares = {k: 100.0 * v / total for k, v in counts.items()}
     # While the split's vCPU thread has a host core, stops are uniform in guest time and 4 pp is
     # > 3.5 sigma; when it waits for one (the host kernel's schedstat says how long), the error
