@@ -46,6 +46,29 @@ def folded_rows(text):
     return rows
 
 
+def split_shares(g, run_once, want=3000, runs=6):
+    """gdbsample's shares of split_a/b/c on guest g running `work split 5 3 2`: run_once() (a
+    gdbsample run to completion, folded output) is repeated, up to `runs` times, until `want`
+    leaf samples of the three were seen -- a loaded host reaches fewer per run. Returns (shares in
+    percent, the share of the time QEMU's busiest vCPU thread waited for a host core
+    (crosscheck.busiest_waited), the last run's stderr)."""
+    import crosscheck
+    counts = {"split_a": 0, "split_b": 0, "split_c": 0}
+    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    for _ in range(runs):
+        r = run_once()
+        for frames, n in folded_rows(r.stdout):
+            if frames[-1] in counts:
+                counts[frames[-1]] += n
+        if sum(counts.values()) >= want:
+            break
+    total = sum(counts.values())
+    assert total >= want, (counts, r.stderr)
+    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1, time.monotonic_ns() - t0)
+    assert waited is not None, "no schedstat for QEMU's vCPU threads"
+    return {k: 100.0 * v / total for k, v in counts.items()}, waited, r.stderr
+
+
 @pytest.fixture
 def qemu(request):
     """The QEMU version this test's guests run on: its parameter, else --qemu. 10.0 is fetched on

@@ -63,27 +63,17 @@ def test_split_shares_within_4pp(boot, build, smp):
     frame pointers (every vCPU count) and without (DWARF CFI)."""
     g = boot(smp=smp, kernel=conftest.KERNELS[build])
     g.work("split 5 3 2")
-    counts = {"split_a": 0, "split_b": 0, "split_c": 0}
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
-    for _ in range(6):  # a loaded host reaches fewer samples per run: add runs until 3000
+
+    def run_once():
         r = run(g, "-r", "500", "-d", "8", "-f", "folded", "-q", timeout=120)
         assert r.returncode == 0, r.stderr
-        for frames, n in conftest.folded_rows(r.stdout):
-            if frames[-1] in counts:
-                counts[frames[-1]] += n
-        if sum(counts.values()) >= 3000:
-            break
-    total = sum(counts.values())
-    assert total >= 3000, (counts, r.stderr)
-    shares = {k: 100.0 * v / total for k, v in counts.items()}
+        return r
+    shares, waited, _ = conftest.split_shares(g, run_once)
     # While the split's vCPU thread has a host core, stops are uniform in guest time and 4 pp is
-    # > 3.5 sigma; when it waits for one (the host kernel's schedstat says how long), the error
+    # > 4.3 sigma; when it waits for one (the host kernel's schedstat says how long), the error
     # is a bias, not noise (README, "Accuracy under TCG"; 34.1 % split_b seen on -smp 4 beside two
     # hogs and another QEMU): then the bound is the contended one tests/system/test_crosscheck.py
     # measured.
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
-                                       time.monotonic_ns() - t0)
-    assert waited is not None, "no schedstat for QEMU's vCPU threads"
     bound = 4 if waited <= crosscheck.CONTENDED else 12
     for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
         assert abs(shares[name] - want) <= bound, (shares, waited)

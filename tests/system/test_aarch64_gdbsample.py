@@ -10,7 +10,6 @@ Every guest is stopped by its pid by the `boot` fixture; every gdbsample is run 
 import os
 import re
 import subprocess
-import time
 
 import conftest
 import crosscheck
@@ -50,21 +49,7 @@ def test_split_shares_within_4pp(boot):
     contended one (12 pp), as on x86_64."""
     g = boot_a64(boot)
     g.work("split 5 3 2")
-    counts = {"split_a": 0, "split_b": 0, "split_c": 0}
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
-    for _ in range(6):  # a loaded host reaches fewer samples per run: add runs until 3000
-        r = run(g, "-r", "500", "-d", "8", "-f", "folded", "-q")
-        for frames, n in conftest.folded_rows(r.stdout):
-            if frames[-1] in counts:
-                counts[frames[-1]] += n
-        if sum(counts.values()) >= 3000:
-            break
-    total = sum(counts.values())
-    assert total >= 3000, (counts, r.stderr)
-    shares = {k: 100.0 * v / total for k, v in counts.items()}
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
-                                       time.monotonic_ns() - t0)
-    assert waited is not None, "no schedstat for QEMU's vCPU threads"
+    shares, waited, _ = conftest.split_shares(g, lambda: run(g, "-r", "500", "-d", "8", "-f", "folded", "-q"))
     bound = 4 if waited <= crosscheck.CONTENDED else 12
     for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
         assert abs(shares[name] - want) <= bound, (shares, waited)
