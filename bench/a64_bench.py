@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, os.path.join(ROOT, "vm-configs"))
 from guest import Guest  # noqa: E402
 import benchdoc  # noqa: E402
+from floor import rtt_floor  # noqa: E402
 
 RATE = 100
 # The profiler's code on aarch64: the PMU interrupt's claim and record, the tick's arming, the walk.
@@ -42,14 +43,6 @@ def log(*a):
     print("a64_bench:", *a, file=sys.stderr, flush=True)
 
 
-def rtt_floor(exe, port, count):
-    out = subprocess.run([exe, str(port), "floor", str(count), "512", str(1000000 // RATE)], capture_output=True,
-                         text=True, timeout=300)
-    m = re.search(r"p50 (\d+) p99 (\d+)", out.stdout)
-    if not m:
-        raise RuntimeError(f"rtt: {out.stderr}")
-    return int(m.group(1))
-
 
 def gdbsample_p50(exe, port, kernel, secs):
     r = subprocess.run([exe, "-p", str(port), "-e", kernel, "-q", "-r", str(RATE), "-d", str(secs)],
@@ -63,7 +56,7 @@ def gdbsample_p50(exe, port, kernel, secs):
 def bench_pause(a, g, res):
     floor, p50 = [], []
     for _ in range(a.rounds):
-        floor.append(rtt_floor(a.rtt, g.gdbport, a.cycles))
+        floor.append(rtt_floor(a.rtt, g.gdbport, a.cycles, RATE))
         p50.append(gdbsample_p50(a.gdbsample, g.gdbport, a.kernel, a.secs))
         log("pause round", floor[-1], p50[-1])
     res["pause"] = {"floor": statistics.median(floor), "p50": statistics.median(p50),

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from guest import Guest  # noqa: E402
 from linuxguest import LinuxGuest  # noqa: E402
 import benchdoc  # noqa: E402
+from floor import rtt_floor  # noqa: E402
 
 RATE = 100
 
@@ -51,14 +52,6 @@ def summary(stderr):
     f["idle"] = int(m.group(1))
     return f
 
-
-def rtt_floor(exe, port, count):
-    out = subprocess.run([exe, str(port), "floor", str(count), "512", str(1000000 // RATE)], capture_output=True,
-                         text=True, timeout=300)
-    m = re.search(r"p50 (\d+) p99 (\d+)", out.stdout)
-    if not m:
-        raise RuntimeError(f"rtt: {out.stderr}")
-    return int(m.group(1))
 
 
 def bench_walks(a, res):
@@ -106,7 +99,7 @@ def bench_linux(a, res):
             pids = lg.start_workloads(loads)
             floor, p50, hits, misses = [], [], 0, 0
             for _ in range(a.rounds):
-                floor.append(rtt_floor(a.rtt, lg.gdb_port, a.cycles))
+                floor.append(rtt_floor(a.rtt, lg.gdb_port, a.cycles, RATE))
                 r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", ks, "-q",
                                     "-r", str(RATE), "-d", str(a.secs)], capture_output=True, text=True, timeout=300)
                 if r.returncode != 0:
