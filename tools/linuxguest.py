@@ -643,6 +643,7 @@ def main():
     b.add_argument("--nokaslr", action="store_true")
     b.add_argument("--cpu", default=None, help="QEMU -cpu model (default: QEMU's)")
     args = p.parse_args()
+    args.build = os.path.abspath(args.build)  # apt takes relative Dir:: paths from /, not from here
     try:
         {"fetch": cmd_fetch, "boot": cmd_boot}[args.verb](args)  # one verb each
     except LinuxGuestError as e:
