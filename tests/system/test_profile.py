@@ -7,6 +7,7 @@ import subprocess
 import time
 
 import conftest
+import crosscheck
 import pytest
 from elftools.elf.elffile import ELFFile
 
@@ -55,11 +56,17 @@ def test_every_form_of_the_command(boot):
     for line, ms, chains_max in (("profile", 1000, 8), ("profile 2000 all 3", 2000, 3),
                                  (f"profile 500 {pid}", 500, 8), (f"profile 300 {pid} 2", 300, 2),
                                  ("profile 200 all", 200, 8), ("profile 100", 100, 8)):
+        before, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
         head, chains = parse(g.cmd(line, timeout=15))
+        waited = crosscheck.busiest_waited(before, crosscheck.thread_schedstat(g.proc.pid), 2,
+                                           time.monotonic_ns() - t0) or 0.0
         assert head["ms"] == ms and head["cpus"] == 2 and head["source"] == "tick 100 Hz", line
         assert len(chains) <= chains_max
-        # 100 Hz on each CPU: about ms/10 samples per busy CPU (the chain task's CPU is busy)
-        assert head["samples"] >= ms // 10 * 0.8, (line, head)
+        # 100 Hz on each CPU: about ms/10 samples per busy CPU (the chain task's CPU is busy). A
+        # tick due while the vCPU thread waits for a host core is late, and the deadline re-armed
+        # from then: such a window loses up to the share waited (67 of 100 were seen at a load
+        # average of 14 on 2 cores), so the bar is 80 % of the ticks the vCPU could take.
+        assert head["samples"] >= ms // 10 * 0.8 * (1 - min(waited, 0.9)), (line, head, waited)
         if str(pid) in line:
             assert all(leaf.startswith("chain3") for _, _, leaf, _ in chains), chains
 
