@@ -21,6 +21,8 @@ import copy
 import os
 import re
 
+from .folded import safe_name
+
 MAP_TYPES = "tTwW"          # nm types kept from a map: text and weak symbols
 MAP_LAST_REACH = 0x100000   # an unsized last symbol of a map covers at most this many bytes
 STEXT = "_stext"            # the kernel text's first symbol: where a map says it is (any type)
@@ -137,7 +139,7 @@ class Symbolizer:
                 continue  # one symbol per address: aliases print alike
             self.starts.append(addr)
             self.sizes.append(size)
-            self.names.append(name)
+            self.names.append(safe_name(name))   # as every output writes a frame (folded.py)
         self.is_elf = is_elf     # True if loaded from an ELF (unsized symbols run to the next)
         self.path = path         # the ELF, for DWARF tables
         self.stext = stext       # address of _stext in the file, None if it has none
