@@ -52,3 +52,41 @@ def test_cli_names_file_and_line(tmp_path):
     r = call("fold", "sample.cap", "-e", str(m))
     assert r.returncode == 1 and one_line_error(r), r.stderr
     assert "%s: line 2: address 'ffffffff8O100000' is not a 64-bit hex number" % m in r.stderr
+
+
+# Values int()/float() take that no option of gdbsample's means (and gdbsample itself refuses).
+LOOSE_NUMBERS = [" 5", "5 ", "+5", "1_0", "\u0663", "\uff15", "0x10", "5\n", "", "1" * 41]
+
+
+@pytest.mark.parametrize("value", LOOSE_NUMBERS)
+def test_option_numbers_strict(value):
+    r = call("report", "sample.cap", "-e", "tiny.elf", "--chains", value)
+    assert r.returncode == 2 and "--chains" in r.stderr, (value, r.stderr)
+    r = call("compare", "sample.cap", "sample.cap", "-e", "tiny.elf", "--tolerance", value)
+    assert r.returncode == 2 and "--tolerance" in r.stderr, (value, r.stderr)
+
+
+@pytest.mark.parametrize("value", [" 1000", "+1000", "1_000", "0x", "\u0661000", "1000 "])
+def test_offset_strict(value):
+    r = call("fold", "sample.cap", "-e", "tiny.elf", "--kaslr-offset", value)
+    assert r.returncode == 2 and "--kaslr-offset" in r.stderr, (value, r.stderr)
+
+
+def test_option_numbers_that_are_numbers():
+    assert call("report", "sample.cap", "-e", "tiny.elf", "--chains", "3").returncode == 0
+    for tol in ("2", "2.5", ".5", "1e1", "3."):
+        r = call("compare", "sample.cap", "sample.cap", "-e", "tiny.elf", "--tolerance", tol)
+        assert r.returncode in (0, 1) and "--tolerance" not in r.stderr, (tol, r.stderr)
+    for off in ("0", "-1000", "0x1000", "1e00000"):
+        assert call("fold", "sample.cap", "-e", "tiny.elf", "--kaslr-offset", off).returncode == 0, off
+
+
+@pytest.mark.parametrize("count, why", [("+5", "not an integer"), ("1_0", "not an integer"),
+                                        ("\u0663", "not an integer"), ("5\x0b", "not an integer"),
+                                        ("-3", "negative"), ("9" * 5000, "too large"),
+                                        ("9223372036854775808", "too large")], ids=range(7))
+def test_folded_counts_strict(count, why):
+    from gdbsample_analysis.folded import FoldedError, parse_folded
+    with pytest.raises(FoldedError, match=why):
+        parse_folded(["a;b " + count])
+    assert parse_folded(["a;b 00000000000000000000000007", "c 9223372036854775807"]) == {"a;b": 7, "c": (1 << 63) - 1}

@@ -25,6 +25,7 @@ int main(void)
 	test_kaslr();
 	test_task();
 	test_strict();
+	test_output();
 	test_insn();
 	test_progress();
 	printf("%d passed, %d failed\n", check_passed, check_failed);

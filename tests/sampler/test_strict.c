@@ -1,6 +1,8 @@
 /* test_strict.c: numbers read from text are read whole or refused (textnum.c, the map parser). */
 #include "check.h"
+#include "../../sampler/cli.h"
 #include "../../sampler/symbols.h"
+#include "../../sampler/task.h"
 #include "../../sampler/textnum.h"
 #include <stdint.h>
 
@@ -87,8 +89,74 @@ static void test_map_strict(void)
 	syms_free(&t);
 }
 
+/* --comm: a pattern that would take gigabytes to compile is refused at once (issue 22). */
+static void test_comm_cost(void)
+{
+	struct task_filter f = { 0 };
+	char why[100];
+	const char *bad[] = { "a{1,32767}", "a{61}", "x{0,100}", "((a{1,16}){1,16}){1,16}", "(a{1,60}){1,60}(b{1,60}){1,60}",
+			      "(((((((((((((((((((((((((((((((((a)))))))))))))))))))))))))))))))))" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		why[0] = 0;
+		CHECK(task_filter_comm(&f, bad[i], why, sizeof why) == -1 && why[0]);
+		CHECK(!f.has_re);
+	}
+	CHECK(task_filter_comm(&f, "a{1,32767}", why, sizeof why) == -1 && strstr(why, "repeat count 32767"));
+	const char *good[] = { "^(bash|sh)$", "[[:alpha:]]{1,15}", "kworker/[0-9]+:.*", "a{1,60}", "(a{1,60}){1,60}",
+			       "a\\{1,32767\\}", "[{]{1,60}", "[]{]{2}", "\\\\x3b" };
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		CHECK(task_filter_comm(&f, good[i], why, sizeof why) == 0);
+		task_filter_free(&f);
+	}
+	CHECK(task_filter_comm(&f, "a{1,60}", why, sizeof why) == 0);
+	struct task_id id = { .pid = 1, .tgid = 1 };
+	memcpy(id.comm, "aaaaaaaaaaaaaaa", 15);
+	CHECK(task_filter_match(&f, &id, 1));
+	task_filter_free(&f);
+}
+
+/* cli_parse on "-p 1 FLAG VALUE" (the value may hold spaces). */
+static int cli1(struct opts *o, const char *flag, const char *value)
+{
+	char *argv[] = { "gdbsample", "-p", "1", (char *)flag, (char *)value, "-e", "k", NULL };
+	return cli_parse(o, 7, argv);
+}
+
+/* Option values strtoul/strtod took in part or with what they skip (issue 22's sibling class). */
+static void test_cli_values(void)
+{
+	struct opts o;
+	const char *range_bad[] = { " ff:100", "ff: 100", "-1:ffff", "ff:-1", "+ff:100", "ff:0x", "0xg:ff",
+				    "ff:10000000000000000", "ffffffff8O:ffffffffff" };
+	for (size_t i = 0; i < sizeof range_bad / sizeof *range_bad; i++)
+		CHECK(cli1(&o, "--kernel-range", range_bad[i]) == -1 && strstr(o.errstr, "--kernel-range"));
+	CHECK(cli1(&o, "--kernel-range", "0xffffffff80000000:FFFFFFFFBFFFFFFF") == 0 &&
+	      o.klo == 0xffffffff80000000ull && o.khi == 0xffffffffbfffffffull);
+	const char *cpus_bad[] = { " 1", "+1", "1, 2", "1 ", "0-+3", "99999999999999999999", "0x1", "1-", "-1" };
+	for (size_t i = 0; i < sizeof cpus_bad / sizeof *cpus_bad; i++)
+		CHECK(cli1(&o, "--cpus", cpus_bad[i]) == -1 && strstr(o.errstr, "--cpus"));
+	CHECK(cli1(&o, "--cpus", "0,2-3") == 0);
+	const char *dur_bad[] = { " 1", "+1", "0x10", "1e", "inf", "nan", "1,5", ".", "1 " };
+	for (size_t i = 0; i < sizeof dur_bad / sizeof *dur_bad; i++) {
+		CHECK(cli1(&o, "-d", dur_bad[i]) == -1 && strstr(o.errstr, "-d"));
+		CHECK(cli1(&o, "--max-pause", dur_bad[i]) == -1 && strstr(o.errstr, "--max-pause"));
+	}
+	CHECK(cli1(&o, "-d", "2.5") == 0 && o.duration == 2.5);
+	CHECK(cli1(&o, "-d", "1e1") == 0 && o.duration == 10);
+	CHECK(cli1(&o, "-d", ".5") == 0 && o.duration == 0.5);
+	CHECK(cli1(&o, "--max-pause", "0") == 0 && o.max_pause == 0);
+	const char *kaslr_bad[] = { " 1000", "+1000", "--1000", "0x", "1000 ", "-0x-1000", "10000000000000000000" };
+	for (size_t i = 0; i < sizeof kaslr_bad / sizeof *kaslr_bad; i++)
+		CHECK(cli1(&o, "--kaslr-offset", kaslr_bad[i]) == -1 && strstr(o.errstr, "--kaslr-offset"));
+	CHECK(cli1(&o, "--kaslr-offset", "-0x200000") == 0 && o.kaslr == -0x200000);
+	CHECK(cli1(&o, "--kaslr-offset", "1e00000") == 0 && o.kaslr == 0x1e00000);
+	CHECK(cli1(&o, "--comm", "a{1,32767}") == -1 && strstr(o.errstr, "--comm") && strstr(o.errstr, "repeat count"));
+}
+
 void test_strict(void)
 {
 	test_textnum();
 	test_map_strict();
+	test_comm_cost();
+	test_cli_values();
 }
