@@ -26,6 +26,7 @@ int main(void)
 	test_task();
 	test_strict();
 	test_output();
+	test_top();
 	test_insn();
 	test_progress();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
