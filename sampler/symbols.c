@@ -26,6 +26,12 @@ static void mark(struct symtab *t, const char *name, uint64_t addr)
 		}
 }
 
+static int syms_unsafe(char c)
+{
+	unsigned char u = (unsigned char)c;
+	return c == ';' || (u < 0x20 && c != '\t') || u == 0x7f;
+}
+
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 {
 	if ((t->n & (t->n - 1)) == 0) { /* grow at powers of two */
@@ -36,11 +42,20 @@ int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 		}
 		t->syms = n;
 	}
-	char *dup = strdup(name);
+	/* The name as every output writes a frame: ';' (it splits a folded frame), control bytes but
+	 * tab, and DEL as \xNN -- gdbsample-analyze's folded.safe_name, which also escapes what is
+	 * not UTF-8 -- so folded and report text keep one record a line whatever the ELF holds. */
+	size_t len = 0;
+	for (const char *c = name; *c; c++) len += syms_unsafe(*c) ? 4 : 1;
+	char *dup = malloc(len + 1), *o = dup;
 	if (!dup) {
 		ERR_SET(t, ERR_SYS, "out of memory");
 		return -1;
 	}
+	for (const char *c = name; *c; c++)
+		if (syms_unsafe(*c)) o += snprintf(o, 5, "\\x%02x", (unsigned char)*c);
+		else *o++ = *c;
+	*o = 0;
 	t->syms[t->n++] = (struct sym){ addr, size, dup };
 	return 0;
 }

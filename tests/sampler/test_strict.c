@@ -87,6 +87,13 @@ static void test_map_strict(void)
 	s = syms_lookup(&t, 0xffffffff81000200ull);
 	CHECK(s && !strcmp(s->name, "upper"));
 	syms_free(&t);
+	/* a name is stored as every output writes it: ';', controls but tab, DEL as \xNN */
+	CHECK(map("ffffffff81000000 T a;b\x1b[2J\x7f\x01\xc3\xa9\n", &t, why, sizeof why) == 0);
+	CHECK(t.n == 1 && !strcmp(t.syms[0].name, "a\\x3bb\\x1b[2J\\x7f\\x01\xc3\xa9"));
+	syms_free(&t);
+	memset(&t, 0, sizeof t);
+	CHECK(syms_add(&t, 0x1000, 0, "tab\tnl\ncr\r") == 0 && !strcmp(t.syms[0].name, "tab\tnl\\x0acr\\x0d"));
+	syms_free(&t);
 }
 
 /* --comm: a pattern that would take gigabytes to compile is refused at once (issue 22). */
