@@ -90,3 +90,15 @@ def test_folded_counts_strict(count, why):
     with pytest.raises(FoldedError, match=why):
         parse_folded(["a;b " + count])
     assert parse_folded(["a;b 00000000000000000000000007", "c 9223372036854775807"]) == {"a;b": 7, "c": (1 << 63) - 1}
+
+
+def test_capture_summary_numbers_strict():
+    """A capture's summary numbers are digits as gdbsample writes them; int()/float() took more,
+    and splitlines() cut a line at a form feed or U+2028 (control characters print as \\xNN)."""
+    from gdbsample_analysis.capture import check_summary, parse_summary
+    s = parse_summary("duration_ns 1_000\nsamples \u0663\nidle +5\ndropped 7\nrate_achieved_hz 99.5\n"
+                      "pause_p50_us 1e2\nimage a\x0cb\u2028c\nstops 9\n".encode("utf-8"))
+    assert s["dropped"] == 7 and s["rate_achieved_hz"] == 99.5 and s["pause_p50_us"] == 100.0 and s["stops"] == 9
+    assert s["duration_ns"] == "1_000" and s["samples"] == "\u0663" and s["idle"] == "+5"
+    assert s["image"] == "a\\x0cb\u2028c"
+    assert [k for k, _ in check_summary(s)] == ["duration_ns", "idle", "samples"]
