@@ -4,6 +4,8 @@
 #include "../../sampler/symbols.h"
 #include "../../sampler/task.h"
 #include "../../sampler/textnum.h"
+#include "../../sampler/writer.h"
+#include <stdlib.h>
 #include <stdint.h>
 
 static void test_textnum(void)
@@ -160,10 +162,26 @@ static void test_cli_values(void)
 	CHECK(cli1(&o, "--comm", "a{1,32767}") == -1 && strstr(o.errstr, "--comm") && strstr(o.errstr, "repeat count"));
 }
 
+/* The report's header lines keep one line each whatever a file name holds. */
+static void test_report_header(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct writer *w = report_writer_new(f, NULL, 8);
+	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 0, NULL, "via qmp\x1b[2J", "kernel evil\nname.elf" };
+	w->finish(w, &ri);
+	w->free(w);
+	fclose(f);
+	CHECK(strstr(buf, "\nattached via qmp\\x1b[2J\nkernel evil\\x0aname.elf\n") != NULL);
+	free(buf);
+}
+
 void test_strict(void)
 {
 	test_textnum();
 	test_map_strict();
 	test_comm_cost();
 	test_cli_values();
+	test_report_header();
 }
