@@ -5,14 +5,13 @@ classic cases plus names drawn by a seeded generator (a property test: 200 names
 prints the seed and the name)."""
 import gzip
 import json
-import os
 import random
 import xml.etree.ElementTree as ET
 
 import pytest
 
 import capgen
-from analyze import DATA, call
+from analyze import call
 
 from gdbsample_analysis import pprof
 from gdbsample_analysis.folded import parse_folded

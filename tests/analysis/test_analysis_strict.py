@@ -1,7 +1,6 @@
 """Numbers read from text are read whole or refused: maps, folded counts, option values (issue 22)."""
 import pytest
 
-import conftest  # noqa: F401  (puts analysis/ on sys.path)
 from analyze import call, one_line_error
 
 from gdbsample_analysis.symbols import SymbolError, Symbolizer, parse_map
