@@ -147,7 +147,8 @@ void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap)
 /*
  * nm-style maps: one symbol a line, "ADDR TYPE NAME" (System.map, `nm`, /proc/kallsyms, whose
  * module lines add a "[module]" field, ignored) or "ADDR SIZE TYPE NAME" (`nm -S`). Lines end at
- * '\n' (a trailing '\r' is dropped: a map that came through a serial port); fields are separated
+ * '\n' (a trailing '\r' is dropped: a map that came through a serial port); nm's undefined symbols
+ * ("U NAME", "w NAME", "v NAME": no ADDR) are skipped; fields are separated
  * by runs of ASCII white space (space, \t, \v, \f, \r); blank lines are skipped. ADDR and SIZE
  * are hex digits only (no 0x, no sign) and fit 64 bits, TYPE is one byte, NAME any length. Any
  * other line -- "ffffffff8O1000 T f", a NUL byte -- refuses the whole map with its line number:
@@ -210,6 +211,7 @@ int syms_parse_map(struct symtab *t, const char *text, size_t len)
 			ERR_SET(t, ERR_FORMAT, "line %zu: a NUL byte (not an nm-style symbol map)", line);
 			return -1;
 		}
+		if (nf == 2 && f[0].n == 1 && strchr("Uwv", f[0].s[0])) continue; /* nm's undefined: no ADDR */
 		if (nf == 4 && f[2].n == 1 && !textnum_hex(f[1].s, f[1].n, UINT64_MAX, &size)) {
 			type = &f[2];
 			name = &f[3];

@@ -73,8 +73,9 @@ def parse_map(text, marks=None):
     """nm / System.map / kallsyms text ("ADDR TYPE NAME [module]" or "ADDR SIZE TYPE NAME") ->
     [(addr, size, name)] of text symbols; marks, if given, gets the first address of _stext (any
     type). The grammar is sampler/symbols.c's syms_parse_map: lines end at "\\n" (trailing "\\r"
-    dropped), fields are separated by ASCII white space, ADDR and SIZE are hex digits fitting 64
-    bits; any other line is refused with its line number (SymbolError), never read in part."""
+    dropped; nm's undefined "U NAME" lines skipped), fields are separated by ASCII white space,
+    ADDR and SIZE are hex digits fitting 64 bits; any other line is refused with its line number
+    (SymbolError), never read in part."""
     out, good = [], 0
     for n, line in enumerate(text.split("\n"), 1):
         line = line.rstrip("\r")
@@ -83,6 +84,8 @@ def parse_map(text, marks=None):
             continue
         if "\0" in line:
             raise SymbolError("line %d: a NUL byte (not an nm-style symbol map)" % n)
+        if len(f) == 2 and f[0] in ("U", "w", "v"):
+            continue                        # nm's undefined symbols: no address
         size = map_hex(f[1]) if len(f) == 4 and len(f[2]) == 1 else None
         if size is not None:
             kind, name = f[2], f[3]

@@ -43,6 +43,8 @@ def test_map_fields_and_lines_as_sampler():
                                (0xffffffff81000030, 0x10, "sized"), (0xffffffff81000040, 0, "upper"),
                                (0xffffffff81000050, 0, "n" * 300)]
     assert parse_map("ffffffff81000000 T g\fh\n") == [(0xffffffff81000000, 0, "g")]
+    assert parse_map("                 U undefined\n                 w weak_undef\n0000000000401000 T main\n") \
+        == [(0x401000, 0, "main")]                     # `nm` of a program: undefined symbols skipped
 
 
 def test_cli_names_file_and_line(tmp_path):

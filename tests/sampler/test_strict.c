@@ -80,6 +80,11 @@ static void test_map_strict(void)
 		 "FFFFFFFF81000200 W upper\n", longname);
 	CHECK(map(text, &t, why, sizeof why) == 0);
 	CHECK(t.n == 4);
+	syms_free(&t);
+	CHECK(map("                 U undefined\n                 w weak_undef\n", &t, why, sizeof why) == -1 &&
+	      strstr(why, "empty")); /* nm's undefined lines: skipped, nothing else here */
+	syms_free(&t);
+	CHECK(map(text, &t, why, sizeof why) == 0);
 	const struct sym *s = syms_lookup(&t, 0xffffffffc0000010ull);
 	CHECK(s && !strcmp(s->name, "modfn"));
 	s = syms_lookup(&t, 0xffffffff8100003full);
