@@ -14,6 +14,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (syms_parse_map(&t, text, size) == 0) {
 		for (size_t i = 1; i < t.n; i++)
 			if (t.syms[i - 1].addr >= t.syms[i].addr) abort(); /* sorted, one per address */
+		for (size_t i = 0; i < t.n; i++) /* names as outputs write them: no ';', controls but tab, DEL */
+			for (const char *c = t.syms[i].name; *c; c++)
+				if (*c == ';' || ((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f || !c[0]) abort();
+		/* a map read whole: every line's first field is hex digits (checked by re-reading each) */
+		for (size_t a = 0, line = 0; a < size; line++) {
+			const uint8_t *nl = memchr(data + a, '\n', size - a);
+			size_t b = nl ? (size_t)(nl - data) : size, f = a;
+			while (f < b && strchr(" \t\v\f\r", data[f]) && data[f]) f++;
+			if (f < b) { /* not blank: ADDR is hex up to the next white space */
+				size_t e = f;
+				while (e < b && !strchr(" \t\v\f\r", data[e])) e++;
+				for (size_t k = f; k < e; k++)
+					if (!strchr("0123456789abcdefABCDEF", data[k]) || !data[k]) abort();
+			}
+			a = b + 1;
+		}
 		for (size_t i = 0; i < t.n && i < 64; i++) {
 			uint64_t a = t.syms[i].addr;
 			syms_lookup(&t, a);

@@ -64,6 +64,16 @@ def symmap():
         "ffffffff81000100 t secondary_startup_64\nffffffff81001000 W weak_fn\n"
         "ffffffff82000000 D linux_banner\nffffffff81ffffff T _etext\n")
     put("symmap", "nm_sizes", "0000000000401000 0000000000000020 T main\n0000000000401020 0000000000000008 t leaf\r\n")
+    put("symmap", "kallsyms_modules", "ffffffffc0000000 t modfn\t[mymod]\r\nffffffff81000000 T a;b\x01\n")
+    put("symmap", "bad_digit", "ffffffff81000000 T good\nffffffff8O100000 T wrong\n")
+
+
+def textnum():
+    """The first byte picks the bound (odd: a small one), the rest is the text."""
+    put("textnum", "u64_max", b"\x00ffffffffffffffff")
+    put("textnum", "overflow", b"\x0018446744073709551616")
+    put("textnum", "small", b"\x0165535")
+    put("textnum", "prefix", b"\x000x10")
 
 
 def capture():
@@ -171,4 +181,4 @@ if __name__ == "__main__":
     ap.add_argument("--cfi-elf")
     a = ap.parse_args()
     rsp(); stop(); threads(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf)
-    conn(); knet()
+    conn(); knet(); textnum()

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "err.h"
+#include "textnum.h"
 #include "virt.h"
 #include <ctype.h>
 #include <getopt.h>
@@ -71,14 +72,38 @@ static int num(struct opts *o, const char *flag, const char *s, long lo, long hi
 	return 0;
 }
 
+/* The n bytes at s as a 64-bit hex number, "0x" optional, nothing else (no space, sign or
+ * other byte, as strtoull would take): 0, or -1. */
+static int hexarg(const char *s, size_t n, uint64_t *out)
+{
+	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s += 2, n -= 2;
+	return textnum_hex(s, n, UINT64_MAX, out);
+}
+
+/* A duration or time limit: ASCII digits with an optional fraction and exponent, as strtod
+ * reads them -- but never its leading spaces, sign, hex floats, "inf" or "nan". */
+static int decimal_ok(const char *s)
+{
+	const char *p = s;
+	int digits = 0;
+	for (; *p >= '0' && *p <= '9'; p++) digits++;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+	if (digits && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (*p == '-' || *p == '+') p++;
+		if (!(*p >= '0' && *p <= '9')) return 0;
+		while (*p >= '0' && *p <= '9') p++;
+	}
+	return digits && !*p;
+}
+
 static int range(struct opts *o, const char *s)
 {
-	char *e, *e2;
 	const char *colon = strchr(s, ':');
+	uint64_t lo, hi;
 	if (!colon) return bad(o, "--kernel-range: expected LO:HI in hex, got '%.40s'%s", s, "");
-	errno = 0;
-	unsigned long long lo = strtoull(s, &e, 16), hi = strtoull(colon + 1, &e2, 16);
-	if (e != colon || *e2 || colon[1] == 0 || e == s || errno || lo >= hi)
+	if (hexarg(s, (size_t)(colon - s), &lo) || hexarg(colon + 1, strlen(colon + 1), &hi) || lo >= hi)
 		return bad(o, "--kernel-range: expected LO:HI in hex with LO < HI, got '%.40s'%s", s, "");
 	o->klo = lo;
 	o->khi = hi;
@@ -175,7 +200,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		case 'd':
 			errno = 0;
 			o->duration = strtod(optarg, &e);
-			if (!*optarg || *e || errno || !(o->duration >= 0.001) || o->duration > 1e7)
+			if (!decimal_ok(optarg) || *e || errno || !(o->duration >= 0.001) || o->duration > 1e7)
 				return bad(o, "-d: bad duration '%.40s' (0.001 to 10000000 seconds)%s", optarg, "");
 			break;
 		case 'e':
@@ -253,14 +278,13 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		case OPT_MAXPAUSE:
 			errno = 0;
 			o->max_pause = strtod(optarg, &e);
-			if (!*optarg || *e || errno || !(o->max_pause == 0 || (o->max_pause >= 0.01 && o->max_pause <= 3600)))
+			if (!decimal_ok(optarg) || *e || errno || !(o->max_pause == 0 || (o->max_pause >= 0.01 && o->max_pause <= 3600)))
 				return bad(o, "--max-pause: bad value '%.40s' (0, or 0.01-3600 seconds)%s", optarg, "");
 			break;
 		case OPT_KASLR: {
-			errno = 0;
 			const char *v = optarg[0] == '-' ? optarg + 1 : optarg;
-			unsigned long long k = strtoull(v, &e, 16);
-			if (!*v || *e || errno || k % 0x1000 || k >= (1ull << 40) || !isxdigit((unsigned char)*v))
+			uint64_t k;
+			if (hexarg(v, strlen(v), &k) || k % 0x1000 || k >= (1ull << 40))
 				return bad(o, "--kaslr-offset: expected a page-aligned hex offset, got '%.40s'%s", optarg, "");
 			o->kaslr = optarg[0] == '-' ? -(int64_t)k : (int64_t)k;
 			o->have_kaslr = 1;
@@ -303,23 +327,24 @@ int cli_cpus(struct opts *o, int ncpu, int *out)
 	}
 	const char *p = o->cpus;
 	while (*p) {
-		char *e;
-		long a = strtol(p, &e, 10), b = a;
-		if (e == p || a < 0) goto bad;
+		const char *e = p, *q;
+		uint64_t a, b;
+		while (*e >= '0' && *e <= '9') e++;
+		if (textnum_dec(p, (size_t)(e - p), INT32_MAX, &a)) goto bad; /* no space, sign or overflow */
+		b = a;
 		if (*e == '-') {
-			const char *q = e + 1;
-			b = strtol(q, &e, 10);
-			if (e == q || b < a) goto bad;
+			for (q = ++e; *e >= '0' && *e <= '9'; e++) {}
+			if (textnum_dec(q, (size_t)(e - q), INT32_MAX, &b) || b < a) goto bad;
 		}
 		if (*e && *e != ',') goto bad;
-		if (b >= ncpu) {
+		if (b >= (uint64_t)ncpu) {
 			char lim[32];
 			snprintf(lim, sizeof lim, "%d", ncpu);
 			return bad(o, "--cpus: vCPU out of range (the guest has %s)%s", lim, "");
 		}
-		for (long i = a; i <= b; i++) {
+		for (uint64_t i = a; i <= b; i++) {
 			int dup = 0;
-			for (int k = 0; out && k < n; k++) dup |= out[k] == i;
+			for (int k = 0; out && k < n; k++) dup |= (uint64_t)out[k] == i;
 			if (!dup && out) out[n++] = (int)i;
 			else if (!out) n++;
 		}

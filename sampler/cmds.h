@@ -3,6 +3,7 @@
 #ifndef CMDS_H
 #define CMDS_H
 #include "cli.h"
+#include <stdio.h>
 
 /* `gdbsample [record]`: sample until -d or a signal, then write the result (cmd_record.c). */
 int cmd_record(const struct opts *o);
@@ -10,5 +11,18 @@ int cmd_record(const struct opts *o);
 int cmd_dump(const struct opts *o);
 /* `gdbsample top`: a live view until a signal (cmd_top.c). */
 int cmd_top(const struct opts *o);
+
+/* How `top` draws: what the terminal takes, decided from its facts (cmd_top.c). */
+struct top_screen {
+	int ansi;  /* 1: redraw in place (a terminal, TERM set and not "dumb"); 0: frames appended */
+	int cols;  /* characters a line is cut to (0: not cut) */
+	int rows;  /* lines a frame is cut to (0: not cut; only when redrawn in place) */
+};
+/* tty: stdout is a terminal; ws_cols/ws_rows its TIOCGWINSZ size (0 unknown); term, columns and
+ * lines: $TERM, $COLUMNS and $LINES (may be NULL). */
+void top_screen_decide(struct top_screen *s, int tty, const char *term, int ws_cols, int ws_rows,
+		       const char *columns, const char *lines);
+/* Write one frame (len bytes of text, lines ending in \n) to out as s says. */
+void top_emit(FILE *out, const struct top_screen *s, const char *text, size_t len);
 
 #endif

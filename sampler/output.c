@@ -24,6 +24,10 @@ int output_open(struct output *o, const char *path, const char *const *inputs, i
 			ERR_SET(o, ERR_USAGE, "-o %s is the input %s: refusing to overwrite it", path, inputs[i]);
 			return -1;
 		}
+	if (exists && access(path, W_OK) < 0) { /* a read-only FILE stays protected, as open() would */
+		ERR_SET(o, ERR_SYS, "-o %s: %s", path, strerror(errno));
+		return -1;
+	}
 	if (exists && !S_ISREG(so.st_mode)) { /* a device or a FIFO: nothing to replace, write to it */
 		o->fd = open(path, O_WRONLY | O_CLOEXEC);
 	} else {
@@ -31,10 +35,18 @@ int output_open(struct output *o, const char *path, const char *const *inputs, i
 		if (!exists || !realpath(path, o->final)) snprintf(o->final, sizeof o->final, "%s", path);
 		snprintf(o->tmp, sizeof o->tmp, "%s.partial-XXXXXX", o->final);
 		o->fd = mkostemp(o->tmp, O_CLOEXEC);
-		if (o->fd >= 0) { /* mkostemp makes it 0600: give it what open(0644) would have */
+		if (o->fd >= 0) { /* mkostemp makes it 0600: FILE keeps its mode (a 0600 capture stays
+				   * private), a new one gets what the shell's > gives (0666 less umask),
+				   * as gdbsample-analyze does */
 			mode_t um = umask(0);
 			umask(um);
-			fchmod(o->fd, 0644 & ~um);
+			if (fchmod(o->fd, exists ? so.st_mode & 07777 : 0666 & ~um) < 0) {
+				ERR_SET(o, ERR_SYS, "-o %s: %s", path, strerror(errno));
+				close(o->fd);
+				unlink(o->tmp);
+				o->tmp[0] = 0;
+				return -1;
+			}
 		}
 	}
 	if (o->fd < 0 || !(o->f = fdopen(o->fd, "w"))) {

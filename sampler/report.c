@@ -218,6 +218,17 @@ static int chaincmp(const void *a, const void *b)
 	return x->n - y->n;
 }
 
+/* One header line: control bytes (a file name may hold a newline or a terminal escape) as \xNN,
+ * so the report keeps its line structure for gdbsample-analyze compare. */
+static void header_line(FILE *out, const char *prefix, const char *text)
+{
+	fputs(prefix, out);
+	for (const char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f) fprintf(out, "\\x%02x", (unsigned char)*c);
+		else fputc(*c, out);
+	fputc('\n', out);
+}
+
 static int rep_finish(struct writer *w, const struct run_info *ri)
 {
 	struct report *r = (struct report *)w;
@@ -225,8 +236,8 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 	fprintf(r->out, "profiled %lld ms\n", (long long)(ri->duration_ns / 1000000));
 	fprintf(r->out, "%llu samples on %d cpus, %llu dropped, source gdbstub %d Hz\n",
 		(unsigned long long)r->total, ri->ncpu, (unsigned long long)ri->dropped, ri->rate_hz);
-	if (ri->attach) fprintf(r->out, "attached %s\n", ri->attach);
-	if (ri->kernel) fprintf(r->out, "%s\n", ri->kernel);
+	if (ri->attach) header_line(r->out, "attached ", ri->attach);
+	if (ri->kernel) header_line(r->out, "", ri->kernel);
 	print_tasks(r);
 	if (!r->total) {
 		if (ri->idle) fprintf(r->out, "no samples: all %llu were idle (--idle keeps them)\n",

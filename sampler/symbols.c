@@ -4,6 +4,7 @@
 #include "files.h"
 #include "insn.h"
 #include "rsp.h"
+#include "textnum.h"
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
@@ -25,6 +26,12 @@ static void mark(struct symtab *t, const char *name, uint64_t addr)
 		}
 }
 
+static int syms_unsafe(char c)
+{
+	unsigned char u = (unsigned char)c;
+	return c == ';' || (u < 0x20 && c != '\t') || u == 0x7f;
+}
+
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 {
 	if ((t->n & (t->n - 1)) == 0) { /* grow at powers of two */
@@ -35,11 +42,20 @@ int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 		}
 		t->syms = n;
 	}
-	char *dup = strdup(name);
+	/* The name as every output writes a frame: ';' (it splits a folded frame), control bytes but
+	 * tab, and DEL as \xNN -- gdbsample-analyze's folded.safe_name, which also escapes what is
+	 * not UTF-8 -- so folded and report text keep one record a line whatever the ELF holds. */
+	size_t len = 0;
+	for (const char *c = name; *c; c++) len += syms_unsafe(*c) ? 4 : 1;
+	char *dup = malloc(len + 1), *o = dup;
 	if (!dup) {
 		ERR_SET(t, ERR_SYS, "out of memory");
 		return -1;
 	}
+	for (const char *c = name; *c; c++)
+		if (syms_unsafe(*c)) o += snprintf(o, 5, "\\x%02x", (unsigned char)*c);
+		else *o++ = *c;
+	*o = 0;
 	t->syms[t->n++] = (struct sym){ addr, size, dup };
 	return 0;
 }
@@ -129,41 +145,101 @@ void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap)
 }
 
 /*
- * nm-style maps: one symbol a line, "ADDR TYPE NAME" (System.map, `nm`) or "ADDR SIZE TYPE NAME"
- * (`nm -S`), ADDR and SIZE in hex. Only text symbols (type t/T/w/W) are kept.
+ * nm-style maps: one symbol a line, "ADDR TYPE NAME" (System.map, `nm`, /proc/kallsyms, whose
+ * module lines add a "[module]" field, ignored) or "ADDR SIZE TYPE NAME" (`nm -S`). Lines end at
+ * '\n' (a trailing '\r' is dropped: a map that came through a serial port); nm's undefined symbols
+ * ("U NAME", "w NAME", "v NAME": no ADDR) are skipped; fields are separated
+ * by runs of ASCII white space (space, \t, \v, \f, \r); blank lines are skipped. ADDR and SIZE
+ * are hex digits only (no 0x, no sign) and fit 64 bits, TYPE is one byte, NAME any length. Any
+ * other line -- "ffffffff8O1000 T f", a NUL byte -- refuses the whole map with its line number:
+ * a number read up to its first bad digit would name samples after the wrong function. Only text
+ * symbols (type t/T/w/W) are kept; gdbsample-analyze's symbols.parse_map reads the same grammar.
  */
+struct field {
+	const char *s; /* first byte */
+	size_t n;      /* bytes */
+};
+
+static int map_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Up to 4 fields of the line [p, end) into f; the number of fields (4 means 4 or more). */
+static int map_fields(const char *p, const char *end, struct field f[4])
+{
+	int nf = 0;
+	while (nf < 4) {
+		while (p < end && map_space(*p)) p++;
+		if (p == end) break;
+		const char *s = p;
+		while (p < end && !map_space(*p)) p++;
+		f[nf++] = (struct field){ s, (size_t)(p - s) };
+	}
+	return nf;
+}
+
+/* The first 40 bytes of a field for a message, control bytes and non-ASCII shown as '?'. */
+static void map_quote(const struct field *f, char out[41])
+{
+	size_t n = f->n < 40 ? f->n : 40;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)f->s[i];
+		out[i] = c < 0x20 || c >= 0x7f ? '?' : (char)c; /* never echo control bytes to a terminal */
+	}
+	out[n] = 0;
+}
+
 int syms_parse_map(struct symtab *t, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
-	size_t good = 0;
+	size_t good = 0, line = 0;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl) nl = end;
-		char line[512], name[256], f2[64], f3[64];
-		size_t l = (size_t)(nl - p) < sizeof line - 1 ? (size_t)(nl - p) : sizeof line - 1;
-		memcpy(line, p, l);
-		while (l && line[l - 1] == '\r') l--; /* a map that came through a serial port */
-		line[l] = 0;
+		const char *le = nl;
+		line++;
+		while (le > p && le[-1] == '\r') le--;
+		struct field f[4], whole = { p, (size_t)(le - p) };
+		int nf = map_fields(p, le, f);
+		char q[41];
 		p = nl + 1;
-		unsigned long long addr, size = 0;
-		char type;
-		if (sscanf(line, "%llx %63s %63s %255s", &addr, f2, f3, name) == 4 && strlen(f3) == 1) {
-			size = strtoull(f2, NULL, 16);
-			type = f3[0];
-		} else if (sscanf(line, "%llx %63s %255s", &addr, f2, name) == 3 && strlen(f2) == 1) {
-			type = f2[0];
+		if (!nf) continue;
+		uint64_t addr, size = 0;
+		const struct field *type, *name;
+		if (memchr(whole.s, 0, whole.n)) {
+			ERR_SET(t, ERR_FORMAT, "line %zu: a NUL byte (not an nm-style symbol map)", line);
+			return -1;
+		}
+		if (nf == 2 && f[0].n == 1 && strchr("Uwv", f[0].s[0])) continue; /* nm's undefined: no ADDR */
+		if (nf == 4 && f[2].n == 1 && !textnum_hex(f[1].s, f[1].n, UINT64_MAX, &size)) {
+			type = &f[2];
+			name = &f[3];
+		} else if (nf >= 3 && f[1].n == 1) {
+			type = &f[1];
+			name = &f[2];
+			size = 0;
 		} else {
-			if (line[0]) {
-				for (char *c = line; *c; c++) /* never echo control bytes to a terminal */
-					if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-				ERR_SET(t, ERR_FORMAT, "not an ELF or nm-style symbol map (line: %.40s)", line);
-				return -1;
-			}
-			continue;
+			map_quote(&whole, q);
+			ERR_SET(t, ERR_FORMAT, "line %zu: not an ELF or nm-style symbol map (expected ADDR [SIZE] TYPE NAME, got '%s')",
+				line, q);
+			return -1;
+		}
+		if (textnum_hex(f[0].s, f[0].n, UINT64_MAX, &addr)) {
+			map_quote(&f[0], q);
+			ERR_SET(t, ERR_FORMAT, "line %zu: address '%s' is not a 64-bit hex number", line, q);
+			return -1;
+		}
+		char *nm = strndup(name->s, name->n);
+		if (!nm) {
+			ERR_SET(t, ERR_SYS, "out of memory");
+			return -1;
 		}
 		good++;
-		mark(t, name, addr);
-		if (strchr("tTwW", type) && syms_add(t, addr, size, name) < 0) return -1;
+		mark(t, nm, addr);
+		int rc = type->s[0] && strchr("tTwW", type->s[0]) ? syms_add(t, addr, size, nm) : 0;
+		free(nm);
+		if (rc < 0) return -1;
 	}
 	if (!good) {
 		ERR_SET(t, ERR_FORMAT, "empty symbol map");

@@ -153,8 +153,116 @@ static void task_filter_free_re(struct task_filter *f)
 	f->has_re = 0;
 }
 
+/*
+ * What --comm may cost. glibc's regcomp copies a bounded repeat's operand once per count and
+ * builds automata quadratic in the copies: 'a{1,32767}' took ~8 GB and 35 s. The text matched is a
+ * task name, at most TASK_COMM_LEN - 1 bytes, each shown in at most 4 characters (\xNN): a repeat
+ * count above TASK_RE_COUNT_MAX cannot be what anyone means, and the copies a pattern expands to
+ * (nested repeats multiply) are bounded by TASK_RE_COPIES_MAX (~0.1 s and a few MB to compile).
+ */
+#define TASK_RE_COUNT_MAX ((TASK_COMM_LEN - 1) * 4)
+#define TASK_RE_COPIES_MAX 4096
+#define TASK_RE_DEPTH_MAX 32
+
+/* The end of the bracket expression starting at re ('['), or NULL if unterminated. */
+static const char *re_bracket_end(const char *re)
+{
+	const char *p = re + 1;
+	if (*p == '^') p++;
+	if (*p == ']') p++; /* a ']' first is a member */
+	for (; *p; p++) {
+		if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) { /* [:alpha:] [.x.] [=x=] */
+			char k = p[1];
+			const char *q = p + 2;
+			while (*q && !(q[0] == k && q[1] == ']')) q++;
+			if (!*q) return NULL;
+			p = q + 1;
+		} else if (*p == ']') {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* A "{m}", "{m,}" or "{m,n}" at re: its largest count (m without n) into *count and its length, or
+ * 0 if re holds none (a literal '{'). */
+static size_t re_interval(const char *re, unsigned long *count)
+{
+	const char *p = re + 1;
+	unsigned long m = 0, n = 0;
+	int dm = 0, dn = 0, comma = 0;
+	for (; *p >= '0' && *p <= '9'; p++, dm++) m = m < 100000 ? m * 10 + (unsigned long)(*p - '0') : m;
+	if (*p == ',') {
+		comma = 1;
+		for (p++; *p >= '0' && *p <= '9'; p++, dn++) n = n < 100000 ? n * 10 + (unsigned long)(*p - '0') : n;
+	}
+	if (*p != '}' || (!dm && !dn)) return 0;
+	*count = comma && dn ? (n > m ? n : m) : m;
+	return (size_t)(p - re) + 1;
+}
+
+/* 0 if the ERE re compiles cheaply, else -1 with why. */
+static int re_cost(const char *re, char *err, size_t cap)
+{
+	unsigned long long sum[TASK_RE_DEPTH_MAX + 1] = { 0 }, last[TASK_RE_DEPTH_MAX + 1] = { 0 };
+	int d = 0;
+	for (const char *p = re; *p; p++) {
+		unsigned long long atom = 1;
+		if (*p == '\\' && p[1]) {
+			p++;
+		} else if (*p == '[') {
+			const char *e = re_bracket_end(p);
+			if (!e) return 0; /* regcomp says what is wrong */
+			p = e;
+		} else if (*p == '(') {
+			if (d == TASK_RE_DEPTH_MAX) {
+				snprintf(err, cap, "groups nested deeper than %d", TASK_RE_DEPTH_MAX);
+				return -1;
+			}
+			d++;
+			sum[d] = last[d] = 0;
+			continue;
+		} else if (*p == ')' && d > 0) {
+			atom = sum[d] ? sum[d] : 1;
+			d--;
+		} else if (*p == '|') {
+			last[d] = 0;
+			continue;
+		} else if (*p == '*' || *p == '+' || *p == '?') {
+			sum[d] += last[d]; /* at most one more copy */
+			continue;
+		} else if (*p == '{') {
+			unsigned long count;
+			size_t len = re_interval(p, &count);
+			if (len) {
+				if (count > TASK_RE_COUNT_MAX) {
+					snprintf(err, cap, "repeat count %lu: at most %d, a task name is %d bytes, %d characters "
+						 "escaped", count, TASK_RE_COUNT_MAX, TASK_COMM_LEN - 1, TASK_RE_COUNT_MAX);
+					return -1;
+				}
+				sum[d] += last[d] * count; /* count more copies of the operand */
+				last[d] *= count + 1;
+				if (sum[d] > TASK_RE_COPIES_MAX) break;
+				p += len - 1;
+				continue;
+			}
+		}
+		sum[d] += atom;
+		last[d] = atom;
+		if (sum[d] > TASK_RE_COPIES_MAX) break;
+	}
+	unsigned long long total = 0;
+	for (int i = 0; i <= d; i++) total += sum[i];
+	if (total > TASK_RE_COPIES_MAX) {
+		snprintf(err, cap, "its repeats expand to more than %d copies", TASK_RE_COPIES_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 int task_filter_comm(struct task_filter *f, const char *re, char *err, size_t cap)
 {
+	if (re_cost(re, err, cap) < 0) return -1;
 	regex_t *r = calloc(1, sizeof *r);
 	if (!r) {
 		snprintf(err, cap, "out of memory");

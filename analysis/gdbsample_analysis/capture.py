@@ -28,6 +28,7 @@ one chunk at a time, so memory stays flat in the number of samples.
 """
 import collections
 import os
+import re
 import struct
 import zlib
 
@@ -70,6 +71,8 @@ SUMMARY_NUMBERS = {"duration_ns": "count", "samples": "count", "idle": "count", 
                    "pause_max_us": "real", "stopped_fraction": "real",
                    "paused_fraction": "real", "task_verified": "count", "task_hits": "count",
                    "task_misses": "count", "task_renamed": "count", "task_lost": "count"}
+_SUMMARY_INT = re.compile(r"-?[0-9]{1,40}")
+_SUMMARY_REAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # Control characters in summary text (terminal escapes from a hostile file) print as \xNN.
 _CONTROLS = {c: "\\x%02x" % c for c in [*range(32), *range(127, 160)] if c != 9}
 
@@ -218,17 +221,15 @@ def parse_summary(payload):
     """Summary text -> dict; numbers become int or float, other values stay str (the rest of the
     line: values may contain spaces; control characters as \\xNN)."""
     out = {}
-    for line in payload.decode("utf-8", "replace").splitlines():
+    for line in payload.decode("utf-8", "replace").split("\n"):   # gdbsample ends lines with \n only
         key, _, value = line.translate(_CONTROLS).strip().partition(" ")
         if not key:
             continue
         value = value.strip()
-        for conv in (int, float):
-            try:
-                value = conv(value)
-                break
-            except ValueError:
-                pass
+        if _SUMMARY_INT.fullmatch(value):      # what gdbsample writes (%llu, %.6g): int()/float()
+            value = int(value)                 # also took "1_0", " 5" and other scripts' digits
+        elif _SUMMARY_REAL.fullmatch(value):
+            value = float(value)               # 400 digits or 1e400: inf, dropped as invalid
         out[key] = value
     return out
 

@@ -1,4 +1,5 @@
 """common.py: what every subcommand shares -- exit codes, opening inputs, loss notes (outputs: output.py)."""
+import re
 import sys
 
 from .capture import Capture, CaptureError
@@ -41,13 +42,17 @@ def load_symbols(path):
         raise Failure(str(e)) from None
 
 
+# Option values as gdbsample reads them (sampler/textnum.c): ASCII digits, nothing int() or float()
+# also take (spaces, "+", "_", other scripts' digits, "0x" where decimal is meant).
+_OFFSET = re.compile(r"-?(?:0[xX])?[0-9A-Fa-f]{1,40}")
+_INTEGER = re.compile(r"-?[0-9]{1,40}")
+_REAL = re.compile(r"-?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][-+]?[0-9]{1,4})?")
+
+
 def offset_arg(text):
     """--kaslr-offset's value: hex, 0x optional, a leading - allowed, 64 bits (argparse type)."""
     import argparse
-    try:
-        value = int(text, 16)
-    except ValueError:
-        value = None
+    value = int(text, 16) if _OFFSET.fullmatch(text) else None
     if value is None or not -(1 << 64) < value < 1 << 64:
         raise argparse.ArgumentTypeError("bad offset %.40r (64-bit hex, e.g. 0x1e00000)" % text)
     return value
@@ -59,11 +64,8 @@ def number_arg(text, lo, hi, integer):
     import argparse
     import math
     value = None
-    if len(text) <= 40:
-        try:
-            value = int(text) if integer else float(text)
-        except ValueError:
-            pass
+    if (_INTEGER if integer else _REAL).fullmatch(text):
+        value = int(text) if integer else float(text)
     if value is None or not math.isfinite(value) or not lo <= value <= hi:
         raise argparse.ArgumentTypeError("bad value %.40r (expected %s %s-%s)"
                                          % (text, "an integer" if integer else "a number", lo, hi))

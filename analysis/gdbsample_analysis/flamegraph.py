@@ -25,7 +25,7 @@ import zlib
 from . import common, filters, output
 from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 from .fold import add_task_format_argument, fold_capture, shared_task_format
-from .folded import FoldedError, parse_folded
+from .folded import FoldedError, parse_folded, safe_name
 
 HELP = "draw a capture or folded stacks as an interactive SVG flame graph (--diff BASE: red/blue)"
 
@@ -129,7 +129,7 @@ def pct(n, total):
 
 def frame_title(node, total, base_total):
     """The hover text of one frame: name on the first line (the script reads it from there)."""
-    s = "%s\n%d sample%s, %.2f%%" % (node.name, node.count, "" if node.count == 1 else "s",
+    s = "%s\n%d sample%s, %.2f%%" % (safe_name(node.name), node.count, "" if node.count == 1 else "s",
                                      pct(node.count, total))
     if base_total is not None:
         b, n = pct(node.base, base_total), pct(node.count, total)
@@ -163,7 +163,7 @@ def render_svg(stacks, title="Flame Graph", width=1200, base=None):
            '<rect x="0" y="0" width="%d" height="%d" fill="%s"/>\n'
            % (width, height, "#ffffff" if base is not None else "#fbf7ef"),
            '<text id="fg-title" x="%d" y="24" text-anchor="middle">%s</text>\n'
-           % (width // 2, esc(title)),
+           % (width // 2, esc(safe_name(title))),
            '<text id="fg-unzoom" class="fg-btn" x="%d" y="24" visibility="hidden">Reset Zoom'
            '</text>\n' % PAD_X,
            '<text id="fg-search" class="fg-btn" x="%d" y="24" text-anchor="end">Search</text>\n'
@@ -185,7 +185,7 @@ def render_svg(stacks, title="Flame Graph", width=1200, base=None):
         out.append('<g class="fg-f"><title>%s</title><rect x="%.2f" y="%d" width="%.2f" '
                    'height="%d" fill="%s" rx="2"/><text x="%.2f" y="%d">%s</text></g>\n'
                    % (esc(frame_title(node, total, base_total)), PAD_X + x, y, w, FRAME_H - 1,
-                      fill, PAD_X + x + 3, y + FRAME_H - 4, esc(fit_label(node.name, w))))
+                      fill, PAD_X + x + 3, y + FRAME_H - 4, esc(fit_label(safe_name(node.name), w))))
     out.append('</g>\n</svg>\n')
     return "".join(out)
 
@@ -212,7 +212,8 @@ _DIFF_LINE = re.compile(r"(.+) ([0-9]{1,18}) ([0-9]{1,18})")  # counts below fol
 def parse_profile_text(text, name):
     """Folded text -> (stacks, None), or differential folded text (every line `stack BASE NEW`,
     as `diff` writes) -> (new stacks, base stacks)."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]   # folded.py's lines: \n ends one, nothing else
+    lines = [ln for ln in lines if ln.strip()]
     matches = [_DIFF_LINE.fullmatch(ln) for ln in lines]
     if lines and all(matches):
         base, new = {}, {}
@@ -233,7 +234,7 @@ def load(path, elf, args, statuses, kaslr_offset=None, task_fmt=None):
     if not common.is_capture(path):
         filters.capture_only(args, path, [("group_by_cpu", "--group-by-cpu")])
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8", newline="") as f:   # no \r -> \n translation
                 text = f.read()
         except OSError as e:
             raise Failure("%s: %s" % (path, e.strerror or e)) from None

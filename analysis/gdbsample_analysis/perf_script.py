@@ -31,6 +31,7 @@ task), perf's tools `[unknown]` or the DSO.
 from . import common, filters, output
 from .capture import FLAG_USER
 from .fold import UNKNOWN_TASK, task_frame
+from .folded import safe_name
 from .symbols import is_return
 
 HELP = "write a capture or folded stacks as perf script's text (for perf's tools and importers)"
@@ -107,7 +108,7 @@ def capture_records(cap, syms, flt):
 def folded_records(stacks):
     """Yields the records of folded stacks: each line COUNT times, sorted by stack text."""
     for stack, n in sorted(stacks.items(), key=lambda kv: kv[0].encode("utf-8", "surrogateescape")):
-        frames = stack.split(";")
+        frames = [safe_name(f) for f in stack.split(";")]   # a folded file may hold \x0c, U+2028...
         text = header(frames[0], 0, 0, 0, 0, 1) + "".join(
             frame_line(0, f, UNKNOWN) for f in reversed(frames[1:])) + "\n"
         for _ in range(n):

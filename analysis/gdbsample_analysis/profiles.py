@@ -50,7 +50,7 @@ class Profile:
 def parse_reports(text, name):
     """One or more `profile` / `gdbsample -f report` reports (serial noise around them is fine)."""
     prof = Profile(name)
-    lines = text.splitlines()
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]   # lines end at \n only, as folded.py's
     i, sources = 0, set()
     while i < len(lines):
         h = HEADER.match(lines[i].strip())

@@ -19,6 +19,9 @@ which, Symbolizer.frame / frame_name apply it.
 import bisect
 import copy
 import os
+import re
+
+from .folded import safe_name
 
 MAP_TYPES = "tTwW"          # nm types kept from a map: text and weak symbols
 MAP_LAST_REACH = 0x100000   # an unsized last symbol of a map covers at most this many bytes
@@ -49,23 +52,51 @@ class SymbolError(Exception):
     """The symbol file cannot be read (one-line message)."""
 
 
+_MAP_SPACE = re.compile(r"[ \t\v\f\r]+")   # field separators: ASCII white space, as sampler/symbols.c
+_HEX64 = re.compile(r"[0-9A-Fa-f]+")         # ADDR and SIZE: hex digits only (no 0x, sign or "_")
+
+
+def map_hex(text):
+    """A map's ADDR or SIZE field -> int, or None unless it is hex digits that fit 64 bits."""
+    if not _HEX64.fullmatch(text):
+        return None
+    value = int(text, 16)
+    return value if value < 1 << 64 else None
+
+
+def _quote(text):
+    """The first 40 characters of text for a message, control and non-ASCII characters as '?'."""
+    return "".join(c if " " <= c < "\x7f" else "?" for c in text[:40])
+
+
 def parse_map(text, marks=None):
-    """nm / System.map text ("ADDR TYPE NAME" or "ADDR SIZE TYPE NAME") -> [(addr, size, name)] of
-    text symbols; marks, if given, gets the first address of _stext (any type)."""
+    """nm / System.map / kallsyms text ("ADDR TYPE NAME [module]" or "ADDR SIZE TYPE NAME") ->
+    [(addr, size, name)] of text symbols; marks, if given, gets the first address of _stext (any
+    type). The grammar is sampler/symbols.c's syms_parse_map: lines end at "\\n" (trailing "\\r"
+    dropped; nm's undefined "U NAME" lines skipped), fields are separated by ASCII white space,
+    ADDR and SIZE are hex digits fitting 64 bits; any other line is refused with its line number
+    (SymbolError), never read in part."""
     out, good = [], 0
-    for line in text.splitlines():
-        f = line.split()
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        f = [x for x in _MAP_SPACE.split(line) if x][:4]
         if not f:
             continue
-        try:
-            if len(f) >= 4 and len(f[2]) == 1:
-                addr, size, kind, name = int(f[0], 16), int(f[1], 16), f[2], f[3]
-            elif len(f) >= 3 and len(f[1]) == 1:
-                addr, size, kind, name = int(f[0], 16), 0, f[1], f[2]
-            else:
-                raise ValueError
-        except ValueError:
-            raise SymbolError("not an ELF or nm-style symbol map (line: %.40s)" % line) from None
+        if "\0" in line:
+            raise SymbolError("line %d: a NUL byte (not an nm-style symbol map)" % n)
+        if len(f) == 2 and f[0] in ("U", "w", "v"):
+            continue                        # nm's undefined symbols: no address
+        size = map_hex(f[1]) if len(f) == 4 and len(f[2]) == 1 else None
+        if size is not None:
+            kind, name = f[2], f[3]
+        elif len(f) >= 3 and len(f[1]) == 1:
+            size, kind, name = 0, f[1], f[2]
+        else:
+            raise SymbolError("line %d: not an ELF or nm-style symbol map (expected ADDR [SIZE] TYPE "
+                              "NAME, got '%s')" % (n, _quote(line)))
+        addr = map_hex(f[0])
+        if addr is None:
+            raise SymbolError("line %d: address '%s' is not a 64-bit hex number" % (n, _quote(f[0])))
         good += 1
         if marks is not None and name == STEXT:
             marks.setdefault(name, addr)
@@ -111,7 +142,7 @@ class Symbolizer:
                 continue  # one symbol per address: aliases print alike
             self.starts.append(addr)
             self.sizes.append(size)
-            self.names.append(name)
+            self.names.append(safe_name(name))   # as every output writes a frame (folded.py)
         self.is_elf = is_elf     # True if loaded from an ELF (unsized symbols run to the next)
         self.path = path         # the ELF, for DWARF tables
         self.stext = stext       # address of _stext in the file, None if it has none

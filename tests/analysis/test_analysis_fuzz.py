@@ -7,6 +7,7 @@ import json
 import os
 import random
 import struct
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -92,15 +93,15 @@ def complete(verb, text):
     """True if text is a whole output of verb (not cut short)."""
     if verb == "speedscope":
         return "profiles" in json.loads(text)
-    if verb == "flamegraph":
-        return text.startswith("<?xml") and text.endswith("</svg>\n")
+    if verb == "flamegraph":                           # whole, and well-formed XML (issue 22)
+        return text.endswith("</svg>\n") and ET.fromstring(text.encode("utf-8")).tag.endswith("svg")
     if verb == "report":
         return text.startswith("profiled ") and text.endswith("\n")
     if verb == "info":
         return "\nchunks      " in text and text.endswith("\n")
     if verb == "diff":
-        return all(len(line.rsplit(" ", 2)) == 3 for line in text.splitlines())
-    parse_folded(text.splitlines())                    # fold: raises if malformed
+        return all(len(line.rsplit(" ", 2)) == 3 for line in text.split("\n")[:-1])
+    parse_folded(text.split("\n"))                     # fold: raises if malformed (lines end at \n only)
     return True
 
 
@@ -164,7 +165,8 @@ def mutate_text(rng, text):
     for _ in range(rng.randint(1, 4)):
         i = rng.randrange(len(lines))
         words = lines[i].split(" ")
-        words[rng.randrange(len(words))] = rng.choice(HOSTILE + [";", ";;", "a;b", "-5", "1_0"])
+        words[rng.randrange(len(words))] = rng.choice(HOSTILE + [";", ";;", "a;b", "-5", "1_0", "a\x01b", "f\x0cg",
+                                                                 "u\u2028v", "<&\"'>", "]]>", "\ufffe", "+7"])
         lines[i] = " ".join(words)
     if rng.random() < 0.2:
         lines = lines[:rng.randrange(len(lines) + 1)]

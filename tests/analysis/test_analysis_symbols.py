@@ -65,7 +65,7 @@ def test_maps_record_stext_of_any_type(tmp_path):
 
 
 @pytest.mark.parametrize("text, why", [("", "empty symbol map"), ("hello world\n", "not an ELF or nm-style"),
-                                       ("zz T x\n", "not an ELF or nm-style")])
+                                       ("zz T x\n", "line 1: address .zz. is not a 64-bit hex")])
 def test_bad_maps(tmp_path, text, why):
     p = tmp_path / "m"
     p.write_text(text)

@@ -13,7 +13,7 @@ from analyze import DATA, HERE
 from analyze import call as run  # in this process: no interpreter start per call (make check time)
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
-OBJS = ["capture", "symbols", "insn", "report", "fold", "rsp", "pace", "files", "task"]
+OBJS = ["capture", "symbols", "insn", "report", "fold", "rsp", "pace", "files", "task", "textnum"]
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +92,26 @@ def test_damaged_version_2_capture_stops_where_the_c_reader_stops(replay, tmp_pa
     c = subprocess.run([replay, "folded", str(cap), elf, "8", "idle"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 3 and c.returncode == 3 and r.stdout == c.stdout
     assert sum(int(line.rsplit(" ", 1)[1]) for line in r.stdout.splitlines()) == 80  # two chunks of 40
+
+
+# tiny.elf's functions (tiny.map's addresses) renamed with ASCII names every output must escape
+HOSTILE_NAMES = ["semi;colon", "esc\x1b[2J", "bell\x07", "del\x7f", "<&\"'>", "back\\slash"]
+TINY = [0xffffffff80100000, 0xffffffff80100025, 0xffffffff80100065, 0xffffffff801000a9]
+
+
+def test_maps_read_and_named_alike(replay, tmp_path):
+    """The map grammar and the name rule are the same in C and Python (issue 22): hostile names
+    fold byte for byte alike; every malformed map is refused by both, neither reads it in part."""
+    from test_analysis_strict import BAD_MAPS
+    m = tmp_path / "hostile.map"
+    for names in (HOSTILE_NAMES[:4], HOSTILE_NAMES[2:]):
+        m.write_text("".join("%x T %s\n" % (a, n) for a, n in zip(TINY, names)) + "ffffffff80101000 B sink\n")
+        for cap in ("sample.cap", "sample_v3.cap"):
+            same_as_gdbsample(replay, os.path.join(DATA, cap), m)
+    for text, _ in BAD_MAPS:
+        m.write_bytes(text.encode("utf-8"))
+        c = subprocess.run([replay, "folded", os.path.join(DATA, "sample.cap"), str(m)],
+                           capture_output=True, text=True, timeout=60)
+        py = run("fold", "sample.cap", "-e", m)
+        assert c.returncode == 1 and py.returncode == 1 and "line " in c.stderr and "line " in py.stderr, \
+            (text, c.stderr, py.stderr)

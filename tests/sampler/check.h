@@ -38,6 +38,9 @@ void test_guard(void);
 void test_stats(void);
 void test_kaslr(void);
 void test_task(void);
+void test_strict(void);
+void test_output(void);
+void test_top(void);
 void test_insn(void);
 void test_progress(void);
 

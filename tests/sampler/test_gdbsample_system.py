@@ -406,6 +406,57 @@ def test_top_draws_and_exits_on_sigint(boot):
     assert p.returncode == 0, err
     assert out.count("gdbsample top:") >= 2, out
     assert "chain6" in out and "Hz achieved" in out and "pause p50" in out
+    assert "\033" not in out      # a pipe is no terminal: frames appended, no escape sequences (issue 22)
+    assert g.cmd("uptime").startswith("up ")
+
+
+def top_on_pty(g, term, cols, rows):
+    """gdbsample top on a pseudo-terminal of cols x rows with TERM=term until it drew 3 frames
+    (at most 60 s: no wall-clock bar, only a bound on a hang): its output."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = dict(os.environ, TERM=term)
+    env.pop("COLUMNS", None)
+    p = subprocess.Popen([GDBSAMPLE, "top", "-p", str(g.gdbport), "-e", conftest.KERNEL, "-r", "200"],
+                         stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    import select
+    chunks, deadline = [], time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and b"".join(chunks).count(b"gdbsample top:") < 3:
+            if select.select([master], [], [], 0.1)[0]:
+                chunks.append(os.read(master, 65536))
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=20)
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+    assert p.returncode == 0, err
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_top_honours_dumb_terminals_and_width(boot):
+    """issue 22: top drew ANSI escapes on TERM=dumb and ignored the terminal's width."""
+    g = boot(smp=1)
+    g.work("chain 6")
+    out = top_on_pty(g, "dumb", 40, 10)
+    assert out.count("gdbsample top:") >= 2 and "\033" not in out, out
+    assert max(len(line) for line in out.split("\n")) <= 40, out
+    out = top_on_pty(g, "xterm", 50, 8)
+    frames = [f for f in out.split("\033[H\033[2J") if f.strip()]
+    assert len(frames) >= 2 and all(len(f.rstrip("\n").split("\n")) <= 7 for f in frames), out
+    assert max(len(line) for line in out.replace("\033[H\033[2J", "").split("\n")) <= 50, out
     assert g.cmd("uptime").startswith("up ")
 
 

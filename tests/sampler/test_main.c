@@ -24,6 +24,9 @@ int main(void)
 	test_stats();
 	test_kaslr();
 	test_task();
+	test_strict();
+	test_output();
+	test_top();
 	test_insn();
 	test_progress();
 	printf("%d passed, %d failed\n", check_passed, check_failed);

@@ -58,6 +58,7 @@ def test_capture_appears_complete_and_a_second_run_cannot_spoil_it(boot, tmp_pat
     g.work("chain 6")
     out = tmp_path / "run.cap"
     out.write_bytes(b"old capture")
+    os.chmod(out, 0o600)                       # a private capture stays private once replaced
     first = subprocess.Popen([GDBSAMPLE, "-p", str(g.gdbport), "-e", g.kernel, "-r", "200", "-f", "capture",
                               "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -79,19 +80,13 @@ def test_capture_appears_complete_and_a_second_run_cannot_spoil_it(boot, tmp_pat
     r = subprocess.run([os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze"), "info", str(out)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr  # whole: header, chunks and summary
-    assert oct(os.stat(out).st_mode & 0o777) == oct(0o644 & ~current_umask())
+    assert oct(os.stat(out).st_mode & 0o777) == oct(0o600)
 
 
 def attached(out):
     """The first run's temporary capture beside out holds its 128-byte header."""
     found = glob.glob(str(out) + ".partial-*")
     return bool(found) and os.path.getsize(found[0]) >= 128
-
-
-def current_umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def test_output_to_a_device_is_written_directly(boot):
