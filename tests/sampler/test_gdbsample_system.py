@@ -399,10 +399,17 @@ def test_top_draws_and_exits_on_sigint(boot):
     g = boot(smp=1)
     g.work("chain 6")
     p = subprocess.Popen([GDBSAMPLE, "top", "-p", str(g.gdbport), "-e", conftest.KERNEL, "-r", "200"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.6)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # SIGINT once two frames were drawn (a loaded host draws them late: wait for them, at most
+    # 60 s -- a bound on a hang, not a bar), so the frames counted below are top's, not the clock's
+    import select
+    seen, deadline = b"", time.monotonic() + 60
+    while seen.count(b"gdbsample top:") < 2 and time.monotonic() < deadline and p.poll() is None:
+        if select.select([p.stdout], [], [], 1.0)[0]:
+            seen += os.read(p.stdout.fileno(), 65536)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=20)
+    rest, err = p.communicate(timeout=20)
+    out, err = (seen + rest).decode(errors="replace"), err.decode(errors="replace")
     assert p.returncode == 0, err
     assert out.count("gdbsample top:") >= 2, out
     assert "chain6" in out and "Hz achieved" in out and "pause p50" in out
