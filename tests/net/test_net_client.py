@@ -194,4 +194,6 @@ def test_netload_without_a_guest_is_one_line_and_exit_1():
         r = subprocess.run([NETLOAD, "to-guest", "--port", str(s.getsockname()[1]), "--timeout", "1"],
                            capture_output=True, text=True, timeout=10)
     assert r.returncode == 1 and r.stdout == ""
-    assert re.fullmatch(r"netload: no reply from 127\.0\.0\.1:\d+ after \d sends in 1\.0 s\n", r.stderr), r.stderr
+    # the time said is measured: at least the 1 s timeout, later on a loaded host (1.1 s was seen)
+    m = re.fullmatch(r"netload: no reply from 127\.0\.0\.1:\d+ after \d+ sends in (\d+\.\d) s\n", r.stderr)
+    assert m and float(m.group(1)) >= 1.0, r.stderr
