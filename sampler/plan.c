@@ -53,6 +53,22 @@ static int after_call(const void *arg, uint64_t ra)
 	return insn_after_call(p->l->arch->elf_machine, plan_byte, p, ra);
 }
 
+/* Which bits of a return address may hold a pointer-authentication code (arch_pac_mask): from
+ * the kernel's text range -- the map's or image's _stext.._etext, else its names' span. */
+static uint64_t pac_mask(const struct layout *l, const struct sampler_cfg *cfg)
+{
+	const struct symtab *t = cfg->syms;
+	uint64_t lo = cfg->klo, hi = cfg->khi;
+	if (t && (t->marks >> MARK_STEXT & 1) && (t->marks >> MARK_ETEXT & 1)) {
+		lo = t->mark[MARK_STEXT];
+		hi = t->mark[MARK_ETEXT];
+	} else if (t && t->n) {
+		lo = t->syms[0].addr;
+		hi = t->syms[t->n - 1].addr + 1;
+	}
+	return arch_pac_mask(l->arch, lo, hi);
+}
+
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg)
 {
 	memset(p, 0, sizeof *p);
@@ -72,6 +88,7 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->pcpu_alt = l->pcpu_alt;
 	p->pcpu_by_p = l->arch->pcpu_by_p;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
+	p->pac_mask = pac_mask(l, cfg);
 	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
 }
 
@@ -360,6 +377,7 @@ void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_i
 		}
 	}
 	in->user = arch_is_user(l, v->regs, v->nregs) == 1;
+	in->pac_mask = p->pac_mask;
 	in->klo = p->cfg.klo;
 	in->khi = p->cfg.khi;
 	in->span = SAMPLE_SPAN;

@@ -176,6 +176,8 @@ struct plan {
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
 					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
 	int pcpu_by_p;                  /* pcpu is not in the `g` reply: read it with `p` */
+	uint64_t pac_mask;              /* return-address bits a pointer-authentication code may fill
+					 * (arch_pac_mask of the kernel text; 0 none) */
 	uint64_t kptr_lo;               /* kernel pointers (per-CPU base, task) lie at or above this:
 					 * the upper half, or (a kernel linked below it) the first page's end */
 	uint32_t task_lo, task_len;     /* the identity fields' span in a task struct (task_span) */

@@ -96,6 +96,7 @@ struct uw_walk {
 	uint64_t need;                /* for UW_UNREAD: the address to read */
 	uint64_t fetchable;           /* registers not in the frame that another trip can read */
 	int need_reg;                 /* for UW_UNREAD: the register to read (-1: memory at need) */
+	uint64_t pac_mask;            /* code-pointer bits that hold no address (unwind_in's) */
 };
 
 /* What one step returned. */
@@ -124,6 +125,8 @@ struct unwind_in {
 	uint64_t fetchable;           /* bit n: register n is not in regs but another trip can read
 				       * it (a register outside QEMU's `g`: aarch64's ELR_EL1) */
 	int user;                     /* the vCPU is in user mode: only the pc is recorded */
+	uint64_t pac_mask;            /* bits of a return address that hold no address and may hold a
+				       * pointer-authentication code (aarch64: arch_pac_mask), 0 none */
 	uint64_t klo, khi;            /* kernel range [klo, khi] that frames must fall in */
 	uint64_t span;                /* one stack's frames lie within [sp, sp + span) */
 	int max_frames;               /* cap including the pc */
@@ -147,6 +150,13 @@ struct unwind_out {
 	uint16_t by_method[UM_N]; /* frames each method produced */
 };
 
+/* A return address without its pointer-authentication code: the bits of mask set to ones for
+ * an upper-half address (bit 55 set, as the architecture's strip instruction XPACI decides),
+ * cleared for a lower-half one. mask 0: unchanged. */
+static inline uint64_t uw_strip(uint64_t mask, uint64_t v)
+{
+	return !mask ? v : (v >> 55) & 1 ? v | mask : v & ~mask;
+}
 /* Walk; frames must hold in->max_frames entries. */
 void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out *out);
 /* Read a little-endian 64-bit word from the chunks; 0 ok, -1 if not fully covered. */

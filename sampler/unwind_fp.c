@@ -14,6 +14,9 @@
  * caller is exact -- named by its own address, its rules looked up at it, not at pc - 1.
  * An aarch64 record sits at the bottom of its frame (`stp x29, x30, [sp, #-N]!`): the caller's
  * sp is only known to lie above it (sp_low), which the CFI method respects.
+ * With pointer authentication (-mbranch-protection=pac-ret, Linux's CONFIG_ARM64_PTR_AUTH_KERNEL)
+ * the saved x30 and x30 itself carry a code in the address's unused top bits: stripped
+ * (uw_strip) before the address is used or decoded.
  */
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller)
 {
@@ -29,11 +32,12 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 			/* unknown after a frame-record step (an interrupted prologue): the exception
 			 * entry's record holds x29 and the pc, not x30 */
 			if (!((f->regs.valid >> a->lr) & 1)) goto bad;
-			ra = f->regs.r[a->lr];
+			ra = uw_strip(w->pac_mask, f->regs.r[a->lr]);
 			nsp = sp + (uint64_t)adj;
 		} else {
 			uint64_t at = sp + (kind == PC_AFTER_PUSH ? 8 : 0);
 			if (uw_read(w, at, &ra)) return US_STOP;
+			ra = uw_strip(w->pac_mask, ra);
 			nsp = at + 8;
 		}
 		if (!ra) return US_END;
@@ -68,6 +72,7 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 		w->need = fp + (uint64_t)(int64_t)lo; /* fetch the record from its lowest word */
 		return US_STOP;
 	}
+	ra = uw_strip(w->pac_mask, ra); /* signed by `paciasp` before `stp x29, x30` (pac-ret) */
 	if (!ra) return US_END;
 	int hi = a->fp_prev > a->fp_ret ? a->fp_prev : a->fp_ret;
 	caller->regs.valid = 1ull << a->sp | 1ull << a->fp;
