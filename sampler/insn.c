@@ -35,6 +35,7 @@ static enum unwind_pc x86_pc_kind(insn_byte_fn byte, const void *arg, uint64_t f
 #define A64_WFI 0xd503207fu    /* HINT #3 */
 #define A64_WFE 0xd503205fu    /* HINT #2 */
 #define A64_SCAN 16            /* instructions a prologue or epilogue scan looks at */
+#define A64_LEAF_SCAN 512      /* instructions a frameless-leaf scan looks at */
 
 /* The little-endian word at addr; -1 if any byte is unknown. */
 static int64_t word(insn_byte_fn byte, const void *arg, uint64_t addr)
@@ -196,6 +197,28 @@ static enum unwind_pc a64_epilogue(insn_byte_fn byte, const void *arg, uint64_t 
 	return PC_BODY;
 }
 
+/*
+ * A frameless leaf (Linux's assembly helpers: __arch_clear_user, memcpy, ...): from the
+ * function's start through pc and on to the first `ret` after it, no call, no write of x29 or
+ * x30, no frame record stored, and sp never moved. Then the return address is in x30 and x29 is
+ * the caller's wherever pc is, loops included. Anything else (or text not known) is not one.
+ */
+static int a64_frameless(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t pc)
+{
+	int64_t d;
+	for (uint64_t a = fn, k = 0; k < A64_LEAF_SCAN; a += 4, k++) {
+		int64_t w = word(byte, arg, a);
+		if (w < 0 || a64_is_call((uint32_t)w)) return 0;
+		if (a64_is_ret((uint32_t)w)) {
+			if (a >= pc) return 1;
+			continue;
+		}
+		int e = a64_effect((uint32_t)w, &d);
+		if (e & (E_SP | E_SP_UNKNOWN | E_FPLR | E_FRAME | E_STP_REC | E_LDP_REC)) return 0;
+	}
+	return 0;
+}
+
 static enum unwind_pc a64_pc_kind(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc,
 				  int *adj)
 {
@@ -207,6 +230,7 @@ static enum unwind_pc a64_pc_kind(insn_byte_fn byte, const void *arg, uint64_t f
 	*adj = 0;
 	if (have_fn && pc > fn && a64_prologue(byte, arg, fn, pc, adj) == PC_AT_ENTRY) return PC_AT_ENTRY;
 	*adj = 0;
+	if (have_fn && pc > fn && a64_frameless(byte, arg, fn, pc)) return PC_AT_ENTRY;
 	return PC_BODY;
 }
 

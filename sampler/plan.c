@@ -47,6 +47,17 @@ static int irq_vector_entry(const struct plan *p, uint64_t pc)
 	return kind == 1 || kind == 2;
 }
 
+/* Any exception vector's first instruction (fp_ctx.vector): entries 0-7 take exceptions from the
+ * current EL (the kernel), 8-15 from a lower one (user mode). */
+static int vector_entry(const void *arg, uint64_t pc)
+{
+	const struct plan *p = arg;
+	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return 0;
+	const struct sym *s = syms_lookup(p->cfg.syms, pc);
+	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc - s->addr) % 0x80) return 0;
+	return pc - s->addr >= 0x400 ? FP_VEC_USER : FP_VEC_KERNEL;
+}
+
 static int after_call(const void *arg, uint64_t ra)
 {
 	const struct plan *p = arg;
@@ -74,7 +85,9 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	memset(p, 0, sizeof *p);
 	p->l = l;
 	p->cfg = *cfg;
-	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL };
+	int a64 = l->arch->elf_machine == 183 /* EM_AARCH64 */;
+	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL,
+				 cfg->syms && a64 ? vector_entry : NULL, 33 /* ELR_mode */, a64 };
 	p->uw[UM_FP] = (struct unwinder){ UM_FP, &p->fp, fp_step };
 	p->uw[UM_CFI] = (struct unwinder){ UM_CFI, cfg->cfi, cfi_step };
 	p->uw[UM_ORC] = (struct unwinder){ UM_ORC, cfg->orc, orc_step };
@@ -535,8 +548,12 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		st->irq_vector++;
 		idle = insn_idle(l->arch->elf_machine, plan_byte, p, out->frames[0], NULL); /* woken from wfi */
 	}
-	if (in.user) out->flags |= SF_USER;
-	if (!at_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
+	/* ...and one from user mode (an EL0 vector) is a user-mode sample. */
+	int user_vector = !in.user && !at_vector && out->n == 1 && uo.stop == UW_USER && irq_vector_entry(p, in.pc) &&
+			  vector_entry(p, in.pc) == FP_VEC_USER;
+	if (user_vector) st->irq_vector++;
+	if (in.user || user_vector) out->flags |= SF_USER;
+	if (!at_vector && !user_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
 	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;

@@ -179,7 +179,16 @@ struct fp_ctx {
 	/* 1 if a record's return address follows a call, 0 if not (the record holds an interrupted
 	 * pc: an exception entry's), -1 unknown; NULL: always -1 */
 	int (*after_call)(const void *arg, uint64_t ra);
+	/* an exception vector's first instruction (nothing of the entry has run): FP_VEC_KERNEL if
+	 * the vector takes exceptions from the kernel (the interrupted pc is in ELR_EL1, every other
+	 * register still the interrupted code's), FP_VEC_USER from user mode, 0 not a vector entry;
+	 * NULL: never */
+	int (*vector)(const void *arg, uint64_t pc);
+	int elr;                /* the DWARF number of the exception link register (aarch64: 33) */
+	int switch_stacks;      /* a frame record may point to another stack (aarch64 Linux's IRQ
+				 * stack links to the task stack): the walk's stack checks judge it */
 };
+enum { FP_VEC_KERNEL = 1, FP_VEC_USER = 2 };
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 
 #endif

@@ -17,6 +17,12 @@
  * With pointer authentication (-mbranch-protection=pac-ret, Linux's CONFIG_ARM64_PTR_AUTH_KERNEL)
  * the saved x30 and x30 itself carry a code in the address's unused top bits: stripped
  * (uw_strip) before the address is used or decoded.
+ * A stop on an exception vector's first instruction (QEMU takes a pending interrupt before it
+ * honours a stop) has run nothing of the entry: the caller is the interrupted code itself, at
+ * ELR_EL1 with every other register unchanged -- or user mode, for a vector from EL0. On aarch64
+ * Linux an interrupt runs on the CPU's IRQ stack, whose first frame record links back to the
+ * task stack (call_on_irq_stack): with switch_stacks such a record is followed, and the walk's
+ * stack checks (at most UW_MAX_SWITCHES, never back to a stack it left) judge the switch.
  */
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller)
 {
@@ -24,6 +30,21 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 	const struct uw_arch *a = w->arch;
 	uint64_t sp = f->regs.r[a->sp], fp = f->regs.r[a->fp], ra, prev;
 	int have_sp = (f->regs.valid >> a->sp) & 1, have_fp = (f->regs.valid >> a->fp) & 1, adj = 0;
+	int vec = f->exact && x && x->vector ? x->vector(x->arg, f->pc) : 0;
+	if (vec == FP_VEC_USER) return US_USER;
+	if (vec == FP_VEC_KERNEL) { /* the interrupted code, with all its registers: ELR_EL1's pc */
+		if (!((f->regs.valid >> x->elr) & 1)) {
+			if (!((w->fetchable >> x->elr) & 1)) goto bad;
+			w->stop = UW_UNREAD; /* a register QEMU gives only with `p`: ask for it */
+			w->need_reg = x->elr;
+			return US_STOP;
+		}
+		*caller = *f;
+		caller->regs.valid &= ~(1ull << x->elr);
+		caller->pc = f->regs.r[x->elr];
+		caller->exact = 1;
+		return US_OK;
+	}
 	enum unwind_pc kind = f->exact && x && x->pc_kind ? x->pc_kind(x->arg, f->pc, &adj) : PC_BODY;
 	if (kind != PC_BODY) {
 		if (!have_sp) goto bad;
@@ -58,11 +79,12 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 	/* A frame record below the stack pointer points back down: a loop. One far above it is not
 	 * on this stack (the frame-pointer chain never switches stacks; CFI and ORC do). */
 	uint64_t span = x ? x->span : 32768;
-	if (have_sp && fp < sp) {
+	int other = x && x->switch_stacks && have_sp && (fp < sp ? sp - fp : fp - sp) >= span;
+	if (have_sp && fp < sp && !other) {
 		w->stop = sp - fp < span ? UW_LOOP : UW_SPAN;
 		return US_STOP;
 	}
-	if (have_sp && fp - sp >= span) {
+	if (have_sp && fp - sp >= span && !other) {
 		w->stop = UW_SPAN;
 		return US_STOP;
 	}
