@@ -74,12 +74,29 @@ static int off(struct guestos *os, const char *fmt, ...)
 	return -1;
 }
 
+/* arm64's struct pt_regs: where regs[30] and sp lie from the `stackframe` record the exception
+ * entry links into the frame-record chain (kernel_entry: `stp x29, x22, [sp, #S_STACKFRAME]`). */
+static void ptregs_frame(struct guestos *os, const struct btf *b)
+{
+	os->pt_valid = 0;
+	int id = btf__find_by_name_kind(b, "pt_regs", BTF_KIND_STRUCT);
+	if (id < 0) return;
+	__s64 fsz = 0, rsz = 0, ssz = 0;
+	long frame = member_off(b, (__u32)id, "stackframe", &fsz, 0), regs = member_off(b, (__u32)id, "regs", &rsz, 0);
+	long sp = member_off(b, (__u32)id, "sp", &ssz, 0);
+	if (frame < 0 || regs < 0 || sp < 0 || fsz != 16 || rsz != 31 * 8 || ssz != 8) return; /* not arm64's */
+	os->pt_lr = (int32_t)(regs + 30 * 8 - frame);
+	os->pt_sp = (int32_t)(sp - frame);
+	os->pt_valid = 1;
+}
+
 int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
 {
 	libbpf_set_print(quiet);
 	struct btf *b = btf__new(data, (__u32)len);
 	if (!b || libbpf_get_error(b)) return off(os, "the image's BTF does not parse (libbpf)");
 	int rc = -1;
+	ptregs_frame(os, b);
 	int task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
 	if (task < 0) {
 		off(os, "the image's BTF has no struct task_struct");

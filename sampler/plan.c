@@ -87,7 +87,9 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->cfg = *cfg;
 	int a64 = l->arch->elf_machine == 183 /* EM_AARCH64 */;
 	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL,
-				 cfg->syms && a64 ? vector_entry : NULL, 33 /* ELR_mode */, a64 };
+				 cfg->syms && a64 ? vector_entry : NULL, 33 /* ELR_mode */,
+				 a64 && cfg->os && cfg->os->pt_valid, cfg->os ? cfg->os->pt_lr : 0,
+				 cfg->os ? cfg->os->pt_sp : 0, a64 };
 	p->uw[UM_FP] = (struct unwinder){ UM_FP, &p->fp, fp_step };
 	p->uw[UM_CFI] = (struct unwinder){ UM_CFI, cfg->cfi, cfi_step };
 	p->uw[UM_ORC] = (struct unwinder){ UM_ORC, cfg->orc, orc_step };

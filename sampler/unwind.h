@@ -185,6 +185,10 @@ struct fp_ctx {
 	 * NULL: never */
 	int (*vector)(const void *arg, uint64_t pc);
 	int elr;                /* the DWARF number of the exception link register (aarch64: 33) */
+	int pt_valid;           /* an exception entry's record sits in a register frame (arm64
+				 * Linux's pt_regs): the interrupted x30 and sp are at these offsets
+				 * from the record */
+	int32_t pt_lr, pt_sp;
 	int switch_stacks;      /* a frame record may point to another stack (aarch64 Linux's IRQ
 				 * stack links to the task stack): the walk's stack checks judge it */
 };

@@ -103,6 +103,19 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 	caller->pc = ra;
 	caller->exact = x && x->after_call && x->after_call(x->arg, ra) == 0;
 	caller->sp_low = a->rec_low;
+	if (caller->exact && x->pt_valid && a->lr >= 0) {
+		/* an exception entry's record, inside its register frame: the interrupted code's x30
+		 * and sp too, so a leaf or prologue interrupted there goes on through x30 */
+		uint64_t lr, psp;
+		if (uw_read(w, fp + (uint64_t)(int64_t)x->pt_lr, &lr) || uw_read(w, fp + (uint64_t)(int64_t)x->pt_sp, &psp)) {
+			w->need = fp + (uint64_t)(int64_t)(x->pt_lr < x->pt_sp ? x->pt_lr : x->pt_sp);
+			return US_STOP;
+		}
+		caller->regs.r[a->lr] = lr;
+		caller->regs.r[a->sp] = psp;
+		caller->regs.valid |= 1ull << a->lr;
+		caller->sp_low = 0;
+	}
 	return US_OK;
 bad:
 	w->stop = UW_BADRULE;
