@@ -37,7 +37,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import linuxguest as lg  # noqa: E402
-from linuxguest import LinuxGuestError, ArchiveUnreachable  # noqa: E402,F401
+from linuxguest import LinuxGuestError, ArchiveUnreachable  # noqa: E402
+
+__all__ = ["Arm64Guest", "ArchiveUnreachable", "LinuxGuestError", "fetch", "build_initramfs"]
 
 QEMU = "qemu-system-aarch64"
 SERIES = "arm64-6.1"
