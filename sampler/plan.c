@@ -104,6 +104,7 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->pcpu_by_p = l->arch->pcpu_by_p;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
 	p->pac_mask = pac_mask(l, cfg);
+	p->task_via_kernel = cfg->os && cfg->os->pcpu_raw;
 	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
 }
 
@@ -206,6 +207,7 @@ static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cr
 		w->len = (int)(stop - addr);
 		w->ok = 0;
 		w->kind = WIN_STACK;
+		w->via_kernel = 0;
 		w->predicted = predicted;
 		w->crosses = cross && addr < cross && stop > cross;
 		addr = stop;
@@ -219,6 +221,9 @@ static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, u
 	w->addr = addr;
 	w->len = (int)len;
 	w->ok = w->crosses = 0;
+	/* in user mode now (its registers are in), or last time (the first trip's guess) */
+	w->via_kernel = p->task_via_kernel &&
+			(v->nregs ? arch_is_user(p->l, v->regs, v->nregs) == 1 : v->user_prev) ? 1 : 0;
 	w->predicted = predicted;
 	w->kind = kind;
 	p->st.task.reads++;
@@ -227,7 +232,7 @@ static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, u
 
 static const struct window *find_win(const struct vcpu *v, int kind, uint64_t addr)
 {
-	for (int w = 0; w < v->nwin; w++)
+	for (int w = v->nwin - 1; w >= 0; w--) /* the latest: a retry's */
 		if (v->win[w].kind == kind && (!addr || v->win[w].addr == addr)) return &v->win[w];
 	return NULL;
 }
@@ -261,12 +266,21 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 		/* x86: gs_base or k_gs_base, in `g`; aarch64: TPIDR_EL1, read with `p` in the first trip */
 		uint64_t a = p->pcpu_by_p ? (v->pcpu_read ? v->pcpu_val : 0) : arch_reg(p->pcpu, v->regs, v->nregs);
 		uint64_t b = p->pcpu_alt ? arch_reg(p->pcpu_alt, v->regs, v->nregs) : 0;
-		v->pcpu_base = task_pcpu_base(a, b, p->kptr_lo);
+		v->pcpu_base = p->cfg.os->pcpu_raw ? a : task_pcpu_base(a, b, p->kptr_lo); /* (0: not read) */
 		if (!v->pcpu_base) { task_lost(p, v); return; } /* no per-CPU base yet (early boot) */
 	}
 	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
 	if (!pw) {
 		if (last_trip) { task_lost(p, v); return; }
+		if (!*more) v->nwin_trip = v->nwin;
+		*more = 1;
+		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
+		return;
+	}
+	if (!pw->ok && p->task_via_kernel && !pw->via_kernel && !v->task_via_tried && !last_trip &&
+	    arch_is_user(p->l, v->regs, v->nregs) == 1) {
+		/* it turned to user mode since the last sample: read through a kernel-mode vCPU */
+		v->task_via_tried = 1;
 		if (!*more) v->nwin_trip = v->nwin;
 		*more = 1;
 		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
@@ -329,6 +343,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->refetched = 0;
 	v->task_ptr = 0;
 	v->task_state = TS_PENDING;
+	v->task_via_tried = 0;
 	v->pcpu_read = 0;
 	v->xreg = -1;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
@@ -369,7 +384,7 @@ static void want_text(struct vcpu *v, uint64_t addr)
 	struct window *w = &v->win[v->nwin++];
 	w->addr = addr & ~(uint64_t)(TEXT_BLOCK - 1);
 	w->len = TEXT_BLOCK;
-	w->ok = w->crosses = w->predicted = 0;
+	w->ok = w->crosses = w->predicted = w->via_kernel = 0;
 	w->kind = WIN_TEXT;
 }
 
@@ -555,6 +570,7 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 			  vector_entry(p, in.pc) == FP_VEC_USER;
 	if (user_vector) st->irq_vector++;
 	if (in.user || user_vector) out->flags |= SF_USER;
+	v->user_prev = in.user;
 	if (!at_vector && !user_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
