@@ -568,7 +568,10 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 	/* ...and one from user mode (an EL0 vector) is a user-mode sample. */
 	int user_vector = !in.user && !at_vector && out->n == 1 && uo.stop == UW_USER && irq_vector_entry(p, in.pc) &&
 			  vector_entry(p, in.pc) == FP_VEC_USER;
-	if (user_vector) st->irq_vector++;
+	if (user_vector) {
+		st->irq_vector++;
+		if (v->xreg == 33 && v->xreg_state == XR_READ) out->frames[0] = v->xreg_val; /* the user pc */
+	}
 	if (in.user || user_vector) out->flags |= SF_USER;
 	v->user_prev = in.user;
 	if (!at_vector && !user_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;

@@ -31,14 +31,15 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 	uint64_t sp = f->regs.r[a->sp], fp = f->regs.r[a->fp], ra, prev;
 	int have_sp = (f->regs.valid >> a->sp) & 1, have_fp = (f->regs.valid >> a->fp) & 1, adj = 0;
 	int vec = f->exact && x && x->vector ? x->vector(x->arg, f->pc) : 0;
-	if (vec == FP_VEC_USER) return US_USER;
-	if (vec == FP_VEC_KERNEL) { /* the interrupted code, with all its registers: ELR_EL1's pc */
+	if (vec) { /* the interrupted code, with all its registers: ELR_EL1's pc (user mode's too,
+		    * for the sample to name) */
 		if (!((f->regs.valid >> x->elr) & 1)) {
 			if (!((w->fetchable >> x->elr) & 1)) goto bad;
 			w->stop = UW_UNREAD; /* a register QEMU gives only with `p`: ask for it */
 			w->need_reg = x->elr;
 			return US_STOP;
 		}
+		if (vec == FP_VEC_USER) return US_USER;
 		*caller = *f;
 		caller->regs.valid &= ~(1ull << x->elr);
 		caller->pc = f->regs.r[x->elr];
