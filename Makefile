@@ -123,6 +123,7 @@ bench: deps all
 	  --out docs/benchmarks.md
 	$(PY) bench/a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --kernel $(BUILD)/aarch64/kernel.elf \
 	  --out docs/benchmarks.md
+	$(PY) bench/linux_a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
 	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides

@@ -166,6 +166,7 @@ static int place_a64(struct image *im)
 		return -1;
 	}
 	t->machine = EM_AARCH64;
+	im->text_from_map = 1;
 	im->text_lo = t->mark[MARK_STEXT];
 	im->text_hi = im->text_lo + len;
 	struct guestos *os = &im->os;

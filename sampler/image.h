@@ -31,6 +31,8 @@ struct image {
 	size_t a64len;              /* its size */
 	struct a64img a64;          /* what its header says */
 	char a64name[64];           /* its file name, for messages */
+	int text_from_map;          /* the text was placed by the map's _stext (an arm64 Image): a
+				     * text match at an offset proves the map's names at the same one */
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
 	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */

@@ -154,6 +154,10 @@ int locate_kernel(struct session *ss)
 		ERR_SET(ss, ss->kaslr.err, "%s %s", im->what, ss->kaslr.errstr);
 		return -1;
 	}
+	if (im->text_from_map && ss->kaslr.how == KASLR_TEXT) { /* the map placed the text that matched */
+		ss->kaslr.names_slide = ss->kaslr.slide;
+		ss->kaslr.names_how = KASLR_TEXT;
+	}
 	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map)
 		session_warn(ss, "the map has no linux_banner to check it against the guest: assuming it matches");
 	image_relocate(im, ss->kaslr.slide, ss->kaslr.names_slide);
