@@ -51,7 +51,7 @@ def measure(args, port, image, kmap):
     out += ["| %d | %d | %d | %d |" % r for r in rows]
     out += ["", f"Median pause p50 {p:.0f} us against a bare floor of {f:.0f} us: **{p / f:.2f}x** (x86 6.1: 2.45x).",
             "An arm64 sample needs more round trips than an x86 one: ELR_EL1 (a stop on an exception vector, "
-            "7-25 % of samples) and TPIDR_EL1 come only with `p`, and a user-mode vCPU's task is read through the "
+            "7-25 % of samples) comes only with `p` (TPIDR_EL1 too, once per vCPU), and a user-mode vCPU's task is read through the "
             "other vCPU (KPTI).", end]
     text = "\n".join(out) + "\n"
     if args.out:
