@@ -274,3 +274,12 @@ uint64_t arch_pac_mask(const struct arch *a, uint64_t lo, uint64_t hi)
 	uint64_t mask = ~0ull << (64 - n);
 	return mask & ~(1ull << 55);
 }
+
+uint64_t arch_pac_mask_stub(uint64_t cmask, uint64_t lo, uint64_t hi)
+{
+	if (!cmask || hi <= lo) return 0;
+	uint64_t top = lo >> 63 ? ~0ull : 0, last = hi - 1;
+	/* every bit of the mask is, in both ends of the text, the same as bit 63: no address bit */
+	if (((lo ^ top) | (last ^ top)) & cmask & ~(1ull << 55)) return 0;
+	return cmask;
+}

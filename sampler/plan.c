@@ -103,7 +103,7 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->pcpu_alt = l->pcpu_alt;
 	p->pcpu_by_p = l->arch->pcpu_by_p;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
-	p->pac_mask = pac_mask(l, cfg);
+	p->pac_mask = cfg->pac_mask ? cfg->pac_mask : pac_mask(l, cfg);
 	p->task_via_kernel = cfg->os && cfg->os->pcpu_raw;
 	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
 }

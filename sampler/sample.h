@@ -156,6 +156,9 @@ struct sampler_cfg {
 	uint64_t klo, khi;              /* kernel range */
 	int max_frames;                 /* frame cap */
 	const struct guestos *os;       /* task layout (NULL or OS_NONE: no attribution) */
+	uint64_t pac_mask;              /* pointer-authentication bits of kernel code pointers as the
+					 * stub reports them (QEMU >= 8: pauth_cmask[_high]), 0: derive
+					 * them from the text (arch_pac_mask) */
 };
 
 /* Kernel text read from the guest, in aligned blocks (text never changes). */

@@ -119,9 +119,10 @@ int session_open(struct session *ss, const struct opts *o)
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
 	if (o->nelf && locate_kernel(ss) < 0) return -1;                   /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
-				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL };
+				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);
 	cfg.os = &ss->img.os;
+	cfg.pac_mask = ss->pac_mask;
 	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
 	if (ss->img.os.os == OS_LINUX && ga->id != ARCH_X86_64) linux_percpu_addr(ss, ga);

@@ -136,6 +136,9 @@ static void test_aarch64_qemu(const char *file, int nregs, int tpidr_num)
 	g[264] = 0x00;                /* EL0t: user, whatever the pc */
 	CHECK(arch_is_user(&l, g, sizeof g) == 1);
 	CHECK(arch_is_user(&l, g, 264) == -1); /* a reply without cpsr: unknown */
+	/* pointer authentication's masks: QEMU 10.0's pauth_v2 feature; none on 7.2 */
+	const struct reg *cm = arch_find_reg(&l, "pauth_cmask_high");
+	CHECK(tpidr_num == 213 ? !cm : cm && cm->size == 8 && cm->off >= 268);
 }
 
 /* Pointer-authentication codes come off kernel return addresses: the mask is the top bits the
@@ -158,6 +161,14 @@ static void test_pac(void)
 	CHECK(arch_pac_mask(a, 0x7fff0000ull, 0xffff000000000000ull) == 0);          /* spans both halves */
 	CHECK(arch_pac_mask(a, 0x10, 0x10) == 0);                                    /* empty */
 	CHECK(uw_strip(0, 0xf69ab96b43fab5ecull) == 0xf69ab96b43fab5ecull);
+	/* the stub's mask (pauth_cmask_high: bits 63..48 with 48-bit VAs, TBI off) is taken when
+	 * it covers no bit of a text address; one reaching into the addresses is refused */
+	CHECK(arch_pac_mask_stub(0xffff000000000000ull, 0xffffb96b42e10000ull, 0xffffb96b43b00000ull) ==
+	      0xffff000000000000ull);
+	CHECK(arch_pac_mask_stub(0xffffc00000000000ull, 0xffffb96b42e10000ull, 0xffffb96b43b00000ull) == 0);
+	CHECK(arch_pac_mask_stub(0x007f000000000000ull, 0x40080000ull, 0x40100000ull) == 0x007f000000000000ull);
+	CHECK(arch_pac_mask_stub(0, 0x40080000ull, 0x40100000ull) == 0);
+	CHECK(uw_strip(0xffff000000000000ull, 0xf69ab96b43fab5ecull) == 0xffffb96b43fab5ecull);
 }
 
 void test_arch(void)
