@@ -175,7 +175,8 @@ int locate_kernel(struct session *ss)
 		return -1;
 	}
 	if (rc < 0) {
-		ERR_SET(ss, ss->kaslr.err, "%s %s", im->what, ss->kaslr.errstr);
+		ERR_SET(ss, ss->kaslr.err, "%s %s%s", im->what, ss->kaslr.errstr,
+			im->text_from_map ? "; the map must be this boot's" : ""); /* it placed the text */
 		return -1;
 	}
 	if (im->text_from_map && ss->kaslr.how == KASLR_TEXT) { /* the map placed the text that matched */
