@@ -140,10 +140,12 @@ clean:
 	rm -rf $(BUILD)
 
 # Debian's stock kernels for the Linux-guest tests (6.1 from bookworm, 6.12 from bookworm-backports
-# through a private apt configuration) and their busybox initramfs, cached under $(BUILD)/linux.
+# through a private apt configuration, 6.1 arm64 through a private arm64 one) and their busybox
+# initramfs, cached under $(BUILD)/linux.
 .PHONY: linux-image
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
+	$(PY) tools/linuxguest_arm64.py fetch --build $(BUILD)/linux
 
 # make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
 # Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.

@@ -164,3 +164,18 @@ def test_per_task_shares_match_the_guests_accounting(arm64, tmp_path):
     assert user[pids["spinner"]] >= 0.5 * n[pids["spinner"]], (user, n)
     lost = int(err.split(" unattributed")[0].rsplit(" ", 1)[1])
     assert lost <= 0.02 * total, err
+
+
+def test_a_map_from_another_boot_is_refused(arm64, tmp_path):
+    """The Image's text is placed by the map: a map from another boot (this one's moved by 2 MiB,
+    as another KASLR draw) does not match the guest's text -- one line, exit 1, never a profile."""
+    moved = tmp_path / "kallsyms.other"
+    with open(arm64.kallsyms_path()) as f, open(moved, "w") as out:
+        for line in f:
+            a, rest = line.split(" ", 1)
+            out.write("%016x %s" % (int(a, 16) + 0x200000, rest))
+    r = subprocess.run([GDBSAMPLE, "-p", str(arm64.gdb_port), "-e", arm64.vmlinuz, "-e", str(moved), "-d", "1"],
+                       capture_output=True, text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and not r.stdout, r.stderr
+    assert len(lines) == 1 and "does not match the running guest" in lines[0] and "this boot's" in lines[0], r.stderr
