@@ -123,6 +123,7 @@ bench: deps all
 	  --out docs/benchmarks.md
 	$(PY) bench/a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --kernel $(BUILD)/aarch64/kernel.elf \
 	  --out docs/benchmarks.md
+	$(PY) bench/linux_a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
 	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
@@ -139,10 +140,12 @@ clean:
 	rm -rf $(BUILD)
 
 # Debian's stock kernels for the Linux-guest tests (6.1 from bookworm, 6.12 from bookworm-backports
-# through a private apt configuration) and their busybox initramfs, cached under $(BUILD)/linux.
+# through a private apt configuration, 6.1 arm64 through a private arm64 one) and their busybox
+# initramfs, cached under $(BUILD)/linux.
 .PHONY: linux-image
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
+	$(PY) tools/linuxguest_arm64.py fetch --build $(BUILD)/linux
 
 # make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
 # Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.

@@ -253,3 +253,33 @@ int arch_irqs_off(const struct layout *l, const uint8_t *g, int len)
 	}
 	return -1;
 }
+
+/*
+ * Pointer authentication (Arm ARM D8.8) puts its code in the bits of a pointer above the
+ * virtual address size (bit 55 excepted: it picks the half), so a signed return address into
+ * the kernel differs from the real one only there. QEMU 7.2's gdbstub offers no
+ * org.gnu.gdb.aarch64.pauth registers (pauth_cmask) to say which bits those are; the kernel's
+ * text says it too: its addresses agree with bit 63 in every bit above the address size, so
+ * those bits -- the top run that lo and hi - 1 share with bit 63 -- are the mask. Restoring them
+ * never changes a real address in the text.
+ */
+uint64_t arch_pac_mask(const struct arch *a, uint64_t lo, uint64_t hi)
+{
+	if (!a || a->id != ARCH_AARCH64 || hi <= lo) return 0;
+	uint64_t top = lo >> 63 ? ~0ull : 0, last = hi - 1;
+	if ((last >> 63) != (lo >> 63)) return 0;
+	int n = 0; /* leading bits of both equal to bit 63 */
+	while (n < 64 && (((lo ^ top) | (last ^ top)) >> (63 - n) & 1) == 0) n++;
+	if (n < 9) return 0; /* no room for a code: not a kernel layout pointer authentication uses */
+	uint64_t mask = ~0ull << (64 - n);
+	return mask & ~(1ull << 55);
+}
+
+uint64_t arch_pac_mask_stub(uint64_t cmask, uint64_t lo, uint64_t hi)
+{
+	if (!cmask || hi <= lo) return 0;
+	uint64_t top = lo >> 63 ? ~0ull : 0, last = hi - 1;
+	/* every bit of the mask is, in both ends of the text, the same as bit 63: no address bit */
+	if (((lo ^ top) | (last ^ top)) & cmask & ~(1ull << 55)) return 0;
+	return cmask;
+}

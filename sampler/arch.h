@@ -69,6 +69,14 @@ const struct reg *arch_find_reg(const struct layout *l, const char *name);
 uint64_t arch_reg(const struct reg *r, const uint8_t *g, int len);
 /* Frame 0 for the unwinders: every register of a decoded `g` reply by DWARF number. */
 void arch_dwarf_regs(const struct layout *l, const uint8_t *g, int len, struct uw_regs *out);
+/* The bits of a kernel code pointer that hold no address, from its text range [lo, hi): on
+ * aarch64 the top bits every text address shares with bit 63 (ones in the upper half, zeros in
+ * the lower), where pointer authentication puts its code; 0 on other architectures. */
+uint64_t arch_pac_mask(const struct arch *a, uint64_t lo, uint64_t hi);
+/* The stub's pauth code mask (pauth_cmask_high for an upper-half kernel, pauth_cmask for one
+ * linked low), checked against the text range: 0 if it would change a text address's bits (then
+ * arch_pac_mask's stands). */
+uint64_t arch_pac_mask_stub(uint64_t cmask, uint64_t lo, uint64_t hi);
 /* Privilege of a sample: 1 if user mode, 0 kernel, -1 unknown. */
 int arch_is_user(const struct layout *l, const uint8_t *g, int len);
 /* 1 if interrupts are disabled, 0 enabled, -1 unknown. */

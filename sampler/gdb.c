@@ -586,6 +586,18 @@ int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap)
 	return n;
 }
 
+int gdb_reg(struct gdb *g, int cpu, int num, uint64_t *val)
+{
+	char req[32];
+	uint8_t b[8] = { 0 };
+	snprintf(req, sizeof req, "p%x", num);
+	if (select_cpu(g, cpu) < 0 || gdb_request(g, req, REQ_TIMEOUT_MS(g)) < 0) return -1;
+	size_t n = g->dec.len / 2;
+	if (rsp_is_error(g->dec.pkt, g->dec.len) || !n || n > 8 || g->dec.len % 2 || rsp_unhex(b, g->dec.pkt, n)) return -2;
+	*val = rsp_le(b, (int)n);
+	return 0;
+}
+
 int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len)
 {
 	char req[64];

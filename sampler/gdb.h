@@ -104,6 +104,9 @@ int gdb_detach(struct gdb *g);
 void gdb_hg(const struct gdb *g, int cpu, char *out, size_t cap);
 /* Read registers of vCPU i (Hg + g); fills regs, returns its length or -1 (also for a reply too
  * short to hold pc, sp and fp: layout.need). */
+/* One register by its number (`p`), little-endian as in `g`: 0 with *val, -1 connection error,
+ * -2 the stub refused it. */
+int gdb_reg(struct gdb *g, int cpu, int num, uint64_t *val);
 int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap);
 /* Read len <= GDB_MEM_MAX bytes of vCPU i's memory at addr (Hg + m); 0 ok, -1 error (err not set
  * for E replies, which return -2). */

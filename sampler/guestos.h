@@ -25,7 +25,18 @@ struct guestos {
 	uint32_t tgid_off;       /* s32 thread-group id (== pid_off where the OS has none) */
 	uint32_t comm_off;       /* name, comm_len bytes (NUL-padded) */
 	uint32_t comm_len;       /* <= TASK_COMM_LEN */
+	const char *cur_sym;     /* non-NULL: cur_off is still to be set to this per-CPU variable's
+				  * runtime address (arm64 Linux's __entry_task: its per-CPU data is
+				  * not zero-based, the base register holds an offset to add to it) */
+	int pcpu_raw;            /* the base register's value is that offset (arm64 TPIDR_EL1 =
+				  * __per_cpu_offset[cpu]), not itself a kernel pointer */
 	char why[200];           /* with OS_NONE: one line saying why attribution is off */
+	/* aarch64 Linux's exception frame (struct pt_regs, from BTF whatever os says): the entry
+	 * links its frame record `stackframe` into the chain; the interrupted x30 and sp are then
+	 * at these offsets from the record. pt_valid 0: unknown. */
+	int pt_valid;
+	int32_t pt_lr;           /* regs[30] - stackframe */
+	int32_t pt_sp;           /* sp - stackframe */
 };
 
 /* Fill os from an ELF image (a vmlinux, a vmlinuz payload, our kernel): want is OS_AUTO or the

@@ -113,6 +113,73 @@ static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len
 	return load_tables(im, path, want);
 }
 
+/* An arm64 Image (or a zboot image's payload): checked and kept until the map is read. Takes buf. */
+static int load_a64_file(struct image *im, const char *path, uint8_t *buf, size_t len)
+{
+	int kind = a64img_kind(buf, len);
+	if (kind == A64IMG_ZBOOT) {
+		uint8_t *img;
+		size_t ilen;
+		int rc = a64img_unzboot(&im->a64, buf, len, &img, &ilen);
+		free(buf);
+		if (rc < 0) {
+			ERR_SET(im, ERR_FORMAT, "%s: %s", base(path), im->a64.errstr);
+			return -1;
+		}
+		buf = img;
+		len = ilen;
+		im->codec = im->a64.codec;
+	}
+	im->a64buf = buf;
+	im->a64len = len;
+	snprintf(im->a64name, sizeof im->a64name, "%s", base(path));
+	if (a64img_parse(&im->a64, buf, len) < 0) {
+		ERR_SET(im, ERR_FORMAT, "%s: %s", base(path), im->a64.errstr);
+		return -1;
+	}
+	if (kind == A64IMG_ZBOOT) what_add(im, "%s%s (zboot, %s payload)", base(path), im->codec);
+	else what_add(im, "%s%s (arm64 Image)", base(path), "");
+	return 0;
+}
+
+/*
+ * An arm64 Image has no ELF sections and no symbols: its text is placed at the map's _stext
+ * (the Image's .text starts there), so with a map dumped from the running boot the text is
+ * already where the guest runs it -- the KASLR check then compares it at offset 0 -- and runs to
+ * the map's _etext. The BTF blob (found by its magic) gives the task layout.
+ */
+static int place_a64(struct image *im)
+{
+	struct symtab *t = &im->syms;
+	struct a64img *x = &im->a64;
+	if (!im->has_map || !((t->marks >> MARK_STEXT) & 1)) {
+		ERR_SET(im, ERR_USAGE, "-e %s: an arm64 Image has no symbols: give this boot's kallsyms dump "
+			"too (-e MAP, with _stext)", im->a64name);
+		return -1;
+	}
+	uint64_t len = x->text_len;
+	if ((t->marks >> MARK_ETEXT) & 1 && t->mark[MARK_ETEXT] > t->mark[MARK_STEXT] &&
+	    t->mark[MARK_ETEXT] - t->mark[MARK_STEXT] < len)
+		len = t->mark[MARK_ETEXT] - t->mark[MARK_STEXT];
+	if (syms_add_text(t, t->mark[MARK_STEXT], im->a64buf + x->text_foff, len) < 0) {
+		ERR_SET(im, ERR_SYS, "-e %s: out of memory for its text", im->a64name);
+		return -1;
+	}
+	t->machine = EM_AARCH64;
+	im->text_from_map = 1;
+	im->text_lo = t->mark[MARK_STEXT];
+	im->text_hi = im->text_lo + len;
+	struct guestos *os = &im->os;
+	os->os = OS_NONE;
+	if (im->want_os == OS_NONE) snprintf(os->why, sizeof os->why, "--os none");
+	else if (!x->btf_len) snprintf(os->why, sizeof os->why, "%s holds no BTF blob (a kernel built without "
+				       "CONFIG_DEBUG_INFO_BTF)", im->a64name);
+	else guestos_linux_btf(os, im->a64buf + x->btf_foff, x->btf_len);
+	free(im->a64buf);
+	im->a64buf = NULL;
+	return 0;
+}
+
 int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os)
 {
 	memset(im, 0, sizeof *im);
@@ -130,12 +197,15 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 			return -1;
 		}
 		int is_elf = len >= 4 && !memcmp(buf, ELFMAG, SELFMAG), is_bz = vmlinuz_is_bzimage(buf, len);
-		if ((is_elf || is_bz) && im->elfbuf) {
+		int is_a64 = a64img_kind(buf, len) != A64IMG_NONE;
+		if ((is_elf || is_bz || is_a64) && (im->elfbuf || im->a64name[0])) {
 			free(buf);
 			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)", base(p));
 			return -1;
 		}
-		if (is_elf) {
+		if (is_a64) {
+			if (load_a64_file(im, p, buf, len) < 0) return -1;
+		} else if (is_elf) {
 			if (load_elf(im, p, buf, len, want) < 0) return -1;
 			what_add(im, "%s%s%s", base(p), "");
 		} else if (is_bz) {
@@ -179,6 +249,7 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 			what_add(im, "%s%s%s", base(p), "");
 		}
 	}
+	if (im->a64buf && place_a64(im) < 0) return -1;
 	if (!im->syms.n) {
 		ERR_SET(im, ERR_USAGE, "no function names: %s has no symbols; give a System.map or a kallsyms "
 			"dump too (-e MAP)", npaths ? base(paths[0]) : "the image");
@@ -207,6 +278,7 @@ void image_free(struct image *im)
 	if (im->has_cfi) cfi_free(&im->cfi);
 	if (im->elf) elf_end(im->elf);
 	free(im->elfbuf);
+	free(im->a64buf);
 	syms_free(&im->syms);
 	memset(im, 0, sizeof *im);
 }

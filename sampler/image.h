@@ -3,6 +3,7 @@
 #ifndef IMAGE_H
 #define IMAGE_H
 #include <gelf.h>
+#include "arm64img.h"
 #include "guestos.h"
 #include "symbols.h"
 #include "unwind_cfi.h"
@@ -25,6 +26,13 @@ struct image {
 	int has_cfi;                /* cfi holds the image's .eh_frame/.debug_frame */
 	struct cfi_ctx cfi;         /* ...(bias likewise) */
 	int has_map;                /* a text map gave names */
+	uint8_t *a64buf;            /* an arm64 Image (raw, or a zboot's payload) until a map places
+				     * its text, else NULL */
+	size_t a64len;              /* its size */
+	struct a64img a64;          /* what its header says */
+	char a64name[64];           /* its file name, for messages */
+	int text_from_map;          /* the text was placed by the map's _stext (an arm64 Image): a
+				     * text match at an offset proves the map's names at the same one */
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
 	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */

@@ -35,6 +35,7 @@ static enum unwind_pc x86_pc_kind(insn_byte_fn byte, const void *arg, uint64_t f
 #define A64_WFI 0xd503207fu    /* HINT #3 */
 #define A64_WFE 0xd503205fu    /* HINT #2 */
 #define A64_SCAN 16            /* instructions a prologue or epilogue scan looks at */
+#define A64_LEAF_SCAN 512      /* instructions a frameless-leaf scan looks at */
 
 /* The little-endian word at addr; -1 if any byte is unknown. */
 static int64_t word(insn_byte_fn byte, const void *arg, uint64_t addr)
@@ -196,6 +197,28 @@ static enum unwind_pc a64_epilogue(insn_byte_fn byte, const void *arg, uint64_t 
 	return PC_BODY;
 }
 
+/*
+ * A frameless leaf (Linux's assembly helpers: __arch_clear_user, memcpy, ...): from the
+ * function's start through pc and on to the first `ret` after it, no call, no write of x29 or
+ * x30, no frame record stored, and sp never moved. Then the return address is in x30 and x29 is
+ * the caller's wherever pc is, loops included. Anything else (or text not known) is not one.
+ */
+static int a64_frameless(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t pc)
+{
+	int64_t d;
+	for (uint64_t a = fn, k = 0; k < A64_LEAF_SCAN; a += 4, k++) {
+		int64_t w = word(byte, arg, a);
+		if (w < 0 || a64_is_call((uint32_t)w)) return 0;
+		if (a64_is_ret((uint32_t)w)) {
+			if (a >= pc) return 1;
+			continue;
+		}
+		int e = a64_effect((uint32_t)w, &d);
+		if (e & (E_SP | E_SP_UNKNOWN | E_FPLR | E_FRAME | E_STP_REC | E_LDP_REC)) return 0;
+	}
+	return 0;
+}
+
 static enum unwind_pc a64_pc_kind(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc,
 				  int *adj)
 {
@@ -207,7 +230,36 @@ static enum unwind_pc a64_pc_kind(insn_byte_fn byte, const void *arg, uint64_t f
 	*adj = 0;
 	if (have_fn && pc > fn && a64_prologue(byte, arg, fn, pc, adj) == PC_AT_ENTRY) return PC_AT_ENTRY;
 	*adj = 0;
+	if (have_fn && pc > fn && a64_frameless(byte, arg, fn, pc)) return PC_AT_ENTRY;
 	return PC_BODY;
+}
+
+/* msr sp_el0, Xt (op0 3, op1 0, CRn 4, CRm 1, op2 0); mrs Xt, tpidr_el1 (op0 3, op1 0, CRn 13,
+ * CRm 0, op2 4); ldr Xt, [Xn, Xm] (64-bit, register offset, LSL #0); adrp; add Xd, Xn, #imm12. */
+#define A64_MSR_SP_EL0 0xd5184100u
+#define A64_MRS_TPIDR_EL1 0xd538d080u
+#define A64_SYSREG_MASK 0xffffffe0u
+
+int a64_sp_el0_source(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t len, uint64_t *addr)
+{
+	for (uint64_t a = fn + 16; a + 4 <= fn + len; a += 4) {
+		int64_t w[5];
+		for (int k = 0; k < 5; k++) w[k] = word(byte, arg, a - 16 + 4 * (uint64_t)k);
+		if (w[4] < 0 || ((uint32_t)w[4] & A64_SYSREG_MASK) != A64_MSR_SP_EL0) continue;
+		if (w[0] < 0 || w[1] < 0 || w[2] < 0 || w[3] < 0) return -1;
+		uint32_t adrp = (uint32_t)w[0], add = (uint32_t)w[1], mrs = (uint32_t)w[2], ldr = (uint32_t)w[3];
+		uint32_t t = (uint32_t)w[4] & 31, m = mrs & 31;
+		if ((adrp & 0x9f000000u) != 0x90000000u || (adrp & 31) != t) continue;
+		if ((add & 0xffc00000u) != 0x91000000u || (add & 31) != t || ((add >> 5) & 31) != t) continue;
+		if ((mrs & A64_SYSREG_MASK) != A64_MRS_TPIDR_EL1) continue;
+		if ((ldr & 0xffe0fc00u) != 0xf8606800u || (ldr & 31) != t || ((ldr >> 5) & 31) != t ||
+		    ((ldr >> 16) & 31) != m)
+			continue;
+		int64_t page = sext(((adrp >> 5) & 0x7ffff) << 2 | ((adrp >> 29) & 3), 21) * 4096;
+		*addr = ((a - 16) & ~0xfffull) + (uint64_t)page + ((add >> 10) & 0xfff);
+		return 0;
+	}
+	return -1;
 }
 
 /* ---- by machine ---- */

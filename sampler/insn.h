@@ -24,6 +24,11 @@ int insn_idle(int machine, insn_byte_fn byte, const void *arg, uint64_t pc, uint
  * be decoded backwards). */
 int insn_after_call(int machine, insn_byte_fn byte, const void *arg, uint64_t ra);
 
+/* The address aarch64 Linux's exception entry from EL0 loads SP_EL0 from (kernel_entry 0:
+ * `adrp xN, sym; add xN, xN, #:lo12:sym; mrs xM, tpidr_el1; ldr xN, [xN, xM]; msr sp_el0, xN` --
+ * the per-CPU __entry_task), scanning len bytes of text from fn: 0 with *addr, -1 if not there. */
+int a64_sp_el0_source(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t len, uint64_t *addr);
+
 /* AArch64 decoding, exposed for the unit tests (Arm ARM C4, "A64 Instruction Set Encoding"). */
 int a64_is_idle(uint32_t w);        /* wfi or wfe */
 int a64_is_call(uint32_t w);        /* bl, blr, blraa/blrab(z) */

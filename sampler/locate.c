@@ -127,6 +127,30 @@ static void image_range(struct session *ss, int64_t slide)
 	ss->khi = hi; /* inclusive: the return address of a call that ends the text (task_start's) */
 }
 
+/*
+ * QEMU 8 and later describe pointer authentication (org.gnu.gdb.aarch64.pauth_v2 on 10.0:
+ * pauth_dmask, pauth_cmask, pauth_dmask_high, pauth_cmask_high): the bits of a code pointer that
+ * hold its code, for the lower and the upper half, as GDB strips them. Read once, from a vCPU,
+ * for the kernel's half; QEMU 7.2 has none, and the text's own top bits serve (arch_pac_mask).
+ */
+static int stub_pac_mask(struct session *ss, int cpu)
+{
+	const struct symtab *t = &ss->img.syms;
+	ss->pac_mask = 0;
+	if (ss->g.layout.arch->id != ARCH_AARCH64 || !((t->marks >> MARK_STEXT) & 1) || !((t->marks >> MARK_ETEXT) & 1))
+		return 0;
+	uint64_t lo = t->mark[MARK_STEXT], hi = t->mark[MARK_ETEXT], v = 0;
+	const struct reg *r = arch_find_reg(&ss->g.layout, lo >> 63 ? "pauth_cmask_high" : "pauth_cmask");
+	if (!r) return 0;
+	int rc = gdb_reg(&ss->g, cpu, r->num, &v);
+	if (rc == -1) {
+		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+		return -1;
+	}
+	if (rc == 0) ss->pac_mask = arch_pac_mask_stub(v, lo, hi);
+	return 0;
+}
+
 int locate_kernel(struct session *ss)
 {
 	const struct opts *o = ss->o;
@@ -151,13 +175,19 @@ int locate_kernel(struct session *ss)
 		return -1;
 	}
 	if (rc < 0) {
-		ERR_SET(ss, ss->kaslr.err, "%s %s", im->what, ss->kaslr.errstr);
+		ERR_SET(ss, ss->kaslr.err, "%s %s%s", im->what, ss->kaslr.errstr,
+			im->text_from_map ? "; the map must be this boot's" : ""); /* it placed the text */
 		return -1;
+	}
+	if (im->text_from_map && ss->kaslr.how == KASLR_TEXT) { /* the map placed the text that matched */
+		ss->kaslr.names_slide = ss->kaslr.slide;
+		ss->kaslr.names_how = KASLR_TEXT;
 	}
 	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map)
 		session_warn(ss, "the map has no linux_banner to check it against the guest: assuming it matches");
 	image_relocate(im, ss->kaslr.slide, ss->kaslr.names_slide);
 	image_range(ss, ss->kaslr.slide);
+	if (stub_pac_mask(ss, r.cpu) < 0) return -1;
 	if (!im->has_orc && o->unwind != UNWIND_FP && o->unwind != UNWIND_CFI && guest_orc(ss, r.cpu) < 0)
 		return -1;
 	return choose_methods(ss);

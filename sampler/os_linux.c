@@ -74,12 +74,29 @@ static int off(struct guestos *os, const char *fmt, ...)
 	return -1;
 }
 
+/* arm64's struct pt_regs: where regs[30] and sp lie from the `stackframe` record the exception
+ * entry links into the frame-record chain (kernel_entry: `stp x29, x22, [sp, #S_STACKFRAME]`). */
+static void ptregs_frame(struct guestos *os, const struct btf *b)
+{
+	os->pt_valid = 0;
+	int id = btf__find_by_name_kind(b, "pt_regs", BTF_KIND_STRUCT);
+	if (id < 0) return;
+	__s64 fsz = 0, rsz = 0, ssz = 0;
+	long frame = member_off(b, (__u32)id, "stackframe", &fsz, 0), regs = member_off(b, (__u32)id, "regs", &rsz, 0);
+	long sp = member_off(b, (__u32)id, "sp", &ssz, 0);
+	if (frame < 0 || regs < 0 || sp < 0 || fsz != 16 || rsz != 31 * 8 || ssz != 8) return; /* not arm64's */
+	os->pt_lr = (int32_t)(regs + 30 * 8 - frame);
+	os->pt_sp = (int32_t)(sp - frame);
+	os->pt_valid = 1;
+}
+
 int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
 {
 	libbpf_set_print(quiet);
 	struct btf *b = btf__new(data, (__u32)len);
 	if (!b || libbpf_get_error(b)) return off(os, "the image's BTF does not parse (libbpf)");
 	int rc = -1;
+	ptregs_frame(os, b);
 	int task = btf__find_by_name_kind(b, "task_struct", BTF_KIND_STRUCT);
 	if (task < 0) {
 		off(os, "the image's BTF has no struct task_struct");
@@ -95,7 +112,21 @@ int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
 	__u32 vt = 0;
 	long cur = percpu_var(b, "current_task", &vt);
 	const char *how = "current_task";
-	if (cur < 0) {
+	os->cur_sym = NULL;
+	os->pcpu_raw = 0;
+	if (cur < 0 && os->pt_valid && percpu_var(b, "__entry_task", &vt) >= 0) {
+		/* arm64: __switch_to keeps the per-CPU __entry_task equal to current in kernel and
+		 * user mode alike (SP_EL0 holds current only in the kernel). Its address is not in
+		 * BTF: the caller finds it in the entry code's text (a64_sp_el0_source). */
+		if (btf__resolve_size(b, vt) != 8) {
+			off(os, "the per-CPU __entry_task in BTF is not a pointer");
+			goto out;
+		}
+		cur = 0;
+		how = "__entry_task";
+		os->cur_sym = "__entry_task";
+		os->pcpu_raw = 1;
+	} else if (cur < 0) {
 		long hot = percpu_var(b, "pcpu_hot", &vt);
 		__s64 sz = 0;
 		long in = hot < 0 ? -1 : member_off(b, vt, "current_task", &sz, 0);
@@ -116,8 +147,12 @@ int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
 	os->tgid_off = (uint32_t)tgid;
 	os->comm_off = (uint32_t)comm;
 	os->comm_len = csz > TASK_COMM_LEN ? TASK_COMM_LEN : (uint32_t)csz;
-	snprintf(os->what, sizeof os->what, "linux: BTF, per-CPU %s at +0x%lx, task_struct pid +%ld comm +%ld",
-		 how, cur, pid, comm);
+	if (os->cur_sym)
+		snprintf(os->what, sizeof os->what, "linux: BTF, per-CPU %s, task_struct pid +%ld comm +%ld", how, pid,
+			 comm);
+	else
+		snprintf(os->what, sizeof os->what, "linux: BTF, per-CPU %s at +0x%lx, task_struct pid +%ld comm +%ld",
+			 how, cur, pid, comm);
 	os->why[0] = 0;
 	rc = 0;
 out:

@@ -47,10 +47,37 @@ static int irq_vector_entry(const struct plan *p, uint64_t pc)
 	return kind == 1 || kind == 2;
 }
 
+/* Any exception vector's first instruction (fp_ctx.vector): entries 0-7 take exceptions from the
+ * current EL (the kernel), 8-15 from a lower one (user mode). */
+static int vector_entry(const void *arg, uint64_t pc)
+{
+	const struct plan *p = arg;
+	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return 0;
+	const struct sym *s = syms_lookup(p->cfg.syms, pc);
+	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc - s->addr) % 0x80) return 0;
+	return pc - s->addr >= 0x400 ? FP_VEC_USER : FP_VEC_KERNEL;
+}
+
 static int after_call(const void *arg, uint64_t ra)
 {
 	const struct plan *p = arg;
 	return insn_after_call(p->l->arch->elf_machine, plan_byte, p, ra);
+}
+
+/* Which bits of a return address may hold a pointer-authentication code (arch_pac_mask): from
+ * the kernel's text range -- the map's or image's _stext.._etext, else its names' span. */
+static uint64_t pac_mask(const struct layout *l, const struct sampler_cfg *cfg)
+{
+	const struct symtab *t = cfg->syms;
+	uint64_t lo = cfg->klo, hi = cfg->khi;
+	if (t && (t->marks >> MARK_STEXT & 1) && (t->marks >> MARK_ETEXT & 1)) {
+		lo = t->mark[MARK_STEXT];
+		hi = t->mark[MARK_ETEXT];
+	} else if (t && t->n) {
+		lo = t->syms[0].addr;
+		hi = t->syms[t->n - 1].addr + 1;
+	}
+	return arch_pac_mask(l->arch, lo, hi);
 }
 
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg)
@@ -58,7 +85,11 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	memset(p, 0, sizeof *p);
 	p->l = l;
 	p->cfg = *cfg;
-	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL };
+	int a64 = l->arch->elf_machine == 183 /* EM_AARCH64 */;
+	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL,
+				 cfg->syms && a64 ? vector_entry : NULL, 33 /* ELR_mode */,
+				 a64 && cfg->os && cfg->os->pt_valid, cfg->os ? cfg->os->pt_lr : 0,
+				 cfg->os ? cfg->os->pt_sp : 0, a64 };
 	p->uw[UM_FP] = (struct unwinder){ UM_FP, &p->fp, fp_step };
 	p->uw[UM_CFI] = (struct unwinder){ UM_CFI, cfg->cfi, cfi_step };
 	p->uw[UM_ORC] = (struct unwinder){ UM_ORC, cfg->orc, orc_step };
@@ -72,6 +103,8 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->pcpu_alt = l->pcpu_alt;
 	p->pcpu_by_p = l->arch->pcpu_by_p;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
+	p->pac_mask = cfg->pac_mask ? cfg->pac_mask : pac_mask(l, cfg);
+	p->task_via_kernel = cfg->os && cfg->os->pcpu_raw;
 	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
 }
 
@@ -174,6 +207,7 @@ static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cr
 		w->len = (int)(stop - addr);
 		w->ok = 0;
 		w->kind = WIN_STACK;
+		w->via_kernel = 0;
 		w->predicted = predicted;
 		w->crosses = cross && addr < cross && stop > cross;
 		addr = stop;
@@ -187,6 +221,9 @@ static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, u
 	w->addr = addr;
 	w->len = (int)len;
 	w->ok = w->crosses = 0;
+	/* in user mode now (its registers are in), or last time (the first trip's guess) */
+	w->via_kernel = p->task_via_kernel &&
+			(v->nregs ? arch_is_user(p->l, v->regs, v->nregs) == 1 : v->user_prev) ? 1 : 0;
 	w->predicted = predicted;
 	w->kind = kind;
 	p->st.task.reads++;
@@ -195,7 +232,7 @@ static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, u
 
 static const struct window *find_win(const struct vcpu *v, int kind, uint64_t addr)
 {
-	for (int w = 0; w < v->nwin; w++)
+	for (int w = v->nwin - 1; w >= 0; w--) /* the latest: a retry's */
 		if (v->win[w].kind == kind && (!addr || v->win[w].addr == addr)) return &v->win[w];
 	return NULL;
 }
@@ -229,12 +266,21 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 		/* x86: gs_base or k_gs_base, in `g`; aarch64: TPIDR_EL1, read with `p` in the first trip */
 		uint64_t a = p->pcpu_by_p ? (v->pcpu_read ? v->pcpu_val : 0) : arch_reg(p->pcpu, v->regs, v->nregs);
 		uint64_t b = p->pcpu_alt ? arch_reg(p->pcpu_alt, v->regs, v->nregs) : 0;
-		v->pcpu_base = task_pcpu_base(a, b, p->kptr_lo);
+		v->pcpu_base = p->cfg.os->pcpu_raw ? a : task_pcpu_base(a, b, p->kptr_lo); /* (0: not read) */
 		if (!v->pcpu_base) { task_lost(p, v); return; } /* no per-CPU base yet (early boot) */
 	}
 	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
 	if (!pw) {
 		if (last_trip) { task_lost(p, v); return; }
+		if (!*more) v->nwin_trip = v->nwin;
+		*more = 1;
+		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
+		return;
+	}
+	if (!pw->ok && p->task_via_kernel && !pw->via_kernel && !v->task_via_tried && !last_trip &&
+	    arch_is_user(p->l, v->regs, v->nregs) == 1) {
+		/* it turned to user mode since the last sample: read through a kernel-mode vCPU */
+		v->task_via_tried = 1;
 		if (!*more) v->nwin_trip = v->nwin;
 		*more = 1;
 		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
@@ -297,6 +343,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->refetched = 0;
 	v->task_ptr = 0;
 	v->task_state = TS_PENDING;
+	v->task_via_tried = 0;
 	v->pcpu_read = 0;
 	v->xreg = -1;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
@@ -337,7 +384,7 @@ static void want_text(struct vcpu *v, uint64_t addr)
 	struct window *w = &v->win[v->nwin++];
 	w->addr = addr & ~(uint64_t)(TEXT_BLOCK - 1);
 	w->len = TEXT_BLOCK;
-	w->ok = w->crosses = w->predicted = 0;
+	w->ok = w->crosses = w->predicted = w->via_kernel = 0;
 	w->kind = WIN_TEXT;
 }
 
@@ -360,6 +407,7 @@ void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_i
 		}
 	}
 	in->user = arch_is_user(l, v->regs, v->nregs) == 1;
+	in->pac_mask = p->pac_mask;
 	in->klo = p->cfg.klo;
 	in->khi = p->cfg.khi;
 	in->span = SAMPLE_SPAN;
@@ -517,8 +565,16 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		st->irq_vector++;
 		idle = insn_idle(l->arch->elf_machine, plan_byte, p, out->frames[0], NULL); /* woken from wfi */
 	}
-	if (in.user) out->flags |= SF_USER;
-	if (!at_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
+	/* ...and one from user mode (an EL0 vector) is a user-mode sample. */
+	int user_vector = !in.user && !at_vector && out->n == 1 && uo.stop == UW_USER && irq_vector_entry(p, in.pc) &&
+			  vector_entry(p, in.pc) == FP_VEC_USER;
+	if (user_vector) {
+		st->irq_vector++;
+		if (v->xreg == 33 && v->xreg_state == XR_READ) out->frames[0] = v->xreg_val; /* the user pc */
+	}
+	if (in.user || user_vector) out->flags |= SF_USER;
+	v->user_prev = in.user;
+	if (!at_vector && !user_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
 	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;

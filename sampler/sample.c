@@ -17,7 +17,7 @@
 
 #define REPLY_TIMEOUT_MS 3000
 
-enum { SL_HG, SL_G, SL_P, SL_M };
+enum { SL_HG, SL_G, SL_P, SL_M, SL_HGV }; /* SL_HGV: Hg to another vCPU for via_kernel reads */
 
 /* What one request in a batch was. */
 struct slot {
@@ -47,6 +47,18 @@ void sampler_free(struct sampler *s)
 	free(s->v);
 	s->v = NULL;
 	plan_free(&s->p);
+}
+
+/* Another vCPU than vi in kernel mode (by its registers this sample, else its last sample's
+ * mode), whose translation maps kernel data; -1 if none. */
+static int kernel_vcpu(const struct sampler *s, int vi)
+{
+	for (int i = 0; i < s->nv; i++) {
+		const struct vcpu *o = &s->v[i];
+		int user = o->nregs ? arch_is_user(&s->g->layout, o->regs, o->nregs) == 1 : o->user_prev;
+		if (i != vi && !user) return i;
+	}
+	return -1;
 }
 
 /* Append one vCPU's requests for this trip; returns -1 if the batch buffer is full. */
@@ -79,7 +91,16 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 		if (rsp_append(buf, cap, off, req) < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_P, vi, 1 };
 	}
+	int on = vi; /* the vCPU `m` translates through */
 	for (int w = v->nwin_trip; w < v->nwin; w++) {
+		int want = v->win[w].via_kernel ? kernel_vcpu(s, vi) : vi;
+		if (want < 0) want = vi;
+		if (want != on) {
+			gdb_hg(s->g, s->v[want].cpu, req, sizeof req);
+			if (rsp_append(buf, cap, off, req) < 0) goto full;
+			slots[(*ns)++] = (struct slot){ SL_HGV, want, 0 };
+			on = want;
+		}
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
 		if (v->win[w].kind == WIN_STACK) { /* text and task bytes are counted apart */
 			s->p.st.mem_reads++;
@@ -111,6 +132,10 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 	case SL_HG:
 		v->hg_ok = len == 2 && p[0] == 'O' && p[1] == 'K';
 		if (!v->hg_ok) s->p.st.rejected++;
+		break;
+	case SL_HGV: /* a failed switch leaves `m` on the previous vCPU: its reads fail or are the
+		      * same global kernel data */
+		if (!(len == 2 && p[0] == 'O' && p[1] == 'K')) s->p.st.rejected++;
 		break;
 	case SL_G: /* only trust registers read with this vCPU selected, and all the walk needs */
 		if (v->hg_ok && !rsp_is_error(p, len) && len % 2 == 0 && len / 2 <= sizeof v->regs &&

@@ -54,6 +54,8 @@ struct window {
 					 * current-task pointer; a task's identity fields */
 	int predicted;                 /* speculative: predicted from the previous sample, or read
 					 * ahead of what the walk needs (not the window holding it) */
+	int via_kernel;                /* read it through another vCPU that is in kernel mode (a
+					 * user-mode vCPU's tables map no kernel data under KPTI) */
 	uint8_t data[SAMPLE_WINDOW];   /* the bytes */
 };
 
@@ -69,6 +71,8 @@ struct vcpu {
 					* pointers were (a decaying maximum): the first window reaches
 					* this far down, so a deeper call than the last one still hits */
 	int elided;                    /* this trip's Hg was left out (vCPU is the stop vCPU) */
+	int user_prev;                 /* the previous sample was in user mode */
+	int task_via_tried;            /* this sample's task reads were retried via another vCPU */
 	int idle_prev;                 /* the previous sample found it halted in hlt: its stack is
 					* not read again if pc, sp and fp are unchanged */
 	uint64_t prev_pc, prev_sp, prev_fp; /* registers of the previous sample */
@@ -152,6 +156,9 @@ struct sampler_cfg {
 	uint64_t klo, khi;              /* kernel range */
 	int max_frames;                 /* frame cap */
 	const struct guestos *os;       /* task layout (NULL or OS_NONE: no attribution) */
+	uint64_t pac_mask;              /* pointer-authentication bits of kernel code pointers as the
+					 * stub reports them (QEMU >= 8: pauth_cmask[_high]), 0: derive
+					 * them from the text (arch_pac_mask) */
 };
 
 /* Kernel text read from the guest, in aligned blocks (text never changes). */
@@ -176,6 +183,10 @@ struct plan {
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
 					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
 	int pcpu_by_p;                  /* pcpu is not in the `g` reply: read it with `p` */
+	int task_via_kernel;            /* user-mode vCPUs read task data through a kernel-mode one
+					 * (aarch64 Linux: KPTI unmaps the kernel at EL0) */
+	uint64_t pac_mask;              /* return-address bits a pointer-authentication code may fill
+					 * (arch_pac_mask of the kernel text; 0 none) */
 	uint64_t kptr_lo;               /* kernel pointers (per-CPU base, task) lie at or above this:
 					 * the upper half, or (a kernel linked below it) the first page's end */
 	uint32_t task_lo, task_len;     /* the identity fields' span in a task struct (task_span) */

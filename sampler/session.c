@@ -1,6 +1,7 @@
 /* session.c: one attachment to a guest -- the kernel image, connection, guard, sampler. */
 #include "session.h"
 #include "err.h"
+#include "insn.h"
 #include "pace.h"
 #include "progress.h"
 #include <stdarg.h>
@@ -27,6 +28,45 @@ static int fail(struct session *ss, int code, const char *what)
 const struct symtab *session_syms(const struct session *ss)
 {
 	return ss->img.syms.n ? &ss->img.syms : NULL;
+}
+
+static int syms_text_byte(const void *t, uint64_t addr)
+{
+	return syms_byte(t, addr);
+}
+
+/*
+ * aarch64 Linux: the per-CPU __entry_task (BTF says it exists) is current; its address comes from
+ * the entry code that loads it into SP_EL0 (el0t_64_sync, from the image's text, already at the
+ * guest's addresses). Without image text or that code: attribution off, saying why.
+ */
+static void linux_percpu_addr(struct session *ss, const struct arch *ga)
+{
+	struct guestos *os = &ss->img.os;
+	const struct symtab *t = &ss->img.syms;
+	if (ga->id != ARCH_AARCH64 || !os->cur_sym) {
+		os->os = OS_NONE;
+		snprintf(os->why, sizeof os->why, "Linux tasks are found on x86_64 and arm64 guests only (%s "
+			 "is not supported yet)", ga->name);
+		return;
+	}
+	uint64_t addr = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->syms[i].name, "el0t_64_sync")) {
+			uint64_t len = t->syms[i].size ? t->syms[i].size : 0x400;
+			if (a64_sp_el0_source(syms_text_byte, t, t->syms[i].addr, len, &addr) == 0) break;
+			addr = 0;
+		}
+	if (!addr) {
+		os->os = OS_NONE;
+		snprintf(os->why, sizeof os->why, "the address of the per-CPU %s is not known: el0t_64_sync's text "
+			 "(from the kernel image) does not load SP_EL0 from it as 6.1's entry code does", os->cur_sym);
+		return;
+	}
+	os->cur_off = addr;
+	size_t n = strlen(os->what);
+	snprintf(os->what + n, sizeof os->what - n, " (__entry_task at 0x%llx)", (unsigned long long)addr);
+	os->cur_sym = NULL;
 }
 
 int session_open(struct session *ss, const struct opts *o)
@@ -79,16 +119,13 @@ int session_open(struct session *ss, const struct opts *o)
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
 	if (o->nelf && locate_kernel(ss) < 0) return -1;                   /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
-				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL };
+				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);
 	cfg.os = &ss->img.os;
+	cfg.pac_mask = ss->pac_mask;
 	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
-	if (ss->img.os.os == OS_LINUX && ga->id != ARCH_X86_64) {
-		ss->img.os.os = OS_NONE; /* arm64 keeps `current` in SP_EL0, not at a per-CPU offset */
-		snprintf(ss->img.os.why, sizeof ss->img.os.why, "Linux tasks are found on x86_64 guests only (%s "
-			 "is not supported yet)", ga->name);
-	}
+	if (ss->img.os.os == OS_LINUX && ga->id != ARCH_X86_64) linux_percpu_addr(ss, ga);
 	if (ss->img.os.os != OS_NONE && !plan_tasks_on(&ss->s.p)) {
 		ss->img.os.os = OS_NONE;
 		snprintf(ss->img.os.why, sizeof ss->img.os.why, "the gdbstub's %s registers include no %s (the "

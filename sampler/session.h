@@ -22,6 +22,7 @@ struct session {
 	struct sampler s;              /* per-vCPU sampling state */
 	int cpus[GDB_MAX_CPUS];        /* vCPU indexes sampled */
 	int ncpu;                      /* how many */
+	uint64_t pac_mask;             /* the stub's pauth code mask for kernel code pointers, 0 none */
 	uint64_t klo, khi;             /* kernel range: --kernel-range, else the upper half, else (a
 				        * kernel linked below it) its image's text (locate.c) */
 	int attached;                  /* connected and not yet detached */

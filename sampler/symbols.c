@@ -256,6 +256,20 @@ static uint64_t fnv64(const uint8_t *p, size_t n)
 	return h;
 }
 
+int syms_add_text(struct symtab *t, uint64_t addr, const uint8_t *data, size_t len)
+{
+	struct textsec *ns = realloc(t->secs, (size_t)(t->nsecs + 1) * sizeof *ns);
+	if (!ns) return -1;
+	t->secs = ns;
+	ns[t->nsecs].addr = addr;
+	ns[t->nsecs].len = len;
+	ns[t->nsecs].data = malloc(len ? len : 1);
+	if (!ns[t->nsecs].data) return -1;
+	memcpy(ns[t->nsecs].data, data, len);
+	t->nsecs++;
+	return 0;
+}
+
 int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t flen)
 {
 	Elf *e = elf_memory((char *)file, flen);
@@ -276,15 +290,7 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 		const char *sname = elf_strptr(e, shstr, sh.sh_name);
 		if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) && (sh.sh_flags & SHF_ALLOC) &&
 		    (d = elf_getdata(scn, NULL)) && d->d_size) {
-			struct textsec *ns = realloc(t->secs, (size_t)(t->nsecs + 1) * sizeof *ns);
-			if (!ns) break;
-			t->secs = ns;
-			ns[t->nsecs].addr = sh.sh_addr;
-			ns[t->nsecs].len = d->d_size;
-			ns[t->nsecs].data = malloc(d->d_size);
-			if (!ns[t->nsecs].data) break;
-			memcpy(ns[t->nsecs].data, d->d_buf, d->d_size);
-			t->nsecs++;
+			if (syms_add_text(t, sh.sh_addr, d->d_buf, d->d_size) < 0) break;
 		}
 		if (sh.sh_type == SHT_NOTE && sname && !strcmp(sname, ".note.gnu.build-id") &&
 		    (d = elf_getdata(scn, NULL)) && d->d_size > 16) {

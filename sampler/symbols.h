@@ -55,6 +55,8 @@ int syms_load(struct symtab *t, const char *path);
 /* Add an ELF image's text sections, build-id and function symbols (a stripped image has none:
  * names then come from a map added with syms_parse_map). */
 int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t len);
+/* Add a section of text bytes at link address addr (copied): an ELF's, or an arm64 Image's. */
+int syms_add_text(struct symtab *t, uint64_t addr, const uint8_t *data, size_t len);
 /* Parse an nm-style map ("ADDR [SIZE] TYPE NAME" lines, text symbols kept) from memory. */
 int syms_parse_map(struct symtab *t, const char *text, size_t len);
 /* Add one symbol (used by the loaders and tests); call syms_finish after the last. */

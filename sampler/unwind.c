@@ -122,7 +122,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 {
 	const struct uw_arch *a = in->arch;
 	struct uw_walk w = { .arch = a, .span = in->span, .chunks = in->chunks, .nchunks = in->nchunks,
-			     .fetchable = in->fetchable, .need_reg = -1 };
+			     .fetchable = in->fetchable, .need_reg = -1, .pac_mask = in->pac_mask };
 	struct uw_frame buf[2], *f = &buf[0], *t = &buf[1]; /* the frame and its caller, swapped per step */
 	int n = 0, switches = 0;
 	uint32_t left = 0;
@@ -171,6 +171,7 @@ void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out
 			out->need_reg = w.need_reg;
 			break;
 		}
+		t->pc = uw_strip(in->pac_mask, t->pc); /* a CFI step's x30 may be signed too */
 		if (t->pc == 0) { out->stop = UW_END; break; }
 		if (!in_kernel(in, t->pc)) {
 			/* An interrupt or exception frame whose context is outside the kernel interrupted

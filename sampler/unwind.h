@@ -96,6 +96,7 @@ struct uw_walk {
 	uint64_t need;                /* for UW_UNREAD: the address to read */
 	uint64_t fetchable;           /* registers not in the frame that another trip can read */
 	int need_reg;                 /* for UW_UNREAD: the register to read (-1: memory at need) */
+	uint64_t pac_mask;            /* code-pointer bits that hold no address (unwind_in's) */
 };
 
 /* What one step returned. */
@@ -124,6 +125,8 @@ struct unwind_in {
 	uint64_t fetchable;           /* bit n: register n is not in regs but another trip can read
 				       * it (a register outside QEMU's `g`: aarch64's ELR_EL1) */
 	int user;                     /* the vCPU is in user mode: only the pc is recorded */
+	uint64_t pac_mask;            /* bits of a return address that hold no address and may hold a
+				       * pointer-authentication code (aarch64: arch_pac_mask), 0 none */
 	uint64_t klo, khi;            /* kernel range [klo, khi] that frames must fall in */
 	uint64_t span;                /* one stack's frames lie within [sp, sp + span) */
 	int max_frames;               /* cap including the pc */
@@ -147,6 +150,13 @@ struct unwind_out {
 	uint16_t by_method[UM_N]; /* frames each method produced */
 };
 
+/* A return address without its pointer-authentication code: the bits of mask set to ones for
+ * an upper-half address (bit 55 set, as the architecture's strip instruction XPACI decides),
+ * cleared for a lower-half one. mask 0: unchanged. */
+static inline uint64_t uw_strip(uint64_t mask, uint64_t v)
+{
+	return !mask ? v : (v >> 55) & 1 ? v | mask : v & ~mask;
+}
 /* Walk; frames must hold in->max_frames entries. */
 void unwind_walk(const struct unwind_in *in, uint64_t *frames, struct unwind_out *out);
 /* Read a little-endian 64-bit word from the chunks; 0 ok, -1 if not fully covered. */
@@ -169,7 +179,20 @@ struct fp_ctx {
 	/* 1 if a record's return address follows a call, 0 if not (the record holds an interrupted
 	 * pc: an exception entry's), -1 unknown; NULL: always -1 */
 	int (*after_call)(const void *arg, uint64_t ra);
+	/* an exception vector's first instruction (nothing of the entry has run): FP_VEC_KERNEL if
+	 * the vector takes exceptions from the kernel (the interrupted pc is in ELR_EL1, every other
+	 * register still the interrupted code's), FP_VEC_USER from user mode, 0 not a vector entry;
+	 * NULL: never */
+	int (*vector)(const void *arg, uint64_t pc);
+	int elr;                /* the DWARF number of the exception link register (aarch64: 33) */
+	int pt_valid;           /* an exception entry's record sits in a register frame (arm64
+				 * Linux's pt_regs): the interrupted x30 and sp are at these offsets
+				 * from the record */
+	int32_t pt_lr, pt_sp;
+	int switch_stacks;      /* a frame record may point to another stack (aarch64 Linux's IRQ
+				 * stack links to the task stack): the walk's stack checks judge it */
 };
+enum { FP_VEC_KERNEL = 1, FP_VEC_USER = 2 };
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 
 #endif

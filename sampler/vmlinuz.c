@@ -320,3 +320,31 @@ fail:
 	free(o.p);
 	return -1;
 }
+
+int vmlinuz_decompress(struct vmlinuz *z, const uint8_t *p, size_t len, uint8_t **out, size_t *outlen)
+{
+	*out = NULL;
+	*outlen = 0;
+	const struct codec *c = NULL;
+	for (size_t i = 0; len >= 8 && i < sizeof codecs / sizeof codecs[0] && !c; i++)
+		if (!memcmp(p, codecs[i].magic, codecs[i].mlen)) c = &codecs[i];
+	if (!c) {
+		ERR_SET(z, ERR_FORMAT, "the payload is not gzip, xz or zstd%s", len < 8 ? " (too short)" : "");
+		return -1;
+	}
+	z->codec = c->name;
+	if (!c->decode || c->decode == dec_lz4) { /* lz4's legacy frame has no end mark to check */
+		ERR_SET(z, ERR_FORMAT, "payload compressed with %s, which gdbsample does not read here", c->name);
+		return -1;
+	}
+	struct out o = { .max = z->max_out ? z->max_out : VMLINUZ_MAX_OUT };
+	if (o.max > SIZE_MAX / 4) o.max = SIZE_MAX / 4;
+	size_t first = len * 4 < o.max ? len * 4 : o.max;
+	if (out_room(z, &o, first + OUT_STEP) < 0 || c->decode(z, p, len, &o) < 0 || out_over(z, &o) < 0) {
+		free(o.p);
+		return -1;
+	}
+	*out = o.p;
+	*outlen = o.n;
+	return 0;
+}

@@ -18,4 +18,8 @@ int vmlinuz_is_bzimage(const uint8_t *img, size_t n);
 /* Decompress the bzImage payload into a malloc'd ELF (*elf, *elflen; caller frees); 0 or -1. */
 int vmlinuz_extract(struct vmlinuz *z, const uint8_t *img, size_t n, uint8_t **elf, size_t *elflen);
 
+/* Decompress one gzip, xz or zstd stream (recognised by its magic) into a malloc'd buffer; the
+ * stream's own end mark ends it. 0 or -1 (z->errstr: an unknown codec, a truncated stream). */
+int vmlinuz_decompress(struct vmlinuz *z, const uint8_t *p, size_t len, uint8_t **out, size_t *outlen);
+
 #endif

@@ -328,15 +328,19 @@ def parse_stat(text):
 
 # -- the guest -------------------------------------------------------------------------------
 class LinuxGuest:
-    """One QEMU (TCG) running Debian's stock kernel and the busybox initramfs, shell connected."""
+    """One QEMU (TCG) running Debian's stock kernel and the busybox initramfs, shell connected.
+    A subclass for another architecture (tools/linuxguest_arm64.py) sets SERIES_NAMES and
+    STEXT_LINK and overrides fetch(), make_initramfs() and command_line()."""
+    SERIES_NAMES = tuple(SERIES)      # the series this class boots
+    STEXT_LINK = STEXT_NOKASLR        # _stext at the link address (kaslr_slide's base)
 
     def __init__(self, series="6.1", smp=2, kaslr=True, build=DEFAULT_BUILD, memory=512, cpu=None,
                  append=(), extra=(), interactive=False):
         """series: "6.1" or "6.12"; kaslr=False appends nokaslr; cpu: a -cpu model (None: QEMU's
         default, qemu64, which both series boot on); append/extra: more kernel/QEMU arguments;
         interactive: a shell for a person (prompts, echo) instead of the one cmd() drives."""
-        if series not in SERIES:
-            raise LinuxGuestError(f"series must be one of {', '.join(SERIES)}, not {series!r}")
+        if series not in self.SERIES_NAMES:
+            raise LinuxGuestError(f"series must be one of {', '.join(self.SERIES_NAMES)}, not {series!r}")
         self.series, self.smp, self.kaslr, self.build = series, smp, kaslr, build
         self.memory, self.cpu, self.append, self.extra = memory, cpu, list(append), list(extra)
         self.interactive = interactive
@@ -371,8 +375,8 @@ class LinuxGuest:
     def start(self, boot_timeout=300):
         """Fetches what is missing, boots and waits for the shell; returns self."""
         os.makedirs(self.build, exist_ok=True)
-        self.vmlinuz, self.config = fetch_kernel(self.build, self.series)
-        self.initramfs = build_initramfs(self.build)
+        self.vmlinuz, self.config = self.fetch()
+        self.initramfs = self.make_initramfs()
         try:
             self.dir = tempfile.mkdtemp(prefix="gdbsample-linux-")
             self.gdb_port = free_port()
@@ -390,6 +394,14 @@ class LinuxGuest:
             self.stop()
             raise
         return self
+
+    def fetch(self):
+        """(vmlinuz, config) of self.series, cached or downloaded."""
+        return fetch_kernel(self.build, self.series)
+
+    def make_initramfs(self):
+        """Path of the initramfs this guest boots."""
+        return build_initramfs(self.build)
 
     def _connect(self, path):
         deadline = time.monotonic() + 10
@@ -535,7 +547,7 @@ class LinuxGuest:
 
     def kaslr_slide(self):
         """_stext of this boot minus its link address (0 with nokaslr)."""
-        return self.symbols()["_stext"][0] - STEXT_NOKASLR
+        return self.symbols()["_stext"][0] - self.STEXT_LINK
 
     # -- workloads -------------------------------------------------------------------------
     def start_workloads(self, names=tuple(WORKLOADS)):
@@ -590,15 +602,16 @@ def cmd_fetch(args):
     print(f"initramfs: {build_initramfs(args.build)}")
 
 
-def cmd_boot(args):
-    """Boots a guest with an interactive shell and bridges its console to this terminal until
-    Ctrl-] (or, when stdin is not a terminal, until stdin ends and the guest is quiet for 2 s);
-    QEMU is stopped on the way out."""
+def cmd_boot(args, g=None):
+    """Boots a guest (g, or one of args.series) with an interactive shell and bridges its console
+    to this terminal until Ctrl-] (or, when stdin is not a terminal, until stdin ends and the
+    guest is quiet for 2 s); QEMU is stopped on the way out."""
     import select
     import termios
     import tty
-    g = LinuxGuest(args.series, smp=args.smp, kaslr=not args.nokaslr, build=args.build, cpu=args.cpu,
-                   interactive=True)
+    if g is None:
+        g = LinuxGuest(args.series, smp=args.smp, kaslr=not args.nokaslr, build=args.build, cpu=args.cpu,
+                       interactive=True)
     with g:
         print(f"linuxguest: {os.path.basename(g.vmlinuz)} up in {g.boot_seconds:.1f} s; qemu pid {g.pid}; "
               f"gdbstub tcp:127.0.0.1:{g.gdb_port}; qmp {g.qmp_path}; kallsyms {g.kallsyms_path()}; "

@@ -1,6 +1,7 @@
 /* test_arch.c: target.xml parsing into the register layout, per architecture. */
 #include "check.h"
 #include "../../sampler/arch.h"
+#include "../../sampler/unwind.h"
 #include "../../sampler/files.h"
 #include <stdlib.h>
 
@@ -135,10 +136,44 @@ static void test_aarch64_qemu(const char *file, int nregs, int tpidr_num)
 	g[264] = 0x00;                /* EL0t: user, whatever the pc */
 	CHECK(arch_is_user(&l, g, sizeof g) == 1);
 	CHECK(arch_is_user(&l, g, 264) == -1); /* a reply without cpsr: unknown */
+	/* pointer authentication's masks: QEMU 10.0's pauth_v2 feature; none on 7.2 */
+	const struct reg *cm = arch_find_reg(&l, "pauth_cmask_high");
+	CHECK(tpidr_num == 213 ? !cm : cm && cm->size == 8 && cm->off >= 268);
+}
+
+/* Pointer-authentication codes come off kernel return addresses: the mask is the top bits the
+ * text shares with bit 63 (bit 55, which picks the half, never in it). Literals from Debian's
+ * 6.1 arm64 kernel under -cpu max: code at ffffb96b43fab5ec, signed f69ab96b43fab5ec. */
+static void test_pac(void)
+{
+	const struct arch *a = arch_find("aarch64"), *x = arch_find("x86_64");
+	uint64_t m = arch_pac_mask(a, 0xffffb96b42e10000ull, 0xffffb96b43b00000ull);
+	CHECK(m == 0xff7f800000000000ull); /* VA bits 47..0 are address */
+	CHECK(uw_strip(m, 0xf69ab96b43fab5ecull) == 0xffffb96b43fab5ecull);
+	CHECK(uw_strip(m, 0xffffb96b43fab5ecull) == 0xffffb96b43fab5ecull); /* unsigned: unchanged */
+	CHECK(uw_strip(m, 0x0011b96b43fab5ecull) == 0x0000396b43fab5ecull); /* a lower-half pointer */
+	/* our kernel, linked low (0x40080000): its code pointers have zeros up there */
+	uint64_t low = arch_pac_mask(a, 0x40080000ull, 0x40100000ull);
+	CHECK(low == (~0ull << 31 & ~(1ull << 55)));
+	CHECK(uw_strip(low, 0x0035000040080abcull) == 0x40080abcull);
+	CHECK(uw_strip(low, 0x40080abcull) == 0x40080abcull);
+	CHECK(arch_pac_mask(x, 0xffffffff81000000ull, 0xffffffff82000000ull) == 0); /* no PAC on x86 */
+	CHECK(arch_pac_mask(a, 0x7fff0000ull, 0xffff000000000000ull) == 0);          /* spans both halves */
+	CHECK(arch_pac_mask(a, 0x10, 0x10) == 0);                                    /* empty */
+	CHECK(uw_strip(0, 0xf69ab96b43fab5ecull) == 0xf69ab96b43fab5ecull);
+	/* the stub's mask (pauth_cmask_high: bits 63..48 with 48-bit VAs, TBI off) is taken when
+	 * it covers no bit of a text address; one reaching into the addresses is refused */
+	CHECK(arch_pac_mask_stub(0xffff000000000000ull, 0xffffb96b42e10000ull, 0xffffb96b43b00000ull) ==
+	      0xffff000000000000ull);
+	CHECK(arch_pac_mask_stub(0xffffc00000000000ull, 0xffffb96b42e10000ull, 0xffffb96b43b00000ull) == 0);
+	CHECK(arch_pac_mask_stub(0x007f000000000000ull, 0x40080000ull, 0x40100000ull) == 0x007f000000000000ull);
+	CHECK(arch_pac_mask_stub(0, 0x40080000ull, 0x40100000ull) == 0);
+	CHECK(uw_strip(0xffff000000000000ull, 0xf69ab96b43fab5ecull) == 0xffffb96b43fab5ecull);
 }
 
 void test_arch(void)
 {
+	test_pac();
 	test_aarch64_qemu("qemu-7.2-aarch64-max.xml", 283, 213);
 	test_aarch64_qemu("qemu-10.0-aarch64-max.xml", 304, 192);
 	test_x86();

@@ -163,6 +163,53 @@ static void test_idle_and_calls(void)
 	CHECK(a64_is_call(0x97ffffff) && !a64_is_call(0x17ffffff) && !a64_is_call(0xd61f0040)); /* br x2 */
 }
 
+/* A frameless leaf, as Linux's __arch_clear_user: a loop, no frame record, no call, sp untouched.
+ * Anywhere in it (loop included) the return address is in x30; one call or one store of a
+ * frame record in it and it is not frameless. */
+static void test_frameless_leaf(void)
+{
+	static const uint32_t clear[] = {
+		0xaa0103e2, /* 0x00 mov x2, x1 */
+		0xf1002021, /* 0x04 subs x1, x1, #8 */
+		0x54000064, /* 0x08 b.mi 0x14 */
+		0xf800841f, /* 0x0c str xzr, [x0], #8 */
+		0x17fffffd, /* 0x10 b 0x04 */
+		0xd2800000, /* 0x14 mov x0, #0 */
+		0xd65f03c0, /* 0x18 ret */
+	};
+	static const uint32_t calls[] = {
+		0xaa0103e2, /* 0x00 mov x2, x1 */
+		0xf1002021, /* 0x04 subs x1, x1, #8 */
+		0x54000064, /* 0x08 b.mi 0x14 */
+		0x94000000, /* 0x0c bl ...: x30 overwritten */
+		0x17fffffd, /* 0x10 b 0x04 */
+		0xd2800000, /* 0x14 mov x0, #0 */
+		0xd65f03c0, /* 0x18 ret */
+	};
+	static const uint32_t shrink[] = {
+		0xb4000040, /* 0x00 cbz x0, 0x08 */
+		0xd65f03c0, /* 0x04 ret (the fast path) */
+		0xa9bf7bfd, /* 0x08 stp x29, x30, [sp, #-16]! */
+		0x910003fd, /* 0x0c mov x29, sp */
+		0xf9400000, /* 0x10 ldr x0, [x0] */
+		0xa8c17bfd, /* 0x14 ldp x29, x30, [sp], #16 */
+		0xd65f03c0, /* 0x18 ret */
+	};
+	int adj = -1;
+	use(clear, sizeof clear / 4);
+	CHECK(kind(0, 0x0c, &adj) == PC_AT_ENTRY && adj == 0); /* in the loop, after a branch */
+	CHECK(kind(0, 0x14, &adj) == PC_AT_ENTRY && adj == 0);
+	CHECK(insn_pc_kind(EM_AARCH64, byte_at, NULL, 0, 0, BASE + 0x0c, &adj) == PC_BODY); /* fn unknown */
+	use(calls, sizeof calls / 4);
+	CHECK(kind(0, 0x14, &adj) == PC_BODY);
+	use(shrink, sizeof shrink / 4);
+	CHECK(kind(0, 0x10, &adj) == PC_BODY); /* the frame record is stored before pc */
+	use(clear, 3);                          /* the text ends before any ret: unknown, not a leaf */
+	CHECK(kind(0, 0x08, &adj) == PC_AT_ENTRY); /* (the straight-line prologue rule still holds) */
+	use(clear, 5);
+	CHECK(kind(0, 0x10, &adj) == PC_BODY);
+}
+
 /* x86_64 keeps its rules: the byte before a halted pc is hlt; push %rbp after endbr64. */
 static void test_x86(void)
 {
@@ -234,5 +281,6 @@ void test_insn(void)
 	check_kernel(A64_KERNEL_NOFP, 0);
 	test_frames();
 	test_idle_and_calls();
+	test_frameless_leaf();
 	test_x86();
 }

@@ -302,9 +302,82 @@ static void test_aarch64(void)
 	CHECK(out.by_method[UM_CFI] == 2 && out.by_method[UM_FP] == 1);
 }
 
+static int vector_of(const void *arg, uint64_t pc)
+{
+	(void)arg;
+	return pc == K(0x800) ? FP_VEC_KERNEL : pc == K(0xc00) ? FP_VEC_USER : 0;
+}
+
+/* arm64 Linux's rules on synthetic memory: signed return addresses, a stop on a vector, and an
+ * exception record inside its pt_regs. */
+static void test_aarch64_linux(void)
+{
+	struct unwind_in in;
+	struct unwind_out out;
+	uint64_t f[64];
+	struct fp_ctx a64 = { kind_of, NULL, 16384, after_call_of, vector_of, 33, 0, 0, 0, 1 };
+	struct unwinder a64u = { UM_FP, &a64, fp_step };
+	const uint64_t mask = 0xff7f800000000000ull; /* arch_pac_mask of a 48-bit upper-half text */
+
+	/* Return addresses signed by paciasp (0xa5 and 0x12 in the code's bits): out of range
+	 * unless stripped; stripped, the chain is the plain one. */
+	build_chain();
+	put64(STACK + 0x108, (K(0x1044) & ~mask) | 0xa5ull << 56 | 0x12ull << 48);
+	put64(STACK + 0x148, (K(0x2088) & ~mask) | 0x3cull << 56 | 0x7full << 48);
+	setup_arch(&in, &uw_arch_aarch64, K(0x6010), STACK + 0xf0, STACK + 0x100);
+	in.methods[0] = &a64u;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_RANGE && out.n == 1);
+	in.pac_mask = mask;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4 && f[1] == K(0x1044) && f[2] == K(0x2088) && f[3] == K(0x30cc));
+	/* ...x30 too, in a frameless leaf */
+	set_reg(&in, 30, (K(0x1044) & ~mask) | 0x55ull << 56);
+	kind_now = PC_AT_ENTRY;
+	kind_pc = K(0x6010);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 5 && f[1] == K(0x1044) && f[2] == K(0x1044));
+
+	/* A stop on a vector from EL1: the caller is ELR_EL1's pc with the same registers; until
+	 * ELR_EL1 is read, the walk asks for it. From EL0: user mode. */
+	build_chain();
+	setup_arch(&in, &uw_arch_aarch64, K(0x800), STACK + 0xf0, STACK + 0x100);
+	in.methods[0] = &a64u;
+	in.fetchable = 1ull << 33;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_UNREAD && out.need_reg == 33 && out.n == 1);
+	set_reg(&in, 33, K(0x5010));
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 5 && f[1] == K(0x5010) && f[2] == K(0x1044));
+	CHECK(unwind_is_exact(out.exact, 1) && !unwind_is_exact(out.exact, 2));
+	in.pc = K(0xc00);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_USER && out.n == 1);
+
+	/* An exception record inside pt_regs: the interrupted pc is in a prologue (return address
+	 * still in x30): x30 and sp come from the register frame, and the chain goes on. */
+	build_chain();
+	put64(STACK + 0x80, STACK + 0x100); put64(STACK + 0x88, K(0x7100)); /* the entry's record */
+	put64(STACK + 0x40, K(0x1044));                                      /* pt_regs.regs[30] */
+	put64(STACK + 0x48, STACK + 0xf0);                                   /* pt_regs.sp */
+	setup_arch(&in, &uw_arch_aarch64, K(0x6010), STACK + 0x70, STACK + 0x80);
+	in.methods[0] = &a64u;
+	kind_now = PC_AT_ENTRY;
+	kind_pc = K(0x7100);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_BADRULE && out.n == 2); /* without the frame's layout: x30 unknown */
+	a64.pt_valid = 1;
+	a64.pt_lr = -0x40;
+	a64.pt_sp = -0x38;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 6 && f[1] == K(0x7100) && f[2] == K(0x1044) && f[3] == K(0x1044) &&
+	      f[4] == K(0x2088));
+}
+
 void test_unwind(void)
 {
 	test_aarch64();
+	test_aarch64_linux();
 	test_normal();
 	test_loop();
 	test_misaligned();
