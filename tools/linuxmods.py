@@ -6,8 +6,9 @@ Cache (under the build directory, beside what tools/linuxguest.py keeps there):
     SERIES/modules/VER/                 lib/modules/VER of the linux-image .deb, as shipped
     SERIES/ko/VER/NAME.ko               a module from it, decompressed (.ko.xz/.ko.zst/.ko.gz)
     SERIES/headers/VER/                 linux-headers-VER + -common + linux-kbuild-*, dpkg -x'ed
-    SERIES/oot/NAME-HASH/NAME.ko        an out-of-tree module built with -g (DWARF), and
-    SERIES/oot/NAME-HASH/NAME.strip.ko  the same with its debug sections stripped (what is loaded)
+    SERIES/oot/NAME-HASH/NAME.ko        an out-of-tree module built with -g (DWARF), its sources,
+    SERIES/oot/NAME-HASH/NAME.strip.ko  build.log, and the .ko with its debug sections stripped
+                                        (what the guest loads)
 
 An out-of-tree build is named by a hash of its sources, the headers packages and the compiler's
 --version, so a change of any of them builds again. Nothing is installed into the system: the
@@ -17,6 +18,7 @@ The overlay is a second (gzipped newc) cpio appended to the busybox initramfs --
 unpacks concatenated archives in order -- holding lib/modules/linuxguest/NAME.ko and boot.list,
 the `NAME PARAMS` lines /init insmods, in dependency order, before READY.
 """
+import fcntl
 import glob
 import gzip
 import hashlib
@@ -275,40 +277,33 @@ def build_out_of_tree(build, series, ver, name, src=None):
     with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(kdir))), "packages"), "rb") as fh:
         h.update(fh.read())
     h.update(ccv.encode())
-    out = os.path.join(build, series, "oot", f"{name}-{h.hexdigest()[:16]}")
+    # Built where it stays (under the real path of the cache), so the DWARF's directories name
+    # the sources beside the .ko; a lock keeps two processes from building the same one at once.
+    out = os.path.join(os.path.realpath(build), series, "oot", f"{name}-{h.hexdigest()[:16]}")
     ko, strip = os.path.join(out, f"{name}.ko"), os.path.join(out, f"{name}.strip.ko")
     if os.path.exists(strip):
         return ko, strip
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f"{name}-", dir=os.path.dirname(out))
-    try:
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(strip):
+            return ko, strip
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
         for f in os.listdir(src):
-            shutil.copy2(os.path.join(src, f), tmp)
+            shutil.copy2(os.path.join(src, f), out)
         # No BTF for the module: 6.12's headers ship a vmlinux as BTF base, and kbuild would then
         # need pahole (dwarves); gdbsample takes struct layouts from the kernel's own BTF.
-        argv = ["make", "-C", kdir, "-f", headers_makefile(kdir), f"M={tmp}",
+        argv = ["make", "-C", kdir, "-f", headers_makefile(kdir), f"M={out}",
                 "CONFIG_DEBUG_INFO_BTF_MODULES=", "modules"]
-        r = subprocess.run(argv, capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL, timeout=600)
-        with open(os.path.join(tmp, "build.log"), "w") as f:
+        r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+        with open(os.path.join(out, "build.log"), "w") as f:
             f.write(f"$ {' '.join(argv)}   # {ccv}; kernel: {cc_text}\n" + r.stdout + r.stderr)
-        if r.returncode != 0 or not os.path.exists(os.path.join(tmp, f"{name}.ko")):
-            raise LinuxGuestError(f"building {name}.ko against linux-headers-{ver} failed:\n" +
-                                  (r.stdout + r.stderr)[-1500:])
-        subprocess.run(["strip", "--strip-debug", "-o", os.path.join(tmp, f"{name}.strip.ko"),
-                        os.path.join(tmp, f"{name}.ko")], check=True)
-        keep = {f"{name}.ko", f"{name}.strip.ko", f"{name}.c", "Kbuild", "build.log"}
-        for f in os.listdir(tmp):
-            if f not in keep:
-                p = os.path.join(tmp, f)
-                shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
-        try:
-            os.rename(tmp, out)
-        except OSError:               # built by another process meanwhile
-            if not os.path.exists(strip):
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if r.returncode != 0 or not os.path.exists(ko):
+            raise LinuxGuestError(f"building {name}.ko against linux-headers-{ver} failed (log: "
+                                  f"{out}/build.log):\n" + (r.stdout + r.stderr)[-1500:])
+        subprocess.run(["strip", "--strip-debug", "-o", strip + ".tmp", ko], check=True)
+        os.replace(strip + ".tmp", strip)  # last: its presence says the build is complete
     return ko, strip
 
 
