@@ -150,6 +150,9 @@ def _apt_options(build, series):
             "-o", f"Dir::State::Lists={d}/lists", "-o", f"Dir::Cache={d}/cache"]
 
 
+APT_LIST_TRIES = 20  # x 3 s: apt-cache finds no packages while an `apt-get update` rewrites the lists
+
+
 def _apt_update(opts):
     status, out = _apt(["apt-get", "-q", "update"] + opts)
     if status != 0 or re.search(r"^(W|E): Failed to fetch", out, re.M):
@@ -159,8 +162,12 @@ def _apt_update(opts):
 def _download_image(opts, cwd):
     """Resolves the metapackage's dependency (e.g. linux-image-6.1.0-57-amd64) and downloads it
     into cwd: (path of the .deb, None) or (None, why). Network errors raise ArchiveUnreachable."""
-    status, out = _apt(["apt-cache"] + opts + ["depends", META])
-    m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
+    for _ in range(APT_LIST_TRIES):
+        status, out = _apt(["apt-cache"] + opts + ["depends", META])
+        m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
+        if m or "No packages found" not in out:
+            break
+        time.sleep(3)  # an `apt-get update` elsewhere is replacing the lists (e.g. make deps)
     if status != 0 or not m:
         return None, f"apt-cache depends {META} names no linux-image package: {_apt_errors(out)}"
     status, out = _apt(["apt-get", "-q"] + opts + ["download", m.group(1)], cwd=cwd)

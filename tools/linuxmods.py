@@ -264,7 +264,7 @@ def build_out_of_tree(build, series, ver, name, src=None):
     hash of its sources, the headers packages and the compiler; raises with the build's own words
     when it does not build."""
     src = src or OUT_OF_TREE[name]
-    kdir = fetch_headers(build, series, ver)
+    kdir = os.path.realpath(fetch_headers(build, series, ver))  # make -C changes directory
     cc, cc_text = headers_compiler(kdir)
     if not shutil.which(cc):
         raise LinuxGuestError(f"{name}.ko for {ver} needs {cc} (the kernel was built with "
