@@ -4,7 +4,6 @@ truth (/proc/modules, /sys/module sections, kallsyms) agrees with itself, and th
 workloads spend their time in module code as the guest itself sees it (sysrq-l backtraces)."""
 import gzip
 import lzma
-import os
 import re
 import subprocess
 
@@ -205,7 +204,7 @@ def test_insmod_and_rmmod_mid_run(modguest):
         syms = modguest.module_symbols(carried)[carried]
         text = modguest.module_sections(carried)[".text"]
         inside = _in_text(syms, text, entry["size"])
-        want = {"brd": {"brd_submit_bio", "brd_do_bvec"},
+        want = {"brd": {"brd_submit_bio"},  # 6.12 inlines brd_do_bvec into it
                 "hotmod": {"hotmod_read", "hotmod_work", "hotmod_spin"}}[carried]
         assert want <= set(inside), sorted(syms)
     finally:
@@ -225,7 +224,8 @@ def test_kallsyms_now_has_a_module_loaded_after_boot(linux61_modules):
             fresh = parse_kallsyms_modules(f.read())
         assert fresh["hotmod"] == g.module_symbols("hotmod")["hotmod"]
         assert fresh["brd"] == g.module_symbols("brd")["brd"]
-        pid = int(g.cmd("pgrep -x hotmod_kthread").split()[0])
+        pid = int(g.cmd("for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = hotmod_kthread ] && "
+                        "echo ${p#/proc/}; done; true").split()[0])
         chains = sysrq_chains(g, "hotmod_kthread")
         assert sum("hotmod_thread" in c for c in chains) >= len(chains) // 2, chains
         assert g.cpu_times([pid])[pid][1] > 0
@@ -242,6 +242,7 @@ def sysrq_chains(g, comm, rounds=SNAPSHOTS):
     g.cmd("dmesg -c > /dev/null; i=0; while [ $i -lt %d ]; do echo l > /proc/sysrq-trigger; "
           "sleep 0.1; i=$((i+1)); done" % rounds, timeout=120)
     log = g.cmd("dmesg -c", timeout=120)  # the backtraces are info-level: not on the quiet console
+    log = re.sub(r"^\[[ 0-9.]+\] ", "", log, flags=re.M)
     chains = []
     for block in re.split(r"NMI backtrace for cpu \d+", log)[1:]:
         if re.search(rf"Comm: {re.escape(comm[:15])} ", block):
@@ -256,9 +257,9 @@ def test_module_workloads_spend_their_time_in_module_code(modguest):
     snapshot is a random moment of the workload's life; with its true share >= 90 % (brd's
     memset and hotmod's spin), >= half of 10 snapshots fails about once in 6000 runs."""
     boot, carried = BOOT[modguest.series]
-    hot = {"brddd": ("[brd]", r"brd_(do_bvec|submit_bio)\+\S+ \[brd\]"),
-           "hotmod": ("[hotmod]", r"hotmod_spin\+\S+ \[hotmod\]\s+hotmod_work\+\S+ \[hotmod\]\s+"
-                                  r"hotmod_read\+\S+ \[hotmod\]")}
+    hot = {"brddd": r"RIP: 0010:brd_\w+\+\S+ \[brd\]",  # the leaf in brd's own code
+           "hotmod": r"RIP: 0010:hotmod_spin\+\S+ \[hotmod\]\n(.*\n)*?\s*hotmod_work\+\S+ \[hotmod\]\n"
+                     r"\s*hotmod_read\+\S+ \[hotmod\]\n"}  # the leaf and the chain above it
     for name in ("brddd", "hotmod"):
         pids = modguest.start_workloads([name])  # insmods the carried module when needed
         try:
@@ -273,6 +274,7 @@ def test_module_workloads_spend_their_time_in_module_code(modguest):
         user, system = (after[pid][0] - before[pid][0]), (after[pid][1] - before[pid][1])
         assert system >= 0.8 * (user + system) and system > 0, (name, user, system)
         assert len(chains) >= SNAPSHOTS // 2, (name, len(chains))  # seen busy on a vCPU
-        tag, chain = hot[name]
-        inside = [c for c in chains if re.search(chain, c)]
+        inside = [c for c in chains if re.search(hot[name], c)]
+        print(f"{modguest.series} {name}: {len(inside)} of {len(chains)} snapshots in module code; "
+              f"utime {user} stime {system} ticks")  # shown with pytest -rP
         assert len(inside) >= len(chains) // 2, (name, len(inside), len(chains), chains[:2])
