@@ -290,3 +290,23 @@ def test_module_workloads_spend_their_time_in_module_code(modguest):
         print(f"{modguest.series} {name}: {len(inside)} of {len(chains)} snapshots in module code; "
               f"utime {user} stime {system} ticks")  # shown with pytest -rP
         assert len(inside) >= share[name] * len(chains), (name, len(inside), len(chains), chains[:2])
+
+
+@pytest.mark.qemu
+def test_hotmod_ko_for_the_host_has_dwarf_and_the_loaded_code(modguest):
+    """g.hotmod_ko (for gdbsample -e) is the module the guest runs, with DWARF: the same .text
+    bytes and ORC as the stripped copy the guest loaded, built for this kernel (vermagic), and
+    the chain's functions are in its symbol table."""
+    from elftools.elf.elffile import ELFFile
+    with open(modguest.hotmod_ko, "rb") as f, open(modguest.ko["hotmod"], "rb") as g:
+        full, strip = ELFFile(f), ELFFile(g)
+        names = {s.name for s in full.iter_sections()}
+        assert {".debug_info", ".debug_line", ".orc_unwind", ".orc_unwind_ip", ".text"} <= names
+        assert not any(s.name.startswith(".debug_") for s in strip.iter_sections())
+        for sec in (".text", ".orc_unwind", ".orc_unwind_ip"):
+            assert full.get_section_by_name(sec).data() == strip.get_section_by_name(sec).data(), sec
+        funcs = {s.name: s["st_size"] for s in full.get_section_by_name(".symtab").iter_symbols()
+                 if s["st_info"]["type"] == "STT_FUNC"}
+        assert all(funcs.get(n, 0) > 0 for n in ("hotmod_read", "hotmod_work", "hotmod_spin")), funcs
+        info = linuxmods.parse_modinfo(full.get_section_by_name(".modinfo").data())
+    assert info["vermagic"][0].split()[0] == modguest.release() == modguest.cmd("uname -r").strip()
