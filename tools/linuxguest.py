@@ -533,6 +533,109 @@ class LinuxGuest:
         """Path of the initramfs this guest boots."""
         return build_initramfs(self.build)
 
+    def _connect(self, path):
+        deadline = time.monotonic() + 10
+        while True:
+            if self.proc.poll() is not None:
+                raise LinuxGuestError(f"qemu exited with {self.proc.returncode}: {self.qemu_log()}")
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(path)
+                return
+            except OSError:
+                self.sock.close()
+                self.sock = None
+                if time.monotonic() > deadline:
+                    raise LinuxGuestError("qemu did not open its console socket within 10 s")
+                time.sleep(0.02)
+
+    def stop(self):
+        """Stops QEMU by its own pid (TERM, then KILL) and removes the temp dir."""
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+        stop_qemu(self.proc)
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def pid(self):
+        """QEMU's pid."""
+        return self.proc.pid
+
+    def _read_file(self, name, last=2000):
+        try:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                return f.read().decode(errors="replace").replace("\r", "")[-last:]
+        except (OSError, TypeError):
+            return ""
+
+    def qemu_log(self):
+        """The end of QEMU's own stdout/stderr."""
+        return self._read_file("qemu.log")
+
+    def kernel_log(self, last=100000):
+        """The end of the kernel console (ttyS2): boot messages, oopses, sysrq output."""
+        return self._read_file("console.log", last)
+
+    def tail(self):
+        """The last of the shell, the kernel console and QEMU, for failure messages."""
+        return ("--- shell (last 1000 chars) ---\n" + "".join(self.transcript)[-1000:] +
+                "\n--- kernel console (last 2000 chars) ---\n" + self.kernel_log(2000) +
+                "\n--- qemu ---\n" + self.qemu_log())
+
+    # -- console ---------------------------------------------------------------------------
+    def send(self, text):
+        self.sock.sendall(text.encode())
+
+    def read_until(self, marker, timeout=30):
+        """Console text up to and including marker (a str or compiled regex); the rest stays."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = (re.compile(re.escape(marker)) if isinstance(marker, str) else marker).search(self.buf)
+            if m:
+                out, self.buf = self.buf[:m.end()], self.buf[m.end():]
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LinuxGuestError(f"timed out after {timeout} s waiting for {marker!r}\n" + self.tail())
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not data:
+                raise LinuxGuestError("console closed (qemu exited?)\n" + self.tail())
+            text = data.decode(errors="replace").replace("\r", "")
+            self.buf += text
+            self.transcript.append(text)
+
+    def run(self, line, timeout=30):
+        """Runs a shell command line; returns (exit status, output). The markers are quoted on
+        the way in, so an echo of the input never matches them."""
+        self.seq += 1
+        n = self.seq
+        self.send(f'echo "@@B""EGIN {n}@@"\n{line}\necho "@@E""ND {n} $?@@"\n')
+        out = self.read_until(re.compile(rf"@@END {n} (\d+)@@\n"), timeout)
+        m = re.search(rf"@@BEGIN {n}@@\n(.*)@@END {n} (\d+)@@\n$", out, re.S)
+        if not m:
+            raise LinuxGuestError(f"no output markers for {line!r}: {out[-500:]!r}")
+        return int(m.group(2)), m.group(1)
+
+    def cmd(self, line, timeout=30, check=True):
+        """Runs a shell command line and returns its output; check: raise on a non-zero status."""
+        status, out = self.run(line, timeout)
+        if check and status != 0:
+            raise LinuxGuestError(f"`{line}` exited with {status}: {out[-800:]}")
+        return out
+
     # -- modules ---------------------------------------------------------------------------
     def modules_tree(self):
         """lib/modules/VER of this guest's kernel (cached beside it)."""
@@ -653,109 +756,6 @@ class LinuxGuest:
         with open(path, "wb") as f:
             f.write(text)
         return path
-
-    def _connect(self, path):
-        deadline = time.monotonic() + 10
-        while True:
-            if self.proc.poll() is not None:
-                raise LinuxGuestError(f"qemu exited with {self.proc.returncode}: {self.qemu_log()}")
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                self.sock.connect(path)
-                return
-            except OSError:
-                self.sock.close()
-                self.sock = None
-                if time.monotonic() > deadline:
-                    raise LinuxGuestError("qemu did not open its console socket within 10 s")
-                time.sleep(0.02)
-
-    def stop(self):
-        """Stops QEMU by its own pid (TERM, then KILL) and removes the temp dir."""
-        if self.sock:
-            self.sock.close()
-            self.sock = None
-        stop_qemu(self.proc)
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def pid(self):
-        """QEMU's pid."""
-        return self.proc.pid
-
-    def _read_file(self, name, last=2000):
-        try:
-            with open(os.path.join(self.dir, name), "rb") as f:
-                return f.read().decode(errors="replace").replace("\r", "")[-last:]
-        except (OSError, TypeError):
-            return ""
-
-    def qemu_log(self):
-        """The end of QEMU's own stdout/stderr."""
-        return self._read_file("qemu.log")
-
-    def kernel_log(self, last=100000):
-        """The end of the kernel console (ttyS2): boot messages, oopses, sysrq output."""
-        return self._read_file("console.log", last)
-
-    def tail(self):
-        """The last of the shell, the kernel console and QEMU, for failure messages."""
-        return ("--- shell (last 1000 chars) ---\n" + "".join(self.transcript)[-1000:] +
-                "\n--- kernel console (last 2000 chars) ---\n" + self.kernel_log(2000) +
-                "\n--- qemu ---\n" + self.qemu_log())
-
-    # -- console ---------------------------------------------------------------------------
-    def send(self, text):
-        self.sock.sendall(text.encode())
-
-    def read_until(self, marker, timeout=30):
-        """Console text up to and including marker (a str or compiled regex); the rest stays."""
-        deadline = time.monotonic() + timeout
-        while True:
-            m = (re.compile(re.escape(marker)) if isinstance(marker, str) else marker).search(self.buf)
-            if m:
-                out, self.buf = self.buf[:m.end()], self.buf[m.end():]
-                return out
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise LinuxGuestError(f"timed out after {timeout} s waiting for {marker!r}\n" + self.tail())
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            if not data:
-                raise LinuxGuestError("console closed (qemu exited?)\n" + self.tail())
-            text = data.decode(errors="replace").replace("\r", "")
-            self.buf += text
-            self.transcript.append(text)
-
-    def run(self, line, timeout=30):
-        """Runs a shell command line; returns (exit status, output). The markers are quoted on
-        the way in, so an echo of the input never matches them."""
-        self.seq += 1
-        n = self.seq
-        self.send(f'echo "@@B""EGIN {n}@@"\n{line}\necho "@@E""ND {n} $?@@"\n')
-        out = self.read_until(re.compile(rf"@@END {n} (\d+)@@\n"), timeout)
-        m = re.search(rf"@@BEGIN {n}@@\n(.*)@@END {n} (\d+)@@\n$", out, re.S)
-        if not m:
-            raise LinuxGuestError(f"no output markers for {line!r}: {out[-500:]!r}")
-        return int(m.group(2)), m.group(1)
-
-    def cmd(self, line, timeout=30, check=True):
-        """Runs a shell command line and returns its output; check: raise on a non-zero status."""
-        status, out = self.run(line, timeout)
-        if check and status != 0:
-            raise LinuxGuestError(f"`{line}` exited with {status}: {out[-800:]}")
-        return out
 
     # -- symbols ---------------------------------------------------------------------------
     def _kallsyms_dumps(self, count, timeout):
