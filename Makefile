@@ -140,7 +140,8 @@ clean:
 	rm -rf $(BUILD)
 
 # Debian's stock kernels for the Linux-guest tests (6.1 from bookworm, 6.12 from bookworm-backports
-# through a private apt configuration, 6.1 arm64 through a private arm64 one) and their busybox
+# through a private apt configuration, 6.1 arm64 through a private arm64 one), their modules and
+# headers, the test module tests/linux/hotmod built against each amd64 series, and their busybox
 # initramfs, cached under $(BUILD)/linux.
 .PHONY: linux-image
 linux-image:
