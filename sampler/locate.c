@@ -3,6 +3,7 @@
 #include "session.h"
 #include "err.h"
 #include <stdlib.h>
+#include <unistd.h>
 
 #define ORC_MAX_BYTES (64u << 20) /* larger ORC sections than any kernel has: a bad map */
 
@@ -33,6 +34,25 @@ static int kernel_vcpu(struct session *ss, uint64_t *pc)
 		}
 	}
 	return -1;
+}
+
+/*
+ * A kernel-mode vCPU, letting the guest run a moment at a time while every vCPU is in user mode:
+ * with KPTI a user-mode vCPU's page tables do not map the kernel, so its memory says nothing
+ * about KASLR. Gives up (-1: read through the first vCPU) after LOCATE_WAITS short runs.
+ */
+#define LOCATE_WAITS 50      /* runs of LOCATE_RUN_US: ~0.1 s at most */
+#define LOCATE_RUN_US 2000
+static int kernel_vcpu_wait(struct session *ss, uint64_t *pc)
+{
+	int cpu = kernel_vcpu(ss, pc);
+	for (int i = 0; cpu == -1 && i < LOCATE_WAITS; i++) {
+		if (gdb_cont(&ss->g) < 0) return -2;
+		usleep(LOCATE_RUN_US);
+		if (gdb_stop(&ss->g) < 0) return -2;
+		cpu = kernel_vcpu(ss, pc);
+	}
+	return cpu;
 }
 
 /* ORC tables at the map's __start_orc_unwind_ip & co, read from the guest (relocated marks). */
@@ -133,14 +153,15 @@ int locate_kernel(struct session *ss)
 	struct image *im = &ss->img;
 	uint64_t pc = 0;
 	image_range(ss, 0);
-	int cpu = kernel_vcpu(ss, &pc), rc = 0;
+	int cpu = kernel_vcpu_wait(ss, &pc), rc = 0;
 	if (cpu == -2) {
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
 		return -1;
 	}
 	struct reader r = { ss, cpu >= 0 ? cpu : ss->cpus[0] };
-	if (o->have_kaslr) {
-		rc = o->verify ? kaslr_check(&ss->kaslr, &im->syms, o->kaslr, rd, &r) : 0;
+	if (o->have_kaslr && o->verify) {
+		rc = kaslr_check(&ss->kaslr, &im->syms, im->has_map, o->kaslr, rd, &r);
+	} else if (o->have_kaslr) { /* --no-verify: as given, names too */
 		ss->kaslr.slide = ss->kaslr.names_slide = o->kaslr;
 		ss->kaslr.how = ss->kaslr.names_how = KASLR_FORCED;
 	} else if (o->verify) {
