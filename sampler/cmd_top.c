@@ -79,7 +79,7 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 		if (best < 0) break;
 		char name[256]; /* the key is the function's start, or a raw pc where none is known */
 		const struct sym *sym = l->syms ? syms_lookup(l->syms, l->key[best]) : NULL;
-		if (sym && sym->addr == l->key[best]) snprintf(name, sizeof name, "%s", sym->name);
+		if (sym && sym->addr == l->key[best]) syms_name(sym, name, sizeof name);
 		else snprintf(name, sizeof name, "0x%llx", (unsigned long long)l->key[best]);
 		printf("  %5.1f  %7llu  %s\n", 100.0 * (double)l->count[best] / (double)l->total,
 		       (unsigned long long)l->count[best], name);

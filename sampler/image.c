@@ -65,6 +65,12 @@ static int load_tables(struct image *im, const char *path, int want)
 		im->has_cfi = cfi_open(&im->cfi, im->elf, nregs) == 0;
 	}
 	image_guestos(im, path);
+	size_t blen = 0;
+	const uint8_t *btf = section_bytes(im->elf, ".BTF", &blen, NULL);
+	if (btf) { /* kept as offsets: the ELF is dropped after loading */
+		im->has_btf = 1;
+		mods_layout_btf(&im->modl, btf, blen);
+	}
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "err.h"
 #include <stdlib.h>
 #include <unistd.h>
+#include "pace.h"
 
 #define ORC_MAX_BYTES (64u << 20) /* larger ORC sections than any kernel has: a bad map */
 
@@ -102,6 +103,164 @@ out:
 	return rc;
 }
 
+/*
+ * Modules are read through a reader that lets the guest run every MODS_SLICE bytes, so no single
+ * stop lasts long (the longest is measured and reported); mods_walk's generation check catches a
+ * list that changed while it ran.
+ */
+#define MODS_SLICE (16u << 10)
+struct mods_reader {
+	struct session *ss;
+	int cpu;                 /* vCPU whose page tables map the kernel */
+	size_t since;            /* bytes read since the guest last ran */
+	int64_t stopped_ns;      /* when this stop began */
+};
+
+static void mods_stop_done(struct mods_reader *r)
+{
+	int64_t d = pace_now() - r->stopped_ns;
+	if (d > r->ss->mods_stop_max_ns) r->ss->mods_stop_max_ns = d;
+	r->ss->mods_stops++;
+}
+
+static int mods_rd(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct mods_reader *r = arg;
+	struct session *ss = r->ss;
+	while (len) {
+		if (r->since >= MODS_SLICE) { /* let it run a moment: a slice per stop */
+			mods_stop_done(r);
+			if (gdb_cont(&ss->g) < 0) return -2;
+			usleep(1000);
+			if (gdb_stop(&ss->g) < 0) return -2;
+			r->stopped_ns = pace_now();
+			r->since = 0;
+		}
+		size_t n = len < MODS_SLICE - r->since ? len : MODS_SLICE - r->since;
+		int rc = gdb_read_block(&ss->g, r->cpu, addr, buf, n);
+		if (rc == -1) return -2;
+		if (rc) return -1;
+		r->since += n;
+		addr += n;
+		buf = (uint8_t *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The loaded modules, from guest memory (a Linux image with BTF and a map naming `modules`).
+ * Without them the run goes on as before, with a warning saying what is missing. */
+static int locate_modules(struct session *ss, int cpu)
+{
+	struct image *im = &ss->img;
+	const struct symtab *t = &im->syms;
+	if (!im->has_btf) return 0; /* not Linux, or no types: nothing to say */
+	if (!im->modl.ok) {
+		session_warn(ss, "kernel modules not read: %s", im->modl.why);
+		return 0;
+	}
+	if (!((t->marks >> MARK_MODULES) & 1)) {
+		session_warn(ss, "kernel modules not read: no address for `modules` (give a kallsyms dump or "
+			     "System.map with -e)");
+		return 0;
+	}
+	ss->mods.l = im->modl;
+	ss->mods.head = t->mark[MARK_MODULES];
+	ss->mods.orc_layout = im->has_orc ? im->orc.layout : ORC_LAYOUT_UNKNOWN;
+	ss->mods.last = -1;
+	struct mods_reader r = { ss, cpu, 0, pace_now() };
+	int rc = mods_walk(&ss->mods, &im->syms, mods_rd, &r);
+	mods_stop_done(&r);
+	ss->mods_walked_ns = pace_now();
+	if (rc == -2) {
+		ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "%s", ss->g.err ? ss->g.errstr : "reading modules failed");
+		return -1;
+	}
+	if (rc < 0) {
+		session_warn(ss, "kernel modules not read: %s", ss->mods.errstr);
+		ss->mods.head = 0;
+		return 0;
+	}
+	if (im->has_orc) {
+		im->orc.more = mods_orc;
+		im->orc.more_arg = &ss->mods;
+	}
+	if (ss->mods.st.bad)
+		session_warn(ss, "%llu module table%s unreadable or garbage: their frames are named or unwound less",
+			     (unsigned long long)ss->mods.st.bad, ss->mods.st.bad == 1 ? "" : "s");
+	return 0;
+}
+
+/* A kernel-mode pc outside the core text that no module holds. */
+static int unknown_pc(const struct session *ss, uint64_t pc)
+{
+	const struct image *im = &ss->img;
+	uint64_t lo = im->text_lo + (uint64_t)ss->kaslr.slide, hi = im->text_hi + (uint64_t)ss->kaslr.slide;
+	if (!im->text_hi) {
+		const struct symtab *t = &im->syms;
+		lo = (t->marks >> MARK_STEXT) & 1 ? t->mark[MARK_STEXT] : 0;
+		hi = (t->marks >> MARK_ETEXT) & 1 ? t->mark[MARK_ETEXT] : 0;
+	}
+	if (!(pc >> 63) || (pc >= lo && pc < hi)) return 0;
+	return mods_find((struct modset *)&ss->mods, pc) == NULL;
+}
+
+int session_modules_refresh(struct session *ss, const struct sample *s, int n)
+{
+	if (!ss->mods.head) return 0;
+	for (int i = 0; i < n && !ss->mods.want_walk; i++)
+		if (!(s[i].flags & SF_USER) && s[i].n && unknown_pc(ss, s[i].frames[0])) {
+			ss->mods.st.unknown_pcs++;
+			ss->mods.want_walk = 1;
+		}
+	int64_t now = pace_now();
+	if (!ss->mods.want_walk || now - ss->mods_walked_ns < MODS_RESCAN_NS) return 0;
+	guard_enter(&ss->guard);
+	if (gdb_stop(&ss->g) < 0) goto fail;
+	struct mods_reader r = { ss, ss->cpus[0], 0, pace_now() };
+	uint64_t pc;
+	int cpu = kernel_vcpu(ss, &pc);
+	if (cpu == -2) goto fail;
+	if (cpu >= 0) r.cpu = cpu;
+	int rc = cpu >= 0 ? mods_walk(&ss->mods, &ss->img.syms, mods_rd, &r) : 0;
+	mods_stop_done(&r);
+	if (rc == -2 || gdb_cont(&ss->g) < 0) goto fail;
+	guard_leave(&ss->guard);
+	ss->mods_walked_ns = pace_now();
+	if (cpu < 0) return 0; /* every vCPU in user mode: next time */
+	if (rc < 0) {
+		session_warn(ss, "walking the modules list again failed: %s", ss->mods.errstr);
+		ss->mods.err = 0;
+		ss->mods.want_walk = 0;
+	}
+	return 0;
+fail:
+	ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "reading modules: %s", ss->g.errstr);
+	return -1;
+}
+
+void session_modules_line(const struct session *ss, char *out, size_t cap)
+{
+	const struct modset *m = &ss->mods;
+	out[0] = 0;
+	if (!m->head) return;
+	int live = 0;
+	size_t syms = 0, orcs = 0;
+	for (int i = 0; i < m->n; i++)
+		if (m->m[i].addr) {
+			live++;
+			syms += m->m[i].nsyms;
+			orcs += m->m[i].has_orc ? m->m[i].orc.n : 0;
+		}
+	snprintf(out, cap, "gdbsample: modules: %d loaded (%zu symbols, %zu ORC entries; %s), walks %llu, "
+		 "loaded during the run %llu, unloaded %llu, list changed while read %llu, unreadable %llu, "
+		 "pcs in no module %llu; %llu bytes read in %llu stops, longest %.1f ms\n", live, syms, orcs,
+		 m->l.what, (unsigned long long)m->st.walks, (unsigned long long)m->st.loaded,
+		 (unsigned long long)m->st.unloaded, (unsigned long long)m->st.changed, (unsigned long long)m->st.bad,
+		 (unsigned long long)m->st.unknown_pcs, (unsigned long long)m->st.bytes,
+		 (unsigned long long)ss->mods_stops, (double)ss->mods_stop_max_ns / 1e6);
+}
+
 static int choose_methods(struct session *ss)
 {
 	const struct image *im = &ss->img;
@@ -181,6 +340,7 @@ int locate_kernel(struct session *ss)
 	image_range(ss, ss->kaslr.slide);
 	if (!im->has_orc && o->unwind != UNWIND_FP && o->unwind != UNWIND_CFI && guest_orc(ss, r.cpu) < 0)
 		return -1;
+	if (cpu >= 0 && locate_modules(ss, r.cpu) < 0) return -1;
 	return choose_methods(ss);
 }
 
@@ -202,6 +362,15 @@ void session_image_kv(const struct session *ss, char *out, size_t cap)
 	if (nk != k || ss->kaslr.names_how != ss->kaslr.how)
 		KV("kaslr_names_offset %s0x%llx\nkaslr_names_how %s\n", nk < 0 ? "-" : "",
 		   (unsigned long long)(nk < 0 ? -nk : nk), kaslr_how_names[ss->kaslr.names_how]);
+	if (ss->mods.head) {
+		int live = 0;
+		for (int i = 0; i < ss->mods.n; i++) live += ss->mods.m[i].addr != 0;
+		KV("modules %d\nmodules_layout %s\nmodules_loaded_during_run %llu\nmodules_unloaded %llu\n"
+		   "modules_unreadable %llu\nmodules_list_changed %llu\nmodules_stop_max_us %lld\n", live, ss->mods.l.what,
+		   (unsigned long long)ss->mods.st.loaded, (unsigned long long)ss->mods.st.unloaded,
+		   (unsigned long long)ss->mods.st.bad, (unsigned long long)ss->mods.st.changed,
+		   (long long)(ss->mods_stop_max_ns / 1000));
+	}
 	KV("task_os %s\n", guestos_names[ss->img.os.os]);
 	if (ss->img.os.os != OS_NONE) KV("task_layout %s\n", ss->img.os.what);
 	else KV("task_off %s\n", ss->img.os.why);

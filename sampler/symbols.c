@@ -12,7 +12,7 @@
 
 const char *const symmark_names[MARK_N] = {
 	"_stext", "_etext", "__start_orc_unwind_ip", "__stop_orc_unwind_ip", "__start_orc_unwind",
-	"__stop_orc_unwind", "__start_orc_header", "__stop_orc_header", "linux_banner",
+	"__stop_orc_unwind", "__start_orc_header", "__stop_orc_header", "linux_banner", "modules",
 };
 
 /* Remember addr if name is one of the marks. */
@@ -25,23 +25,55 @@ static void mark(struct symtab *t, const char *name, uint64_t addr)
 		}
 }
 
-int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
+/* Append a symbol whose name (and module) sit in one allocation the table now owns. */
+static int add(struct symtab *t, uint64_t addr, uint64_t size, char *owned, const char *mod)
 {
 	if ((t->n & (t->n - 1)) == 0) { /* grow at powers of two */
 		struct sym *n = realloc(t->syms, (t->n ? t->n * 2 : 64) * sizeof *n);
 		if (!n) {
+			free(owned);
 			ERR_SET(t, ERR_SYS, "out of memory");
 			return -1;
 		}
 		t->syms = n;
 	}
+	t->syms[t->n++] = (struct sym){ addr, size, owned, mod };
+	return 0;
+}
+
+int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
+{
 	char *dup = strdup(name);
 	if (!dup) {
 		ERR_SET(t, ERR_SYS, "out of memory");
 		return -1;
 	}
-	t->syms[t->n++] = (struct sym){ addr, size, dup };
-	return 0;
+	return add(t, addr, size, dup, NULL);
+}
+
+int syms_add_mod(struct symtab *t, uint64_t addr, uint64_t size, const char *name, const char *mod)
+{
+	size_t nl = strlen(name), ml = strlen(mod);
+	char *buf = malloc(nl + ml + 2);
+	if (!buf) {
+		ERR_SET(t, ERR_SYS, "out of memory");
+		return -1;
+	}
+	memcpy(buf, name, nl + 1);
+	memcpy(buf + nl + 1, mod, ml + 1);
+	return add(t, addr, size, buf, buf + nl + 1);
+}
+
+void syms_name(const struct sym *s, char *out, size_t cap)
+{
+	if (s->mod) snprintf(out, cap, "%s [%s]", s->name, s->mod);
+	else snprintf(out, cap, "%s", s->name);
+}
+
+void syms_name_off(const struct sym *s, uint64_t off, char *out, size_t cap)
+{
+	if (s->mod) snprintf(out, cap, "%s+0x%llx [%s]", s->name, (unsigned long long)off, s->mod);
+	else snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)off);
 }
 
 static int symcmp(const void *a, const void *b)
@@ -124,7 +156,7 @@ int syms_idle(const struct symtab *t, uint64_t pc)
 void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap)
 {
 	const struct sym *s = syms_lookup(t, addr);
-	if (s) snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)(addr - s->addr));
+	if (s) syms_name_off(s, addr - s->addr, out, cap);
 	else snprintf(out, cap, "0x%llx", (unsigned long long)addr);
 }
 
