@@ -105,8 +105,11 @@ int cmd_record(const struct opts *o)
 	session_image_line(&ss, kline, sizeof kline);
 	session_modules_line(&ss, modline, sizeof modline);
 	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
-			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL };
+			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL };
+	char *modtext = session_modules_text(&ss);                      /* the capture names module frames */
+	ri.modules = modtext;
 	int wfail = w->finish(w, &ri) < 0;                              /* what we have, always */
+	free(modtext);
 	if (failed) fprintf(stderr, "gdbsample: %s%s\n", ss.errstr,
 			    ss.err == ERR_EOF ? " (QEMU exited?); the samples taken so far were written" : "");
 	if (wfail) fprintf(stderr, "gdbsample: %s\n", w->errstr);

@@ -89,7 +89,7 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 		if (l->count[i] >> 63) l->count[i] = ~l->count[i];
 	printf("\nhottest chains:\n");
 	struct run_info ri = { t->ss->ncpu, t->ss->o->rate, st->end_ns - st->start_ns, st->kept, st->dropped,
-			       st->idle, NULL, NULL, NULL };
+			       st->idle, NULL, NULL, NULL, NULL };
 	t->chains->finish(t->chains, &ri);
 	fflush(stdout);
 }

@@ -67,6 +67,8 @@ int locate_kernel(struct session *ss);
  * on a connection error (ss->err). */
 #define MODS_RESCAN_NS 200000000LL
 int session_modules_refresh(struct session *ss, const struct sample *s, int n);
+/* The module list for the capture (docs/capture-format.md, v4), malloc'd; NULL if none. */
+char *session_modules_text(const struct session *ss);
 /* The summary line for modules ("" if none were read). */
 void session_modules_line(const struct session *ss, char *out, size_t cap);
 /* The kernel symbols, or NULL without -e. */
