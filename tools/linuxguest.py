@@ -4,9 +4,15 @@ The stock kernel is what distros ship (no frame pointers, ORC, KASLR), so gdbsam
 on it. Everything is cached under a build directory (default build/linux/):
 
     6.1/vmlinuz-*, 6.1/config-*     linux-image-amd64 from the system's apt sources (bookworm)
+    6.1/modules/VER/                its lib/modules/VER (the .ko files, modules.order), as shipped
     6.12/vmlinuz-*, 6.12/config-*   the same from bookworm-backports, through a private apt
     apt-bpo/                        configuration (the system's apt sources are never touched)
     initramfs-<hash>.cpio.gz        busybox-static + INIT below, named by a hash of its content
+    SERIES/ko, headers, oot         modules for the guests (tools/linuxmods.py says what)
+
+A guest may carry kernel modules (LinuxGuest(modules=..., lazy_modules=...)): in-tree ones from
+the image's tree and the out-of-tree test module hotmod (tests/linux/hotmod/), built against the
+matching linux-headers package; /init loads `modules` before READY, `g.insmod()` the rest later.
 
 CLI: `linuxguest.py fetch [--build DIR]` fills the cache; `linuxguest.py boot [--series S]`
 boots a guest with the console on this terminal (the gdbstub and QMP addresses are printed).
@@ -40,6 +46,7 @@ STEXT_NOKASLR = 0xffffffff81000000  # _stext when the kernel runs at its link ad
 USER_HZ = 100                       # unit of utime/stime in /proc/PID/stat
 READY = "@@LINUXGUEST-READY@@"      # printed by /init right before the shell starts
 KALLSYMS_END = "@@KALLSYMS-END"     # ends the map on ttyS1: "@@KALLSYMS-END <lines> <bytes>@@"
+OVERLAY = "lib/modules/linuxguest"  # where the guest finds the modules it carries (linuxmods.py)
 
 # apt's words for "the network is not there" (anything else is a real error).
 UNREACHABLE = re.compile(r"Could not resolve|Temporary failure resolving|Unable to connect|"
@@ -65,6 +72,34 @@ def _install(data, path):
 
 
 # -- fetching the kernel ---------------------------------------------------------------------
+def kernel_release(vmlinuz):
+    """vmlinuz-6.1.0-57-amd64 -> 6.1.0-57-amd64 (the modules' directory name, uname -r)."""
+    return os.path.basename(vmlinuz)[len("vmlinuz-"):]
+
+
+def cached_modules(build, series):
+    """build/series/modules/VER (lib/modules/VER of the cached image) if it matches the cached
+    vmlinuz, else None."""
+    have = cached_kernel(build, series)
+    if not have:
+        return None
+    tree = os.path.join(build, series, "modules", kernel_release(have[0]))
+    return tree if os.path.exists(os.path.join(tree, "modules.order")) else None
+
+
+def fetch_modules(build, series):
+    """The series' lib/modules/VER tree, matching its vmlinuz: from the cache, else the image is
+    downloaded again (a cache filled before modules were kept has the kernel only)."""
+    tree = cached_modules(build, series)
+    if tree:
+        return tree
+    fetch_kernel(build, series, refresh=True)
+    tree = cached_modules(build, series)
+    if not tree:
+        raise LinuxGuestError(f"the {series} linux-image package has no lib/modules/*/modules.order")
+    return tree
+
+
 def cached_kernel(build, series):
     """(vmlinuz, config) already under build/series, or None."""
     d = os.path.join(build, series)
@@ -115,6 +150,9 @@ def _apt_options(build, series):
             "-o", f"Dir::State::Lists={d}/lists", "-o", f"Dir::Cache={d}/cache"]
 
 
+APT_LIST_TRIES = 20  # x 3 s: apt-cache finds no packages while an `apt-get update` rewrites the lists
+
+
 def _apt_update(opts):
     status, out = _apt(["apt-get", "-q", "update"] + opts)
     if status != 0 or re.search(r"^(W|E): Failed to fetch", out, re.M):
@@ -124,8 +162,12 @@ def _apt_update(opts):
 def _download_image(opts, cwd):
     """Resolves the metapackage's dependency (e.g. linux-image-6.1.0-57-amd64) and downloads it
     into cwd: (path of the .deb, None) or (None, why). Network errors raise ArchiveUnreachable."""
-    status, out = _apt(["apt-cache"] + opts + ["depends", META])
-    m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
+    for _ in range(APT_LIST_TRIES):
+        status, out = _apt(["apt-cache"] + opts + ["depends", META])
+        m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
+        if m or "No packages found" not in out:
+            break
+        time.sleep(3)  # an `apt-get update` elsewhere is replacing the lists (e.g. make deps)
     if status != 0 or not m:
         return None, f"apt-cache depends {META} names no linux-image package: {_apt_errors(out)}"
     status, out = _apt(["apt-get", "-q"] + opts + ["download", m.group(1)], cwd=cwd)
@@ -169,7 +211,20 @@ def fetch_kernel(build, series, refresh=False):
             raise LinuxGuestError(f"{os.path.basename(deb)} holds {os.path.basename(vmlinuz[0])}, "
                                   f"not series {series}")
         d = os.path.join(build, series)
-        os.makedirs(d, exist_ok=True)
+        os.makedirs(os.path.join(d, "modules"), exist_ok=True)
+        release = kernel_release(vmlinuz[0])
+        tree = os.path.join(x, "lib", "modules", release)
+        if os.path.exists(os.path.join(tree, "modules.order")):
+            # The modules first (before vmlinuz: cached_kernel() sees a kernel only when all is
+            # there); a tree another process put there already is the same package's.
+            try:
+                os.rename(tree, os.path.join(d, "modules", release))
+            except OSError:
+                if not os.path.exists(os.path.join(d, "modules", release, "modules.order")):
+                    raise
+            for old in glob.glob(os.path.join(d, "modules", "*")):
+                if os.path.basename(old) != release:
+                    shutil.rmtree(old, ignore_errors=True)
         new = [os.path.join(d, os.path.basename(f)) for f in (config[0], vmlinuz[0])]
         for f, dest in zip((config[0], vmlinuz[0]), new):  # vmlinuz last: cached_kernel() needs both
             with open(f, "rb") as src:
@@ -183,7 +238,8 @@ def fetch_kernel(build, series, refresh=False):
 
 
 # -- the initramfs ---------------------------------------------------------------------------
-# /init. Three serial ports: ttyS0 the shell (a unix socket on the host), ttyS1 this boot's
+# /init. It first insmods the modules an overlay archive lists (tools/linuxmods.py), so the map
+# holds them. Three serial ports: ttyS0 the shell (a unix socket on the host), ttyS1 this boot's
 # /proc/kallsyms (a file), ttyS2 the kernel console (a file), so no kernel message (not even
 # sysrq's, printed whatever the console loglevel) lands in the shell's output.
 # ttyS1 carries the map gzipped (0.8 MB instead of 3.9 MB on 6.1: 4 s instead of 22 s of emulated
@@ -207,6 +263,11 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 sysctl -q -w kernel.kptr_restrict=0   # real addresses in /proc/kallsyms
+if [ -f /lib/modules/linuxguest/boot.list ]; then   # LinuxGuest(modules=...): load before the map
+    while read -r m args; do
+        insmod /lib/modules/linuxguest/$m.ko $args >>/tmp/insmod.log 2>&1 || echo "insmod $m: failed" >>/tmp/insmod.log
+    done </lib/modules/linuxguest/boot.list
+fi
 cat /proc/kallsyms > /tmp/kallsyms
 lines=$(wc -l < /tmp/kallsyms)
 gzip /tmp/kallsyms
@@ -236,12 +297,24 @@ WORKLOADS = {
     "forker": (None, "exec /bin/forker",
                "fork, execve (load_elf_binary), page faults, exit; mostly in its children, comm `true`"),
     "spinner": (None, "exec /bin/spinner", "a shell loop with no system calls: user mode only"),
+    # These two need their module loaded (WORKLOAD_MODULES): boot with modules=(...) or
+    # lazy_modules=(...) -- start_workloads() insmods a shipped one that is not loaded yet.
+    "brddd": (None, "exec -a dd /bin/brddd if=/dev/ram0 of=/dev/null bs=1M iflag=direct",
+              "read -> blkdev_read_iter -> ... submit_bio -> brd_submit_bio [brd] -> (memset/memcpy)"),
+    "hotmod": (None, "exec -a dd /bin/hotmod if=/proc/hotmod of=/dev/null bs=64",
+               "read -> proc_reg_read -> hotmod_read -> hotmod_work -> hotmod_spin [hotmod]"),
 }
+WORKLOAD_MODULES = {"brddd": ("brd",), "hotmod": ("hotmod",)}  # workload -> modules it needs
+BASIC_WORKLOADS = tuple(n for n in WORKLOADS if n not in WORKLOAD_MODULES)  # run on any guest
+# Parameters a module is loaded with unless the caller gives others. brd: one sparse 64 GiB RAM
+# disk (pages are allocated only when written, so reading it costs no guest memory and one dd
+# reads it for minutes); its reads go through brd's own bio handling into memset/memcpy.
+MODULE_PARAMS = {"brd": "rd_nr=1 rd_size=67108864"}
 SCRIPTS = {  # /bin/NAME -> content (the scripts WORKLOADS runs)
     "forker": "#!/bin/sh\n# fork+exec loop\nwhile :; do /bin/true; done\n",
     "spinner": "#!/bin/sh\n# user-mode-only spinner\nwhile :; do :; done\n",
 }
-LINKS = ("zerodd", "rngdd")  # /bin/NAME -> busybox
+LINKS = ("zerodd", "rngdd", "brddd", "hotmod")  # /bin/NAME -> busybox
 
 
 def _ensure_tool(path, package):
@@ -296,9 +369,16 @@ def build_initramfs(build):
 
 
 def fetch_all(build=DEFAULT_BUILD):
-    """Fills the cache: every series and the initramfs. Returns {series: (vmlinuz, config)}."""
+    """Fills the cache: every series with its modules tree, its headers and the out-of-tree test
+    modules built for it, and the initramfs. Returns {series: (vmlinuz, config)}."""
+    import linuxmods
     os.makedirs(build, exist_ok=True)
-    kernels = {s: fetch_kernel(build, s) for s in SERIES}
+    kernels = {}
+    for s in SERIES:
+        fetch_modules(build, s)
+        kernels[s] = fetch_kernel(build, s)
+        for name in sorted(linuxmods.OUT_OF_TREE):
+            linuxmods.build_out_of_tree(build, s, kernel_release(kernels[s][0]), name)
     build_initramfs(build)
     return kernels
 
@@ -312,6 +392,50 @@ def parse_kallsyms(text):
         if len(f) >= 3 and f[2] not in syms:
             syms[f[2]] = (int(f[0], 16), f[1])
     return syms
+
+
+def parse_kallsyms_modules(text):
+    """The module symbols of kallsyms text ("addr type name\t[module]") -> {module: {name: (addr,
+    type)}} (the first of duplicate names within a module)."""
+    mods = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[3].startswith("[") and f[3].endswith("]"):
+            mods.setdefault(f[3][1:-1], {}).setdefault(f[2], (int(f[0], 16), f[1]))
+    return mods
+
+
+def parse_proc_modules(text):
+    """/proc/modules ("name size refs deps state addr [taints]") -> {name: {size, refs, deps,
+    state, addr}}; addr is 0 when the kernel hides it (kptr_restrict)."""
+    mods = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[1].isdigit():
+            mods[f[0]] = {"size": int(f[1]), "refs": int(f[2]) if f[2].isdigit() else -1,
+                          "deps": [d for d in f[3].split(",") if d and d != "-"], "state": f[4],
+                          "addr": int(f[5], 16)}
+    return mods
+
+
+def split_kallsyms_dumps(data):
+    """The maps in the bytes of ttyS1, in order: each is gzip bytes followed by the line
+    "@@KALLSYMS-END <lines> <gzip bytes>@@". Returns [text bytes (no CR)]; a dump that does not
+    gunzip or whose line count differs raises (the port was not raw, or bytes were lost)."""
+    texts = []
+    for m in re.finditer(re.escape(KALLSYMS_END.encode()) + rb" (\d+) (\d+)@@", data):
+        lines, size = int(m.group(1)), int(m.group(2))
+        try:
+            text = gzip.decompress(data[m.start() - size:m.start()])
+        except (OSError, EOFError) as e:  # e.g. the port was not raw: \n became \r\n
+            raise LinuxGuestError(f"kallsyms dump {len(texts) + 1} from ttyS1 does not gunzip ({e}): "
+                                  f"{size} bytes announced, {m.start()} received")
+        got = text.count(b"\n")
+        if got != lines:
+            raise LinuxGuestError(f"kallsyms dump {len(texts) + 1} from ttyS1 has {got} lines, "
+                                  f"the guest sent {lines}")
+        texts.append(text.replace(b"\r", b""))
+    return texts
 
 
 def parse_stat(text):
@@ -328,18 +452,33 @@ def parse_stat(text):
 
 # -- the guest -------------------------------------------------------------------------------
 class LinuxGuest:
-    """One QEMU (TCG) running Debian's stock kernel and the busybox initramfs, shell connected."""
+    """One QEMU (TCG) running Debian's stock kernel and the busybox initramfs, shell connected.
+    A subclass for another architecture (tools/linuxguest_arm64.py) sets SERIES_NAMES and
+    STEXT_LINK and overrides fetch(), make_initramfs() and command_line()."""
+    SERIES_NAMES = tuple(SERIES)      # the series this class boots
+    STEXT_LINK = STEXT_NOKASLR        # _stext at the link address (kaslr_slide's base)
 
     def __init__(self, series="6.1", smp=2, kaslr=True, build=DEFAULT_BUILD, memory=512, cpu=None,
-                 append=(), extra=(), interactive=False):
-        """series: "6.1" or "6.12"; kaslr=False appends nokaslr; cpu: a -cpu model (None: QEMU's
+                 append=(), extra=(), interactive=False, modules=(), lazy_modules=(), module_params=None):
+        """modules: kernel modules /init loads before READY (in-tree names, with the modules their
+        says they need, or out-of-tree ones of linuxmods.OUT_OF_TREE such as hotmod);
+        lazy_modules: carried in the initramfs for insmod() later; module_params: {name: "a=1 b=2"}
+        over MODULE_PARAMS.
+        series: "6.1" or "6.12"; kaslr=False appends nokaslr; cpu: a -cpu model (None: QEMU's
         default, qemu64, which both series boot on); append/extra: more kernel/QEMU arguments;
         interactive: a shell for a person (prompts, echo) instead of the one cmd() drives."""
-        if series not in SERIES:
-            raise LinuxGuestError(f"series must be one of {', '.join(SERIES)}, not {series!r}")
+        if series not in self.SERIES_NAMES:
+            raise LinuxGuestError(f"series must be one of {', '.join(self.SERIES_NAMES)}, not {series!r}")
         self.series, self.smp, self.kaslr, self.build = series, smp, kaslr, build
         self.memory, self.cpu, self.append, self.extra = memory, cpu, list(append), list(extra)
         self.interactive = interactive
+        self.modules, self.lazy_modules = tuple(modules), tuple(lazy_modules)
+        self.module_params = dict(MODULE_PARAMS, **(module_params or {}))
+        self.ko = {}              # module name -> the .ko the guest carries (loaded or insmod-able)
+        self.debug_ko = {}        # module name -> its .ko with the most symbols/DWARF (for -e)
+        self.module_deps = {}     # module name -> modules it needs loaded first, in load order
+        self.build_seconds = {}   # out-of-tree module -> seconds its build took here (0: cached)
+        self._dumps = 1           # kallsyms dumps on ttyS1 so far (/init's first)
         self.vmlinuz = self.config = self.initramfs = None
         self.proc = None          # the QEMU process
         self.sock = None          # console (ttyS0) connection
@@ -371,11 +510,12 @@ class LinuxGuest:
     def start(self, boot_timeout=300):
         """Fetches what is missing, boots and waits for the shell; returns self."""
         os.makedirs(self.build, exist_ok=True)
-        self.vmlinuz, self.config = fetch_kernel(self.build, self.series)
-        self.initramfs = build_initramfs(self.build)
+        self.vmlinuz, self.config = self.fetch()
+        self.initramfs = self.make_initramfs()
         try:
             self.dir = tempfile.mkdtemp(prefix="gdbsample-linux-")
             self.gdb_port = free_port()
+            self.initramfs = self.with_modules(self.initramfs)
             self.qmp_path = os.path.join(self.dir, "qmp.sock")
             t0 = time.monotonic()
             with open(os.path.join(self.dir, "qemu.log"), "wb") as log:
@@ -386,10 +526,140 @@ class LinuxGuest:
             self.boot_seconds = time.monotonic() - t0
             if not self.interactive:
                 self.run("true")
+                self._check_boot_modules()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def fetch(self):
+        """(vmlinuz, config) of self.series, cached or downloaded."""
+        return fetch_kernel(self.build, self.series)
+
+    def make_initramfs(self):
+        """Path of the initramfs this guest boots."""
+        return build_initramfs(self.build)
+
+    # -- modules ---------------------------------------------------------------------------
+    def modules_tree(self):
+        """lib/modules/VER of this guest's kernel (cached beside it)."""
+        return fetch_modules(self.build, self.series)
+
+    def release(self):
+        """The kernel release (uname -r), from the vmlinuz's name."""
+        return kernel_release(self.vmlinuz)
+
+    def out_of_tree(self, name):
+        """(.ko with DWARF, stripped .ko) of out-of-tree module name, built for this kernel."""
+        import linuxmods
+        return linuxmods.build_out_of_tree(self.build, self.series, self.release(), name)
+
+    def with_modules(self, base):
+        """base, or base + an overlay archive with the modules this guest carries (written into
+        the temp dir); fills ko, debug_ko and module_deps."""
+        import linuxmods
+        wanted = list(dict.fromkeys(self.modules + self.lazy_modules))
+        if not wanted:
+            return base
+        oot = [n for n in wanted if n in linuxmods.OUT_OF_TREE]
+        intree = [n for n in wanted if n not in linuxmods.OUT_OF_TREE]
+        if intree:
+            tree = self.modules_tree()
+            cache = os.path.join(self.build, self.series, "ko", self.release())
+            deps = linuxmods.modules_dep(tree, cache)
+            for n in linuxmods.load_order(deps, intree):
+                self.ko[n] = self.debug_ko[n] = linuxmods.in_tree_ko(tree, cache, n, deps)
+            for n in intree:
+                self.module_deps[n.replace("-", "_")] = linuxmods.load_order(deps, [n])[:-1]
+        for n in oot:
+            t0 = time.monotonic()
+            self.debug_ko[n], self.ko[n] = self.out_of_tree(n)
+            self.build_seconds[n] = round(time.monotonic() - t0, 1)
+            self.module_deps[n] = []
+        boot = []
+        for n in self.modules:
+            for m in self.module_deps[n.replace("-", "_")] + [n.replace("-", "_")]:
+                if m not in [b for b, _ in boot]:
+                    boot.append((m, self.module_params.get(m, "")))
+        out = os.path.join(self.dir, "initramfs.cpio.gz")
+        with open(base, "rb") as f:
+            data = f.read()
+        with open(out, "wb") as f:
+            f.write(data + linuxmods.overlay_cpio(self.ko, boot))
+        return out
+
+    @property
+    def hotmod_ko(self):
+        """The out-of-tree test module with -g (DWARF), for `gdbsample -e hotmod.ko` (the guest
+        loads the same module with its debug sections stripped); None unless carried."""
+        return self.debug_ko.get("hotmod")
+
+    def _check_boot_modules(self):
+        want = [n.replace("-", "_") for n in self.modules]
+        if not want:
+            return
+        loaded = self.modules_now()
+        missing = [n for n in want if n not in loaded]
+        if missing:
+            log = self.cmd("cat /tmp/insmod.log 2>/dev/null; true")
+            raise LinuxGuestError(f"modules not loaded at boot: {', '.join(missing)}; insmod said: "
+                                  f"{log.strip()[-800:] or '(nothing)'}")
+
+    def insmod(self, name, params=None, timeout=60):
+        """Loads a carried module (and first what it needs, if not loaded) mid-run; params: its
+        parameters (default MODULE_PARAMS). Returns its /proc/modules entry."""
+        name = name.replace("-", "_")
+        if name not in self.ko:
+            raise LinuxGuestError(f"module {name} is not in this guest's initramfs "
+                                  f"(give it in modules= or lazy_modules=)")
+        loaded = self.modules_now()
+        for m in self.module_deps.get(name, []) + [name]:
+            if m in loaded:
+                continue
+            p = self.module_params.get(m, "") if params is None or m != name else params
+            self.cmd(f"insmod /{OVERLAY}/{m}.ko {p}".rstrip(), timeout=timeout)
+        return self.modules_now()[name]
+
+    def rmmod(self, name, timeout=60):
+        """Unloads a module (not what it needed)."""
+        self.cmd(f"rmmod {name.replace('-', '_')}", timeout=timeout)
+
+    def modules_now(self):
+        """{name: {size, refs, deps, state, addr}} from /proc/modules now."""
+        return parse_proc_modules(self.cmd("cat /proc/modules"))
+
+    def module_sections(self, name):
+        """{section: address} of a loaded module, from /sys/module/NAME/sections (.text, .data, ...)."""
+        d = f"/sys/module/{name.replace('-', '_')}/sections"
+        out = self.cmd(f"for f in {d}/.[!.]* {d}/*; do [ -f \"$f\" ] && echo \"${{f##*/}} $(cat \"$f\")\"; done; true")
+        secs = {}
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 2 and f[1].startswith("0x"):
+                secs[f[0]] = int(f[1], 16)
+        if ".text" not in secs:
+            raise LinuxGuestError(f"{d} lists no .text: {out[-300:]!r}")
+        return secs
+
+    def module_symbols(self, name=None):
+        """{module: {symbol: (addr, type)}} of the modules loaded now (or of one), read from
+        /proc/kallsyms through the shell (only module lines: small)."""
+        pattern = f"\\[{name.replace('-', '_')}\\]$" if name else "\\]$"
+        return parse_kallsyms_modules(self.cmd(f"grep '{pattern}' /proc/kallsyms; true", timeout=120))
+
+    def kallsyms_now(self, timeout=120):
+        """Path of a fresh full /proc/kallsyms dump (e.g. after insmod), through ttyS1 as at boot:
+        gzipped, line-counted; each call makes a new file in the temp dir."""
+        self.cmd("cat /proc/kallsyms > /tmp/kallsyms; lines=$(wc -l < /tmp/kallsyms); gzip /tmp/kallsyms; "
+                 "{ stty raw -echo; cat /tmp/kallsyms.gz; "
+                 "echo \"@@KALLSYMS-END $lines $(wc -c < /tmp/kallsyms.gz)@@\"; } <>/dev/ttyS1 >&0; "
+                 "rm /tmp/kallsyms.gz", timeout=timeout)
+        self._dumps += 1
+        text = self._kallsyms_dumps(self._dumps, timeout)[-1]
+        path = os.path.join(self.dir, f"kallsyms-{self._dumps}")
+        with open(path, "wb") as f:
+            f.write(text)
+        return path
 
     def _connect(self, path):
         deadline = time.monotonic() + 10
@@ -495,35 +765,29 @@ class LinuxGuest:
         return out
 
     # -- symbols ---------------------------------------------------------------------------
-    def kallsyms_path(self, timeout=60):
-        """Path of this boot's /proc/kallsyms as text (complete: its line count matched; no CR);
-        it lives in the temp dir, so until stop()."""
-        if self._kallsyms:
-            return self._kallsyms
-        end = re.compile(re.escape(KALLSYMS_END.encode()) + rb" (\d+) (\d+)@@\r?\n?$")
+    def _kallsyms_dumps(self, count, timeout):
+        """The first count maps on ttyS1 (waiting up to timeout s for them), as text bytes."""
         deadline = time.monotonic() + timeout
         while True:
             with open(os.path.join(self.dir, "ttyS1.raw"), "rb") as f:
-                data = f.read()
-            m = end.search(data[-100:])
-            if m:
-                break
+                dumps = split_kallsyms_dumps(f.read())
+            if len(dumps) >= count:
+                return dumps[:count]
             if time.monotonic() > deadline:
-                raise LinuxGuestError(f"ttyS1 has no complete kallsyms after {timeout} s ({len(data)} bytes)")
+                raise LinuxGuestError(f"ttyS1 has {len(dumps)} complete kallsyms dumps after {timeout} s, "
+                                      f"not {count}")
             time.sleep(0.2)
-        lines, size = int(m.group(1)), int(m.group(2))
-        stop = max(0, len(data) - 100) + m.start()  # where the end line starts
-        try:
-            text = gzip.decompress(data[stop - size:stop])
-        except (OSError, EOFError) as e:  # e.g. the port was not raw: \n became \r\n
-            raise LinuxGuestError(f"kallsyms from ttyS1 does not gunzip ({e}): {size} bytes announced, "
-                                  f"{stop} received")
-        got = text.count(b"\n")
-        if got != lines:
-            raise LinuxGuestError(f"kallsyms from ttyS1 has {got} lines, the guest sent {lines}")
+
+    def kallsyms_path(self, timeout=60):
+        """Path of this boot's /proc/kallsyms as text (complete: its line count matched; no CR),
+        as /init dumped it (after the boot modules loaded); it lives in the temp dir, so until
+        stop()."""
+        if self._kallsyms:
+            return self._kallsyms
+        text = self._kallsyms_dumps(1, timeout)[0]
         self._kallsyms = os.path.join(self.dir, "kallsyms")
         with open(self._kallsyms, "wb") as f:
-            f.write(text.replace(b"\r", b""))
+            f.write(text)
         return self._kallsyms
 
     def symbols(self):
@@ -535,22 +799,39 @@ class LinuxGuest:
 
     def kaslr_slide(self):
         """_stext of this boot minus its link address (0 with nokaslr)."""
-        return self.symbols()["_stext"][0] - STEXT_NOKASLR
+        return self.symbols()["_stext"][0] - self.STEXT_LINK
 
     # -- workloads -------------------------------------------------------------------------
-    def start_workloads(self, names=tuple(WORKLOADS)):
-        """Starts WORKLOADS by name in the background; returns {name: pid} (pid's comm = name)."""
+    def start_workloads(self, names=None):
+        """Starts WORKLOADS by name (default: every one that needs no module) in the background;
+        returns {name: pid} (pid's comm = name)."""
+        names = BASIC_WORKLOADS if names is None else names
         pids = {}
         for name in names:
             if name not in WORKLOADS:
                 raise LinuxGuestError(f"no workload {name!r} (have {', '.join(WORKLOADS)})")
             prepare, command, _ = WORKLOADS[name]
+            self._need_modules(name)
             if prepare:
                 self.cmd(prepare, timeout=300)
             out = self.cmd(f"({command}) </dev/null >/dev/null 2>&1 & echo $!")
             pids[name] = int(out.split()[-1])
         self._await_names(pids)
         return pids
+
+    def _need_modules(self, workload):
+        """Loads the modules a workload needs if the guest carries them, else raises."""
+        need = WORKLOAD_MODULES.get(workload, ())
+        if not need:
+            return
+        loaded = self.modules_now()
+        for m in need:
+            if m in loaded:
+                continue
+            if m not in self.ko:
+                raise LinuxGuestError(f"workload {workload} needs module {m}: start the guest with "
+                                      f"modules=({m!r},) or lazy_modules=({m!r},)")
+            self.insmod(m)
 
     # A workload is a subshell that execs its program: until the exec its comm is `sh`, and on a
     # busy host the subshell may not have run yet when $! comes back. Wait, in guest time, until
@@ -590,15 +871,16 @@ def cmd_fetch(args):
     print(f"initramfs: {build_initramfs(args.build)}")
 
 
-def cmd_boot(args):
-    """Boots a guest with an interactive shell and bridges its console to this terminal until
-    Ctrl-] (or, when stdin is not a terminal, until stdin ends and the guest is quiet for 2 s);
-    QEMU is stopped on the way out."""
+def cmd_boot(args, g=None):
+    """Boots a guest (g, or one of args.series) with an interactive shell and bridges its console
+    to this terminal until Ctrl-] (or, when stdin is not a terminal, until stdin ends and the
+    guest is quiet for 2 s); QEMU is stopped on the way out."""
     import select
     import termios
     import tty
-    g = LinuxGuest(args.series, smp=args.smp, kaslr=not args.nokaslr, build=args.build, cpu=args.cpu,
-                   interactive=True)
+    if g is None:
+        g = LinuxGuest(args.series, smp=args.smp, kaslr=not args.nokaslr, build=args.build, cpu=args.cpu,
+                       interactive=True)
     with g:
         print(f"linuxguest: {os.path.basename(g.vmlinuz)} up in {g.boot_seconds:.1f} s; qemu pid {g.pid}; "
               f"gdbstub tcp:127.0.0.1:{g.gdb_port}; qmp {g.qmp_path}; kallsyms {g.kallsyms_path()}; "

@@ -43,3 +43,27 @@ def linux612_nokaslr():
         yield g
     finally:
         g.stop()
+
+
+# Guests with kernel modules (tools/linuxmods.py), one per series, shared by the package like the
+# two above: 6.1 loads brd at boot and carries hotmod for insmod mid-run, 6.12 the other way
+# round, so each series has a module loaded by /init and one loaded later. A test that loads or
+# unloads a module leaves the guest as it found it.
+@pytest.fixture(scope="package")
+def linux61_modules():
+    """6.1, KASLR on, -smp 2: brd loaded at boot (one sparse 64 GiB RAM disk), hotmod carried."""
+    g = start(series="6.1", smp=2, modules=("brd",), lazy_modules=("hotmod",))
+    try:
+        yield g
+    finally:
+        g.stop()
+
+
+@pytest.fixture(scope="package")
+def linux612_modules():
+    """6.12, KASLR on, -smp 2: hotmod loaded at boot, brd carried."""
+    g = start(series="6.12", smp=2, modules=("hotmod",), lazy_modules=("brd",))
+    try:
+        yield g
+    finally:
+        g.stop()
