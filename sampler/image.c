@@ -136,6 +136,12 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 			return -1;
 		}
 		int is_elf = len >= 4 && !memcmp(buf, ELFMAG, SELFMAG), is_bz = vmlinuz_is_bzimage(buf, len);
+		if (is_elf && len >= 18 && buf[16] == ET_REL && buf[17] == 0) { /* e_type: a .ko (or a .o) */
+			free(buf);
+			ERR_SET(im, ERR_USAGE, "-e %s: a relocatable object (a kernel module?): loaded modules' names "
+				"and ORC are read from guest memory; .ko files are not taken yet", base(p));
+			return -1;
+		}
 		if ((is_elf || is_bz) && im->elfbuf) {
 			free(buf);
 			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)", base(p));

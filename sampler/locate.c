@@ -108,7 +108,8 @@ out:
  * stop lasts long (the longest is measured and reported); mods_walk's generation check catches a
  * list that changed while it ran.
  */
-#define MODS_SLICE (16u << 10)
+#define MODS_SLICE (16u << 10)     /* bytes per stop at most ... */
+#define MODS_SLICE_NS 8000000LL    /* ...and at most this long (a loaded host answers slowly) */
 struct mods_reader {
 	struct session *ss;
 	int cpu;                 /* vCPU whose page tables map the kernel */
@@ -128,7 +129,8 @@ static int mods_rd(void *arg, uint64_t addr, void *buf, size_t len)
 	struct mods_reader *r = arg;
 	struct session *ss = r->ss;
 	while (len) {
-		if (r->since >= MODS_SLICE) { /* let it run a moment: a slice per stop */
+		if (r->since >= MODS_SLICE || (r->since && pace_now() - r->stopped_ns >= MODS_SLICE_NS)) {
+			/* let it run a moment: a slice per stop */
 			mods_stop_done(r);
 			if (gdb_cont(&ss->g) < 0) return -2;
 			usleep(1000);
@@ -136,7 +138,8 @@ static int mods_rd(void *arg, uint64_t addr, void *buf, size_t len)
 			r->stopped_ns = pace_now();
 			r->since = 0;
 		}
-		size_t n = len < MODS_SLICE - r->since ? len : MODS_SLICE - r->since;
+		size_t room = MODS_SLICE > r->since ? MODS_SLICE - r->since : 0, n = len < room ? len : room;
+		if (!n) continue;
 		int rc = gdb_read_block(&ss->g, r->cpu, addr, buf, n);
 		if (rc == -1) return -2;
 		if (rc) return -1;
