@@ -141,16 +141,13 @@ def _apt_options(build, series):
     line = SERIES[series]
     if line is None:
         return []
-    d = os.path.join(build, "apt-bpo")
+    d = os.path.abspath(os.path.join(build, "apt-bpo"))  # apt takes a relative Dir::Etc path from /etc/apt
     for sub in ("lists/partial", "cache/archives/partial"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     with open(os.path.join(d, "sources.list"), "w") as f:
         f.write(line + "\n")
     return ["-o", f"Dir::Etc::sourcelist={d}/sources.list", "-o", "Dir::Etc::sourceparts=-",
             "-o", f"Dir::State::Lists={d}/lists", "-o", f"Dir::Cache={d}/cache"]
-
-
-APT_LIST_TRIES = 20  # x 3 s: apt-cache finds no packages while an `apt-get update` rewrites the lists
 
 
 def _apt_update(opts):
@@ -162,12 +159,8 @@ def _apt_update(opts):
 def _download_image(opts, cwd):
     """Resolves the metapackage's dependency (e.g. linux-image-6.1.0-57-amd64) and downloads it
     into cwd: (path of the .deb, None) or (None, why). Network errors raise ArchiveUnreachable."""
-    for _ in range(APT_LIST_TRIES):
-        status, out = _apt(["apt-cache"] + opts + ["depends", META])
-        m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
-        if m or "No packages found" not in out:
-            break
-        time.sleep(3)  # an `apt-get update` elsewhere is replacing the lists (e.g. make deps)
+    status, out = _apt(["apt-cache"] + opts + ["depends", META])
+    m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
     if status != 0 or not m:
         return None, f"apt-cache depends {META} names no linux-image package: {_apt_errors(out)}"
     status, out = _apt(["apt-get", "-q"] + opts + ["download", m.group(1)], cwd=cwd)

@@ -67,3 +67,14 @@ def linux612_modules():
         yield g
     finally:
         g.stop()
+
+
+MODULE_GUESTS = {"linux61_modules", "linux612_modules", "modguest"}  # fixtures that boot a guest
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that uses a module guest starts QEMU: mark it `qemu` (tests/conftest.py does so for
+    its own guest fixtures), so `make check` leaves it out."""
+    for item in items:
+        if MODULE_GUESTS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.qemu)
