@@ -58,6 +58,22 @@ static int candidates(uint64_t lo, uint64_t hi, int have_pc, uint64_t pc, int64_
 	return n;
 }
 
+int kaslr_pc_narrows(const struct symtab *t, uint64_t pc)
+{
+	uint64_t lo = ~0ull, hi = 0;
+	for (int i = 0; i < t->nsecs; i++) {
+		if (t->secs[i].addr < lo) lo = t->secs[i].addr;
+		if (t->secs[i].addr + t->secs[i].len > hi) hi = t->secs[i].addr + t->secs[i].len;
+	}
+	if (!t->nsecs) { /* a map: its text, already where the map says */
+		lo = (t->marks >> MARK_STEXT) & 1 ? t->mark[MARK_STEXT] : t->n ? t->syms[0].addr : 0;
+		hi = (t->marks >> MARK_ETEXT) & 1 ? t->mark[MARK_ETEXT] : t->n ? t->syms[t->n - 1].addr + 1 : 0;
+	}
+	if (hi <= lo || hi >= KASLR_TOP) return 0;
+	uint64_t smax = (KASLR_TOP - hi) & ~(KASLR_ALIGN - 1);
+	return pc >= lo && pc < hi + smax;
+}
+
 static int text_slide(struct kaslr *k, const struct symtab *t, int have_pc, uint64_t pc, kaslr_read_fn rd,
 		      void *arg)
 {

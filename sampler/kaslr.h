@@ -51,6 +51,8 @@ typedef int (*kaslr_read_fn)(void *arg, uint64_t addr, uint8_t *buf, int len);
  */
 int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, int have_pc, uint64_t pc,
 		 kaslr_read_fn rd, void *arg);
+/* 1 if a kernel-mode pc can narrow the search (the moved text can hold it), 0 if not (a module's). */
+int kaslr_pc_narrows(const struct symtab *t, uint64_t pc);
 /* Check a forced offset the same way; 0 matches, -1 not (k->errstr says how badly). The names of
  * a map (names_from_map) are placed by its linux_banner, at the offset or at 0 (a map dumped
  * from this boot is already moved), so a forced offset never moves them twice. */

@@ -20,21 +20,26 @@ static int rd(void *arg, uint64_t addr, uint8_t *buf, int len)
 	return rc == -1 ? -2 : rc == -2 ? -1 : 0;
 }
 
-/* A vCPU in kernel mode (its page tables map the kernel even with KPTI) and its pc. */
+/* A vCPU in kernel mode (its page tables map the kernel even with KPTI) and its pc: one whose pc
+ * the image's text can hold if there is one (it narrows the KASLR search), else any other. */
 static int kernel_vcpu(struct session *ss, uint64_t *pc)
 {
 	const struct layout *l = &ss->g.layout;
+	int found = -1;
 	for (int i = 0; i < ss->ncpu; i++) {
 		uint8_t regs[1024];
 		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
 		if (n < 0) return -2;
 		uint64_t p = arch_reg(l->pc, regs, n);
-		if (arch_is_user(l, regs, n) != 1 && p >= ss->klo && p <= ss->khi) {
+		if (arch_is_user(l, regs, n) == 1 || p < ss->klo || p > ss->khi) continue;
+		int narrows = kaslr_pc_narrows(&ss->img.syms, p);
+		if (found < 0 || narrows) {
+			found = ss->cpus[i];
 			*pc = p;
-			return ss->cpus[i];
 		}
+		if (narrows) break;
 	}
-	return -1;
+	return found;
 }
 
 /*
@@ -217,7 +222,9 @@ int session_modules_refresh(struct session *ss, const struct sample *s, int n)
 			ss->mods.want_walk = 1;
 		}
 	int64_t now = pace_now();
-	if (!ss->mods.want_walk || now - ss->mods_walked_ns < MODS_RESCAN_NS) return 0;
+	if (!ss->mods_every_ns) ss->mods_every_ns = MODS_RESCAN_NS;
+	if (!ss->mods.want_walk || now - ss->mods_walked_ns < ss->mods_every_ns) return 0;
+	uint64_t before = ss->mods.st.loaded + ss->mods.st.unloaded;
 	guard_enter(&ss->guard);
 	if (gdb_stop(&ss->g) < 0) goto fail;
 	struct mods_reader r = { ss, ss->cpus[0], 0, pace_now() };
@@ -231,6 +238,8 @@ int session_modules_refresh(struct session *ss, const struct sample *s, int n)
 	guard_leave(&ss->guard);
 	ss->mods_walked_ns = pace_now();
 	if (cpu < 0) return 0; /* every vCPU in user mode: next time */
+	if (ss->mods.st.loaded + ss->mods.st.unloaded != before) ss->mods_every_ns = MODS_RESCAN_NS;
+	else if (ss->mods_every_ns < MODS_RESCAN_MAX_NS) ss->mods_every_ns *= 2; /* nothing new: wait longer */
 	if (rc < 0) {
 		session_warn(ss, "walking the modules list again failed: %s", ss->mods.errstr);
 		ss->mods.err = 0;

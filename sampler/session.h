@@ -17,6 +17,9 @@ struct session {
 	int orc_from_guest;            /* the ORC tables were read from guest memory (map only) */
 	struct modset mods;            /* the guest's loaded modules (mods.head == 0: not read) */
 	int64_t mods_walked_ns;        /* when the modules list was last walked */
+	int64_t mods_every_ns;         /* the least time between walks: MODS_RESCAN_NS, doubled (up
+				        * to MODS_RESCAN_MAX_NS) after each walk that found nothing new
+				        * (a pc no module holds: a BPF program, a trampoline) */
 	int64_t mods_stop_max_ns;      /* the longest single stop reading them took */
 	uint64_t mods_stops;           /* stops spent reading them */
 	int methods[UM_N];             /* unwinding methods in use, in order of preference */
@@ -66,6 +69,7 @@ int locate_kernel(struct session *ss);
  * every MODS_RESCAN_NS): stop, read, resume under the guard. 0 (also when nothing was due), -1
  * on a connection error (ss->err). */
 #define MODS_RESCAN_NS 200000000LL
+#define MODS_RESCAN_MAX_NS 3200000000LL
 int session_modules_refresh(struct session *ss, const struct sample *s, int n);
 /* The module list for the capture (docs/capture-format.md, v4), malloc'd; NULL if none. */
 char *session_modules_text(const struct session *ss);

@@ -74,6 +74,9 @@ static void test_text(void)
 	/* a pc the image could hold but does not (it narrows to the wrong place): all are tried */
 	CHECK(kaslr_detect(&k, &t, 0, 1, LINK + 0x3000000, guest_read, NULL) == 0 && k.slide == SLIDE);
 	CHECK(k.err == 0);
+	/* which vCPU's pc to prefer: one the moved text can hold, not a module's */
+	CHECK(kaslr_pc_narrows(&t, LINK + (uint64_t)SLIDE + 0x100) == 1);
+	CHECK(kaslr_pc_narrows(&t, 0xffffffffc0a01234ull) == 0 && kaslr_pc_narrows(&t, 0xffff888000001000ull) == 0);
 	/* a forced offset is checked the same way */
 	CHECK(kaslr_check(&k, &t, 0, SLIDE, guest_read, NULL) == 0 && k.how == KASLR_FORCED);
 	CHECK(kaslr_check(&k, &t, 0, SLIDE + 0x200000, guest_read, NULL) == -1 && k.err == ERR_MISMATCH);
