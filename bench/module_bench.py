@@ -99,8 +99,11 @@ def render(res, a):
              "",
              f"Hot module against core text: **{h['p50'] / max(1, z['p50']):.2f}x** the pause p50 (target <= 1.1x); "
              f"QEMU's bare stop/continue alone (bench/rtt, same guest, same workload, same rounds) is "
-             f"{h['floor'] / max(1, z['floor']):.2f}x, so what gdbsample adds on top of it is "
-             f"{(h['p50'] - h['floor']) / max(1, z['p50'] - z['floor']):.2f}x. "
+             f"{h['floor'] / max(1, z['floor']):.2f}x" + (
+                 f", so what gdbsample adds on top of it is {(h['p50'] - h['floor']) / (z['p50'] - z['floor']):.2f}x. "
+                 if h['p50'] > h['floor'] and z['p50'] > z['floor'] else
+                 " (measured in its own runs; here a floor above the pause says the host's load changed "
+                 "faster than the rounds, and no difference is computed). ") +
              "A module frame's ORC entry comes from the module's own table (found by a sorted range map, "
              "then the table's per-pc cache), a core frame's from the kernel's; both stacks are read in the "
              "same one round trip.", "",
