@@ -141,7 +141,8 @@ clean:
 	rm -rf $(BUILD)
 
 # Debian's stock kernels for the Linux-guest tests (6.1 from bookworm, 6.12 from bookworm-backports
-# through a private apt configuration) and their busybox initramfs, cached under $(BUILD)/linux.
+# through a private apt configuration), their modules and headers, the test module tests/linux/hotmod
+# built against each, and their busybox initramfs, cached under $(BUILD)/linux.
 .PHONY: linux-image
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux

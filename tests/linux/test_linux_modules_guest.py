@@ -4,7 +4,6 @@ truth (/proc/modules, /sys/module sections, kallsyms) agrees with itself, and th
 workloads spend their time in module code as the guest itself sees it (sysrq-l backtraces)."""
 import gzip
 import lzma
-import os
 import re
 import subprocess
 
@@ -205,7 +204,7 @@ def test_insmod_and_rmmod_mid_run(modguest):
         syms = modguest.module_symbols(carried)[carried]
         text = modguest.module_sections(carried)[".text"]
         inside = _in_text(syms, text, entry["size"])
-        want = {"brd": {"brd_submit_bio", "brd_do_bvec"},
+        want = {"brd": {"brd_submit_bio"},  # 6.12 inlines brd_do_bvec into it
                 "hotmod": {"hotmod_read", "hotmod_work", "hotmod_spin"}}[carried]
         assert want <= set(inside), sorted(syms)
     finally:
@@ -223,47 +222,61 @@ def test_kallsyms_now_has_a_module_loaded_after_boot(linux61_modules):
     try:
         with open(g.kallsyms_now()) as f:
             fresh = parse_kallsyms_modules(f.read())
-        assert fresh["hotmod"] == g.module_symbols("hotmod")["hotmod"]
-        assert fresh["brd"] == g.module_symbols("brd")["brd"]
-        pid = int(g.cmd("pgrep -x hotmod_kthread").split()[0])
+        now = g.module_symbols()
+        assert set(fresh) == set(now) == {"brd", "hotmod"} and fresh == now
+        pid = int(g.cmd("for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = hotmod_kthread ] && "
+                        "echo ${p#/proc/}; done; true").split()[0])
         chains = sysrq_chains(g, "hotmod_kthread")
-        assert sum("hotmod_thread" in c for c in chains) >= len(chains) // 2, chains
+        assert len(chains) >= 3, chains  # busy on a vCPU in most of the 10 snapshots
+        assert sum("hotmod_thread+" in c for c in chains) >= len(chains) // 2, chains
         assert g.cpu_times([pid])[pid][1] > 0
     finally:
         g.rmmod("hotmod")
 
 
-SNAPSHOTS = 10  # sysrq-l rounds per workload
+SNAPSHOTS = 10  # sysrq-l rounds per look
 
 
 def sysrq_chains(g, comm, rounds=SNAPSHOTS):
     """The backtraces (RIP line and call trace, as text) the guest printed for task comm in
-    `rounds` sysrq-l rounds (each shows what every busy vCPU runs at that moment)."""
-    g.cmd("dmesg -c > /dev/null; i=0; while [ $i -lt %d ]; do echo l > /proc/sysrq-trigger; "
-          "sleep 0.1; i=$((i+1)); done" % rounds, timeout=120)
-    log = g.cmd("dmesg -c", timeout=120)  # the backtraces are info-level: not on the quiet console
+    `rounds` sysrq-l rounds (each shows what every busy vCPU runs at that moment), read in
+    batches of 10 so the kernel's 128 KiB log never wraps."""
     chains = []
-    for block in re.split(r"NMI backtrace for cpu \d+", log)[1:]:
-        if re.search(rf"Comm: {re.escape(comm[:15])} ", block):
-            chains.append(block.split("</TASK>")[0])
+    g.cmd("dmesg -c > /dev/null")
+    for batch in range(0, rounds, 10):
+        g.cmd("i=0; while [ $i -lt %d ]; do echo l > /proc/sysrq-trigger; sleep 0.1; i=$((i+1)); done"
+              % min(10, rounds - batch), timeout=120)
+        # The backtraces are info-level (not on the quiet console); only their headers, pcs and
+        # frames cross the slow emulated UART.
+        log = g.cmd("dmesg -c | grep -E 'NMI backtrace for cpu|Comm: |RIP: 0010:|</TASK>|"
+                    "[A-Za-z_][A-Za-z0-9_.]*\\+0x[0-9a-f]+/0x'; true", timeout=120)
+        log = re.sub(r"^\[[ 0-9.]+\] ", "", log, flags=re.M)
+        for block in re.split(r"NMI backtrace for cpu \d+", log)[1:]:
+            if re.search(rf"Comm: {re.escape(comm[:15])} ", block):
+                chains.append(block.split("</TASK>")[0])
     return chains
 
 
 @pytest.mark.qemu
 def test_module_workloads_spend_their_time_in_module_code(modguest):
     """Each module workload, alone: most of its CPU time is system time, and the guest's own
-    backtraces find it in the module's code (the hot chain for hotmod) in most snapshots. A
-    snapshot is a random moment of the workload's life; with its true share >= 90 % (brd's
-    memset and hotmod's spin), >= half of 10 snapshots fails about once in 6000 runs."""
+    backtraces (sysrq-l, 30 snapshots, each a random moment of the workload's life) find its pc
+    in the module's code -- with the whole hot chain above it for hotmod. gdbsample measured the
+    leaf shares (docs/linux-guest.md): brd's code 65 % (6.1) and 55 % (6.12) of brddd's samples
+    (the rest is direct I/O pinning user pages), hotmod_spin 96 % of hotmod's; sysrq-l saw brd's
+    code in 41-77 % of its snapshots. The bars sit far below: brd in >= 1/10 of the snapshots
+    that caught it (of 30: >= 3, which a true 41 % misses once in 3*10^4 runs; a workload that
+    never ran module code would show 0), hotmod in >= half (at a true 90 %: once in 10^8)."""
     boot, carried = BOOT[modguest.series]
-    hot = {"brddd": ("[brd]", r"brd_(do_bvec|submit_bio)\+\S+ \[brd\]"),
-           "hotmod": ("[hotmod]", r"hotmod_spin\+\S+ \[hotmod\]\s+hotmod_work\+\S+ \[hotmod\]\s+"
-                                  r"hotmod_read\+\S+ \[hotmod\]")}
+    hot = {"brddd": r"RIP: 0010:brd_\w+\+\S+ \[brd\]",  # the leaf in brd's own code
+           "hotmod": r"RIP: 0010:hotmod_spin\+\S+ \[hotmod\]\n(.*\n)*?\s*hotmod_work\+\S+ \[hotmod\]\n"
+                     r"\s*hotmod_read\+\S+ \[hotmod\]\n"}  # the leaf and the chain above it
+    share = {"brddd": 1 / 10, "hotmod": 1 / 2}  # of the snapshots that caught the workload
     for name in ("brddd", "hotmod"):
         pids = modguest.start_workloads([name])  # insmods the carried module when needed
         try:
             before = modguest.cpu_times(pids)
-            chains = sysrq_chains(modguest, name)
+            chains = sysrq_chains(modguest, name, rounds=30)
             after = modguest.cpu_times(pids)
         finally:
             modguest.stop_workloads(pids)
@@ -272,7 +285,8 @@ def test_module_workloads_spend_their_time_in_module_code(modguest):
         pid = pids[name]
         user, system = (after[pid][0] - before[pid][0]), (after[pid][1] - before[pid][1])
         assert system >= 0.8 * (user + system) and system > 0, (name, user, system)
-        assert len(chains) >= SNAPSHOTS // 2, (name, len(chains))  # seen busy on a vCPU
-        tag, chain = hot[name]
-        inside = [c for c in chains if re.search(chain, c)]
-        assert len(inside) >= len(chains) // 2, (name, len(inside), len(chains), chains[:2])
+        assert len(chains) >= 10, (name, len(chains))  # on the other vCPU (caught 10 of 10 in trials)
+        inside = [c for c in chains if re.search(hot[name], c)]
+        print(f"{modguest.series} {name}: {len(inside)} of {len(chains)} snapshots in module code; "
+              f"utime {user} stime {system} ticks")  # shown with pytest -rP
+        assert len(inside) >= share[name] * len(chains), (name, len(inside), len(chains), chains[:2])
