@@ -6,7 +6,8 @@ Debian's stock 6.1 guest under TCG, -smp 2, KASLR on, the out-of-tree test modul
 boot: in each round, gdbsample -e vmlinuz -e kallsyms samples (1) `hotmod` -- a read() spinning in
 hotmod_spin [hotmod], its chain through three module frames unwound by the module's ORC read from
 guest memory -- and (2) `zerodd` -- a read() spinning in clear_user_rep_good in core text, a chain
-as deep. Rounds alternate the two, medians of the rounds' p50s. Target: hot module <= 1.1x core
+as deep. Rounds alternate the two, medians of the rounds' p50s; each workload is sampled again
+with a map lacking `modules` (no module handling at all: the A/B of what reading modules costs). Target: hot module <= 1.1x core
 text (module ORC lookups cached like the core's). Also the start-up cost of reading the modules:
 the summary's bytes, stops and longest stop. Every QEMU is stopped by its pid.
 """
@@ -39,8 +40,9 @@ def summary(stderr):
     m = re.search(r"frames by method: orc (\d+)", stderr)
     f["orc_frames"] = int(m.group(1))
     m = re.search(r"modules: (\d+) loaded .*?; (\d+) bytes read in (\d+) stops, longest ([\d.]+) ms", stderr)
-    f["mods"], f["mod_bytes"], f["mod_stops"], f["mod_longest"] = (int(m.group(1)), int(m.group(2)),
-                                                                    int(m.group(3)), float(m.group(4)))
+    f["mods"], f["mod_bytes"], f["mod_stops"], f["mod_longest"] = ((int(m.group(1)), int(m.group(2)),
+                                                                     int(m.group(3)), float(m.group(4)))
+                                                                    if m else (0, 0, 0, 0.0))
     m = re.search(r"prediction hits (\d+) misses (\d+)", stderr)
     f["one_trip"] = int(m.group(1)) / max(1, int(m.group(1)) + int(m.group(2)))
     m = re.search(r"gdbsample: (\d+) samples of", stderr)
@@ -54,21 +56,26 @@ def bench(a):
     try:
         lg.start()
         ks = lg.kallsyms_path()
-        runs = {"hotmod": [], "zerodd": []}
+        # the A/B: the same map without `modules` (and module lines): no module is read at all
+        bare = os.path.join(lg.dir, "nomodules.map")
+        with open(ks) as f, open(bare, "w") as out:
+            out.writelines(x for x in f if not x.rstrip().endswith((" modules", "]")))
+        runs = {"hotmod": [], "zerodd": [], "hotmod, modules not read": [], "zerodd, modules not read": []}
         for _ in range(a.rounds):
             for name in ("hotmod", "zerodd"):
                 pids = lg.start_workloads([name])
                 try:
                     floor = rtt_floor(a.rtt, lg.gdb_port, a.cycles, RATE)
-                    r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", ks,
-                                        "-r", str(RATE), "-d", str(a.secs), "-f", "folded", "-o", os.devnull],
-                                       capture_output=True, text=True, timeout=300)
+                    for key, m in ((name, ks), (name + ", modules not read", bare)):
+                        r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", m,
+                                            "-r", str(RATE), "-d", str(a.secs), "-f", "folded", "-o", os.devnull],
+                                           capture_output=True, text=True, timeout=300)
+                        if r.returncode != 0:
+                            raise RuntimeError(r.stderr)
+                        runs[key].append(dict(summary(r.stderr), floor=floor))
+                        log(key, runs[key][-1])
                 finally:
                     lg.stop_workloads(pids)
-                if r.returncode != 0:
-                    raise RuntimeError(r.stderr)
-                runs[name].append(dict(summary(r.stderr), floor=floor))
-                log(name, runs[name][-1])
         for name, rs in runs.items():
             res["rows"][name] = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
             res["rows"][name]["range"] = (min(x["p50"] for x in rs), max(x["p50"] for x in rs))
@@ -95,7 +102,11 @@ def render(res, a):
              f"{h['floor']:.0f} | {h['orc_frames']:.0f} |",
              f"| zerodd | clear_user_rep_good <- read_zero <- read() | {z['samples']:.0f} | "
              f"{100 * z['one_trip']:.1f} % | {z['p50']:.0f} [{z['range'][0]}-{z['range'][1]}] | {z['p99']:.0f} | "
-             f"{z['floor']:.0f} | {z['orc_frames']:.0f} |",
+             f"{z['floor']:.0f} | {z['orc_frames']:.0f} |"] + [
+             f"| {n} | the same, a map without `modules`: no module handling | {r['samples']:.0f} | "
+             f"{100 * r['one_trip']:.1f} % | {r['p50']:.0f} [{r['range'][0]}-{r['range'][1]}] | {r['p99']:.0f} | "
+             f"{r['floor']:.0f} | {r['orc_frames']:.0f} |"
+             for n, r in res["rows"].items() if "not read" in n] + [
              "",
              f"Hot module against core text: **{h['p50'] / max(1, z['p50']):.2f}x** the pause p50 (target <= 1.1x); "
              f"QEMU's bare stop/continue alone (bench/rtt, same guest, same workload, same rounds) is "
