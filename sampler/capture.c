@@ -22,6 +22,9 @@
  *     (u8 type, u8 length, data): type 1 = the indexes (u8 each) of exact frames;
  *     v3: type 2 (length 32) = the task: s32 pid, s32 tgid, u64 task pointer, comm[16].
  *   the summary payload: UTF-8 "key value\n" lines, written once at the end.
+ *   v4: type 3 chunks (before the summary) list the guest's kernel modules, UTF-8 lines, hex
+ *   numbers: "m NAME LO HI [LO HI]" (a module and its text ranges), then its symbols
+ *   "s ADDR SIZE NAME"; records = lines; a list longer than a chunk continues in the next.
  * v2 readers treat an unknown chunk type as damage; unknown extension records are skipped.
  */
 
@@ -204,6 +207,17 @@ static int capw_finish(struct writer *w, const struct run_info *ri)
 {
 	struct capw *c = (struct capw *)w;
 	if (flush_chunk(c, CHUNK_SAMPLES) < 0) return -1;
+	for (const char *m = ri ? ri->modules : NULL; m && *m;) { /* whole lines, a chunk at a time */
+		const char *end = m;
+		uint32_t lines = 0;
+		for (const char *nl; (nl = strchr(end, '\n')) && (size_t)(nl + 1 - m) <= FLUSH_BYTES; end = nl + 1) lines++;
+		if (end == m) break; /* a line longer than a chunk (never written so) */
+		memcpy(c->buf + CAPTURE_CHUNK_HEADER, m, (size_t)(end - m));
+		c->len = (uint32_t)(end - m);
+		c->count = lines;
+		if (flush_chunk(c, CHUNK_MODULES) < 0) return -1;
+		m = end;
+	}
 	if (ri && ri->summary) {
 		size_t n = strlen(ri->summary);
 		if (n > FLUSH_BYTES) n = FLUSH_BYTES;
@@ -291,7 +305,8 @@ static int next_chunk(struct capture_reader *r)
 		return -1;
 	}
 	r->type = (uint32_t)rd(h + 4, 4);
-	if (r->h.version >= 2 && r->type != CHUNK_SAMPLES && r->type != CHUNK_SUMMARY) {
+	if (r->h.version >= 2 && r->type != CHUNK_SAMPLES && r->type != CHUNK_SUMMARY &&
+	    !(r->h.version >= 4 && r->type == CHUNK_MODULES)) {
 		ERR_SET(r, ERR_FORMAT, "unknown chunk type %u at byte %llu", r->type, (unsigned long long)r->offset);
 		return -1;
 	}

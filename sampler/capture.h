@@ -7,13 +7,13 @@
 #include "writer.h"
 
 #define CAPTURE_MAGIC "GDBSAMP"    /* 8 bytes with the NUL */
-#define CAPTURE_VERSION 3          /* written; versions 1 and 2 still read */
+#define CAPTURE_VERSION 4          /* written; versions 1 to 3 still read */
 #define CAPTURE_HEADER_SIZE 128
 #define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
 #define CAPTURE_CHUNK_HEADER 20
 #define CAPTURE_CHUNK_MAX (1u << 20)    /* largest payload a reader accepts */
 #define CAPTURE_MAX_CPUS 4096           /* a sample of a higher vCPU index is damage */
-enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2 };
+enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2, CHUNK_MODULES = 3 }; /* 3: v4 */
 enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2 }; /* header flag bits (CAPF_KASLR: kaslr_offset is known) */
 #define CAPS_EXT 0x80                   /* sample flag bit (v2): an extension block follows the frames */
 enum { CAPX_EXACT = 1, CAPX_TASK = 2 };  /* extension records: exact (interrupted) frame indexes;

@@ -21,7 +21,7 @@ static void print_stack(const struct session *ss, const struct sample *s)
 	for (int i = 0; i < s->n; i++) {
 		uint64_t a = s->frames[i];
 		const struct sym *sym = t ? syms_frame(t, a, i && !unwind_is_exact(s->exact, i)) : NULL;
-		if (sym) snprintf(buf, sizeof buf, "%s+0x%llx", sym->name, (unsigned long long)(a - sym->addr));
+		if (sym) syms_name_off(sym, a - sym->addr, buf, sizeof buf); /* "f+0x10 [module]" */
 		else snprintf(buf, sizeof buf, "??");
 		printf("  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);
 	}

@@ -68,7 +68,7 @@ int cmd_record(const struct opts *o)
 	static struct session ss;
 	static struct stats st; /* large (pause histogram): not on the stack */
 	static struct output out;
-	static char kv[4096], human[4096], kline[512];
+	static char kv[4096], human[4096], kline[512], modline[512];
 	struct pace p;
 	struct sinks k = { 0 };
 
@@ -103,9 +103,13 @@ int cmd_record(const struct opts *o)
 	stats_kv(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
 	session_kv(&ss, kv, sizeof kv);                                 /* how the VM was reached, the image */
 	session_image_line(&ss, kline, sizeof kline);
+	session_modules_line(&ss, modline, sizeof modline);
 	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
-			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL };
+			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL };
+	char *modtext = session_modules_text(&ss);                      /* the capture names module frames */
+	ri.modules = modtext;
 	int wfail = w->finish(w, &ri) < 0;                              /* what we have, always */
+	free(modtext);
 	if (failed) fprintf(stderr, "gdbsample: %s%s\n", ss.errstr,
 			    ss.err == ERR_EOF ? " (QEMU exited?); the samples taken so far were written" : "");
 	if (wfail) fprintf(stderr, "gdbsample: %s\n", w->errstr);
@@ -117,6 +121,7 @@ int cmd_record(const struct opts *o)
 		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is running\n", ss.g.conn.where);
 	stats_human(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
 	fputs(human, stderr);                                           /* the summary, always */
+	fputs(modline, stderr);                                         /* modules read, their costs */
 	w->free(w);
 	if (wfail) output_abort(&out);
 	else if (output_commit(&out) < 0) {                             /* into place, now complete */

@@ -115,7 +115,7 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 		if (best < 0) break;
 		char name[256]; /* the key is the function's start, or a raw pc where none is known */
 		const struct sym *sym = l->syms ? syms_lookup(l->syms, l->key[best]) : NULL;
-		if (sym && sym->addr == l->key[best]) snprintf(name, sizeof name, "%s", sym->name);
+		if (sym && sym->addr == l->key[best]) syms_name(sym, name, sizeof name);
 		else snprintf(name, sizeof name, "0x%llx", (unsigned long long)l->key[best]);
 		fprintf(out, "  %5.1f  %7llu  %s\n", 100.0 * (double)l->count[best] / (double)l->total,
 		       (unsigned long long)l->count[best], name);
@@ -125,7 +125,7 @@ static void draw(void *arg, const struct stats *st, const struct pace *p)
 		if (l->count[i] >> 63) l->count[i] = ~l->count[i];
 	fprintf(out, "\nhottest chains:\n");
 	struct run_info ri = { t->ss->ncpu, t->ss->o->rate, st->end_ns - st->start_ns, st->kept, st->dropped,
-			       st->idle, NULL, NULL, NULL };
+			       st->idle, NULL, NULL, NULL, NULL };
 	t->chains->finish(t->chains, &ri);
 	if (fflush(out) == 0) top_emit(stdout, &t->scr, t->text, t->len);
 }

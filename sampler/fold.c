@@ -29,11 +29,11 @@ static uint64_t strhash(const char *s)
 }
 
 /* Frame name: the leaf's (and an interrupted pc's) own symbol; a caller's, the symbol holding
- * the call (return address - 1). */
+ * the call (return address - 1); a module's function as perf names it, "func [module]". */
 static void name(const struct symtab *t, uint64_t a, int is_return, char *out, size_t cap)
 {
 	const struct sym *s = t ? syms_frame(t, a, is_return) : NULL;
-	if (s) snprintf(out, cap, "%s", s->name);
+	if (s) syms_name(s, out, cap);
 	else snprintf(out, cap, "0x%llx", (unsigned long long)a);
 }
 

@@ -44,6 +44,12 @@ struct guestos {
 void guestos_from_elf(struct guestos *os, Elf *elf, int want);
 /* The Linux facts from raw BTF bytes (the image's .BTF section, or read from the guest). */
 int guestos_linux_btf(struct guestos *os, const void *btf, size_t len);
+struct btf;
+/* The byte offset of member `name` in BTF struct/union type id, looking through anonymous members
+ * (depth: 0); *size gets its size and *type (may be NULL) its type id. -1 if absent. Shared by
+ * everything that reads a Linux layout from BTF (os_linux.c, modules.c). */
+long guestos_btf_member(const struct btf *b, unsigned id, const char *name, long long *size, unsigned *type,
+			int depth);
 /* Our test kernel's facts from its DWARF (struct cpu.current, struct task.pid/.name). */
 int guestos_testkernel_dwarf(struct guestos *os, Elf *elf);
 

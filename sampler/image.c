@@ -65,6 +65,12 @@ static int load_tables(struct image *im, const char *path, int want)
 		im->has_cfi = cfi_open(&im->cfi, im->elf, nregs) == 0;
 	}
 	image_guestos(im, path);
+	size_t blen = 0;
+	const uint8_t *btf = section_bytes(im->elf, ".BTF", &blen, NULL);
+	if (btf) { /* kept as offsets: the ELF is dropped after loading */
+		im->has_btf = 1;
+		mods_layout_btf(&im->modl, btf, blen);
+	}
 	return 0;
 }
 
@@ -198,6 +204,12 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 		}
 		int is_elf = len >= 4 && !memcmp(buf, ELFMAG, SELFMAG), is_bz = vmlinuz_is_bzimage(buf, len);
 		int is_a64 = a64img_kind(buf, len) != A64IMG_NONE;
+		if (is_elf && len >= 18 && buf[16] == ET_REL && buf[17] == 0) { /* e_type: a .ko (or a .o) */
+			free(buf);
+			ERR_SET(im, ERR_USAGE, "-e %s: a relocatable object (a kernel module?): loaded modules' names "
+				"and ORC are read from guest memory; .ko files are not taken yet", base(p));
+			return -1;
+		}
 		if ((is_elf || is_bz || is_a64) && (im->elfbuf || im->a64name[0])) {
 			free(buf);
 			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)", base(p));

@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include "arm64img.h"
 #include "guestos.h"
+#include "modules.h"
 #include "symbols.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"
@@ -36,6 +37,8 @@ struct image {
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
 	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */
+	int has_btf;                /* the image has .BTF (a Linux kernel) */
+	struct mod_layout modl;     /* struct module's layout from it (modl.ok, else modl.why) */
 	char what[256];             /* what was loaded, for the report: "vmlinuz-6.1 (xz) + kallsyms" */
 	int err;                    /* sticky error code */
 	char errstr[160];           /* what went wrong */

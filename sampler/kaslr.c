@@ -40,20 +40,38 @@ static int score(const struct textsec *big, int64_t s, int all, kaslr_read_fn rd
 }
 
 /* Candidate offsets, 0 first: every KASLR_ALIGN step that keeps [lo, hi) below KASLR_TOP and,
- * when a kernel pc is known, puts it inside [lo, hi). Returns how many (at most max). */
+ * when a kernel pc is known that the moved text can hold, puts it inside [lo, hi). A pc no
+ * candidate can cover (a module's, above KASLR_TOP; a vmalloc'd trampoline's) narrows nothing.
+ * Returns how many (at most max). */
 static int candidates(uint64_t lo, uint64_t hi, int have_pc, uint64_t pc, int64_t *out, int max)
 {
 	int n = 0;
 	out[n++] = 0;
 	if (hi <= lo || hi >= KASLR_TOP) return n;
 	uint64_t smax = (KASLR_TOP - hi) & ~(KASLR_ALIGN - 1), smin = KASLR_ALIGN;
-	if (have_pc && pc >= lo) {
+	if (have_pc && pc >= lo && pc < hi + smax) { /* some candidate's text holds it */
 		uint64_t a = pc - lo, b = pc >= hi ? pc - hi + 1 : 0; /* lo + s <= pc < hi + s */
 		if (a < smax) smax = a & ~(KASLR_ALIGN - 1);
 		if (b > smin) smin = (b + KASLR_ALIGN - 1) & ~(KASLR_ALIGN - 1);
 	}
 	for (uint64_t s = smin; s <= smax && n < max; s += KASLR_ALIGN) out[n++] = (int64_t)s;
 	return n;
+}
+
+int kaslr_pc_narrows(const struct symtab *t, uint64_t pc)
+{
+	uint64_t lo = ~0ull, hi = 0;
+	for (int i = 0; i < t->nsecs; i++) {
+		if (t->secs[i].addr < lo) lo = t->secs[i].addr;
+		if (t->secs[i].addr + t->secs[i].len > hi) hi = t->secs[i].addr + t->secs[i].len;
+	}
+	if (!t->nsecs) { /* a map: its text, already where the map says */
+		lo = (t->marks >> MARK_STEXT) & 1 ? t->mark[MARK_STEXT] : t->n ? t->syms[0].addr : 0;
+		hi = (t->marks >> MARK_ETEXT) & 1 ? t->mark[MARK_ETEXT] : t->n ? t->syms[t->n - 1].addr + 1 : 0;
+	}
+	if (hi <= lo || hi >= KASLR_TOP) return 0;
+	uint64_t smax = (KASLR_TOP - hi) & ~(KASLR_ALIGN - 1);
+	return pc >= lo && pc < hi + smax;
 }
 
 static int text_slide(struct kaslr *k, const struct symtab *t, int have_pc, uint64_t pc, kaslr_read_fn rd,
@@ -116,21 +134,28 @@ static int banner_slide(struct kaslr *k, const struct symtab *t, int64_t hint, i
 	return -1;
 }
 
-int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, int have_pc, uint64_t pc,
-		 kaslr_read_fn rd, void *arg)
+/* The names' offset once the text's is known (k->slide, k->how): from the map's linux_banner,
+ * else beside an image from the map's _stext, else the text's. */
+static int names_slide(struct kaslr *k, const struct symtab *t, int names_from_map, int have_pc, uint64_t pc,
+		       kaslr_read_fn rd, void *arg)
 {
-	memset(k, 0, sizeof *k);
-	int rc;
-	if (t->nsecs && largest(t) && (rc = text_slide(k, t, have_pc, pc, rd, arg)) < 0) return rc;
 	if (!names_from_map) {
 		k->names_slide = k->slide;
 		k->names_how = k->how;
 		return 0;
 	}
-	if ((t->marks >> MARK_BANNER) & 1) return banner_slide(k, t, k->slide, have_pc, pc, rd, arg);
+	if ((t->marks >> MARK_BANNER) & 1) {
+		int rc = banner_slide(k, t, k->slide, have_pc, pc, rd, arg);
+		if (rc == -1 && have_pc) { /* the pc narrowed it wrongly: every candidate */
+			k->err = 0;
+			rc = banner_slide(k, t, k->slide, 0, 0, rd, arg);
+		}
+		return rc;
+	}
 	/* No banner in the map: beside an image, its _stext sits where the image's text starts. */
+	k->names_slide = k->slide;
 	k->names_how = KASLR_ASSUMED;
-	if (k->how == KASLR_TEXT && ((t->marks >> MARK_STEXT) & 1)) {
+	if ((k->how == KASLR_TEXT || k->how == KASLR_FORCED) && t->nsecs && ((t->marks >> MARK_STEXT) & 1)) {
 		uint64_t lo = ~0ull;
 		for (int i = 0; i < t->nsecs; i++)
 			if (t->secs[i].addr < lo) lo = t->secs[i].addr;
@@ -139,20 +164,45 @@ int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, in
 	return 0;
 }
 
-int kaslr_check(struct kaslr *k, const struct symtab *t, int64_t slide, kaslr_read_fn rd, void *arg)
+int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, int have_pc, uint64_t pc,
+		 kaslr_read_fn rd, void *arg)
+{
+	memset(k, 0, sizeof *k);
+	int rc;
+	if (t->nsecs && largest(t)) {
+		rc = text_slide(k, t, have_pc, pc, rd, arg);
+		if (rc == -1 && have_pc) { /* the pc was not in the image after all: every candidate */
+			int tried = k->candidates;
+			memset(k, 0, sizeof *k);
+			rc = text_slide(k, t, 0, 0, rd, arg);
+			k->candidates += tried;
+		}
+		if (rc < 0) return rc;
+	}
+	return names_slide(k, t, names_from_map, have_pc, pc, rd, arg);
+}
+
+int kaslr_check(struct kaslr *k, const struct symtab *t, int names_from_map, int64_t slide, kaslr_read_fn rd,
+		void *arg)
 {
 	const struct textsec *big = largest(t);
 	memset(k, 0, sizeof *k);
 	k->slide = k->names_slide = slide;
 	k->how = k->names_how = KASLR_FORCED;
-	if (!big) return 0;
-	int pct = score(big, slide, 1, rd, arg);
-	if (pct == -2) return -2;
-	k->match_pct = pct < 0 ? 0 : pct;
-	if (pct < KASLR_MIN_MATCH) {
-		ERR_SET(k, ERR_MISMATCH, "does not match the running guest at --kaslr-offset 0x%llx (%d%% of "
-			"its text matches there)", (unsigned long long)slide, k->match_pct);
-		return -1;
+	if (big) {
+		int pct = score(big, slide, 1, rd, arg);
+		if (pct == -2) return -2;
+		k->match_pct = pct < 0 ? 0 : pct;
+		if (pct < KASLR_MIN_MATCH) {
+			ERR_SET(k, ERR_MISMATCH, "does not match the running guest at --kaslr-offset 0x%llx (%d%% of "
+				"its text matches there)", (unsigned long long)slide, k->match_pct);
+			return -1;
+		}
 	}
-	return 0;
+	/* The offset moves the image; a map dumped from this boot has already moved: its banner
+	 * says which (tried at the offset first, then at 0). */
+	int rc = names_slide(k, t, names_from_map, 0, 0, rd, arg);
+	if (rc == 0 && k->names_how == KASLR_BANNER) return 0;
+	if (rc == 0) k->names_how = KASLR_FORCED;
+	return rc;
 }

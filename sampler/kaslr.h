@@ -40,16 +40,23 @@ typedef int (*kaslr_read_fn)(void *arg, uint64_t addr, uint8_t *buf, int len);
 
 /*
  * Find the offsets. With text (an ELF or vmlinuz): compare KASLR_PROBES windows of the largest
- * text section at every candidate offset (only those that put pc inside the text, when a
- * kernel-mode pc is known); the best must match >= KASLR_MIN_MATCH %. Names from a map: the
- * candidate where the map's linux_banner reads "Linux version " (else, beside an image, the
- * map's _stext against the image's text start). Offset 0 is tried first, so our own
- * kernel and a map dumped from this boot cost one read. -1 if nothing matches (the image or
- * map is not this guest's) or on a connection error (-2 from rd).
+ * text section at every candidate offset; the best must match >= KASLR_MIN_MATCH %. A kernel-mode
+ * pc narrows the candidates to those whose text holds it only when some candidate can (a pc in a
+ * module, above KASLR_TOP, narrows nothing), and if none of those matches every candidate is
+ * tried: where the vCPUs happen to run never decides. Names from a map: the candidate where the
+ * map's linux_banner reads "Linux version " (else, beside an image, the map's _stext against the
+ * image's text start). Offset 0 is tried first, so our own kernel and a map dumped from this
+ * boot cost one read. -1 if nothing matches (the image or map is not this guest's) or on a
+ * connection error (-2 from rd).
  */
 int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, int have_pc, uint64_t pc,
 		 kaslr_read_fn rd, void *arg);
-/* Check a forced offset the same way; 0 matches, -1 not (k->errstr says how badly). */
-int kaslr_check(struct kaslr *k, const struct symtab *t, int64_t slide, kaslr_read_fn rd, void *arg);
+/* 1 if a kernel-mode pc can narrow the search (the moved text can hold it), 0 if not (a module's). */
+int kaslr_pc_narrows(const struct symtab *t, uint64_t pc);
+/* Check a forced offset the same way; 0 matches, -1 not (k->errstr says how badly). The names of
+ * a map (names_from_map) are placed by its linux_banner, at the offset or at 0 (a map dumped
+ * from this boot is already moved), so a forced offset never moves them twice. */
+int kaslr_check(struct kaslr *k, const struct symtab *t, int names_from_map, int64_t slide, kaslr_read_fn rd,
+		void *arg);
 
 #endif

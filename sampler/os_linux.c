@@ -22,9 +22,7 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-/* The byte offset of member `name` in struct/union type id, looking through anonymous members;
- * *size gets its size. -1 if absent. */
-static long member_off(const struct btf *b, __u32 id, const char *name, __s64 *size, int depth)
+long guestos_btf_member(const struct btf *b, __u32 id, const char *name, __s64 *size, __u32 *type, int depth)
 {
 	const struct btf_type *t = btf__type_by_id(b, id);
 	while (t && (btf_is_mod(t) || btf_is_typedef(t))) t = btf__type_by_id(b, t->type);
@@ -36,14 +34,20 @@ static long member_off(const struct btf *b, __u32 id, const char *name, __s64 *s
 		if (n && *n) {
 			if (!strcmp(n, name) && bit % 8 == 0) {
 				*size = btf__resolve_size(b, m[i].type);
+				if (type) *type = m[i].type;
 				return bit / 8;
 			}
 		} else { /* anonymous struct or union: its members are ours */
-			long inner = member_off(b, m[i].type, name, size, depth + 1);
+			long inner = guestos_btf_member(b, m[i].type, name, size, type, depth + 1);
 			if (inner >= 0) return bit / 8 + inner;
 		}
 	}
 	return -1;
+}
+
+static long member_off(const struct btf *b, __u32 id, const char *name, __s64 *size, int depth)
+{
+	return guestos_btf_member(b, id, name, size, NULL, depth);
 }
 
 /* A per-CPU variable's offset and BTF type id from the ".data..percpu" DATASEC; -1 if absent. */

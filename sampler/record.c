@@ -89,6 +89,10 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			}
 		}
 		if (rc) break;
+		if (session_modules_refresh(ss, out, n) < 0) {     /* a module loaded since: read it */
+			rc = -1;
+			break;
+		}
 		if (k->tick && now >= next_tick) {
 			st->end_ns = now;
 			k->tick(k->tick_arg, st, p);

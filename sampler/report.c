@@ -189,7 +189,7 @@ oom:
 static void fmt_caller(const struct symtab *t, uint64_t a, int exact, char *out, size_t cap)
 {
 	const struct sym *s = t ? syms_frame(t, a, !exact) : NULL;
-	if (s) snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)(a - s->addr));
+	if (s) syms_name_off(s, a - s->addr, out, cap); /* a module's: "f+0x10 [module]", as perf */
 	else snprintf(out, cap, "0x%llx", (unsigned long long)a);
 }
 
@@ -197,9 +197,9 @@ static void fmt_leaf(const struct report *r, const struct chain *c, char *out, s
 {
 	const struct sym *s = c->known ? syms_lookup(r->syms, c->leaf) : NULL;
 	if (!s) snprintf(out, cap, "0x%llx", (unsigned long long)c->leaf);
-	else if (c->lo == c->hi) snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)c->lo);
-	else snprintf(out, cap, "%s+0x%llx..0x%llx", s->name, (unsigned long long)c->lo,
-		      (unsigned long long)c->hi);
+	else if (c->lo == c->hi) syms_name_off(s, c->lo, out, cap);
+	else snprintf(out, cap, "%s+0x%llx..0x%llx%s%s%s", s->name, (unsigned long long)c->lo,
+		      (unsigned long long)c->hi, s->mod ? " [" : "", s->mod ? s->mod : "", s->mod ? "]" : "");
 }
 
 static const struct report *sort_ctx;

@@ -211,6 +211,7 @@ int session_close(struct session *ss)
 		rc = -1;
 	}
 	sampler_free(&ss->s);
+	mods_free(&ss->mods);
 	image_free(&ss->img);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include "guard.h"
 #include "image.h"
 #include "kaslr.h"
+#include "modules.h"
 #include "sample.h"
 
 struct session {
@@ -14,6 +15,13 @@ struct session {
 	struct image img;              /* the kernel as given with -e (img.syms.n == 0 without -e) */
 	struct kaslr kaslr;            /* the KASLR offsets found (or given) */
 	int orc_from_guest;            /* the ORC tables were read from guest memory (map only) */
+	struct modset mods;            /* the guest's loaded modules (mods.head == 0: not read) */
+	int64_t mods_walked_ns;        /* when the modules list was last walked */
+	int64_t mods_every_ns;         /* the least time between walks: MODS_RESCAN_NS, doubled (up
+				        * to MODS_RESCAN_MAX_NS) after each walk that found nothing new
+				        * (a pc no module holds: a BPF program, a trampoline) */
+	int64_t mods_stop_max_ns;      /* the longest single stop reading them took */
+	uint64_t mods_stops;           /* stops spent reading them */
 	int methods[UM_N];             /* unwinding methods in use, in order of preference */
 	int nmethods;
 	struct attach at;              /* the monitor we opened the gdbstub through (--qmp/--domain) */
@@ -58,6 +66,16 @@ void session_warn(const struct session *ss, const char *fmt, ...);
 /* locate.c: find the kernel in the guest (KASLR offsets; ORC tables from guest memory when only
  * a map was given) and choose the unwinders; VM stopped. */
 int locate_kernel(struct session *ss);
+/* Walk the modules list again if a sample met a kernel pc no module or core text holds (at most
+ * every MODS_RESCAN_NS): stop, read, resume under the guard. 0 (also when nothing was due), -1
+ * on a connection error (ss->err). */
+#define MODS_RESCAN_NS 200000000LL
+#define MODS_RESCAN_MAX_NS 3200000000LL
+int session_modules_refresh(struct session *ss, const struct sample *s, int n);
+/* The module list for the capture (docs/capture-format.md, v4), malloc'd; NULL if none. */
+char *session_modules_text(const struct session *ss);
+/* The summary line for modules ("" if none were read). */
+void session_modules_line(const struct session *ss, char *out, size_t cap);
 /* The kernel symbols, or NULL without -e. */
 const struct symtab *session_syms(const struct session *ss);
 /* Append the image lines (image, unwind, kaslr_offset ...) to the key value text. */

@@ -13,7 +13,7 @@
 
 const char *const symmark_names[MARK_N] = {
 	"_stext", "_etext", "__start_orc_unwind_ip", "__stop_orc_unwind_ip", "__start_orc_unwind",
-	"__stop_orc_unwind", "__start_orc_header", "__stop_orc_header", "linux_banner",
+	"__stop_orc_unwind", "__start_orc_header", "__stop_orc_header", "linux_banner", "modules",
 };
 
 /* Remember addr if name is one of the marks. */
@@ -32,32 +32,75 @@ static int syms_unsafe(char c)
 	return c == ';' || (u < 0x20 && c != '\t') || u == 0x7f;
 }
 
-int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
+/* Bytes needed for name as every output writes a frame: ';' (it splits a folded frame), control
+ * bytes but tab, and DEL as \xNN -- gdbsample-analyze's folded.safe_name, which also escapes what
+ * is not UTF-8 -- so folded and report text keep one record a line whatever the ELF holds. */
+static size_t escaped_len(const char *name)
+{
+	size_t len = 0;
+	for (const char *c = name; *c; c++) len += syms_unsafe(*c) ? 4 : 1;
+	return len;
+}
+
+/* Write name escaped at o (escaped_len(name) + 1 bytes); returns the byte after its NUL. */
+static char *escape_into(char *o, const char *name)
+{
+	for (const char *c = name; *c; c++)
+		if (syms_unsafe(*c)) o += snprintf(o, 5, "\\x%02x", (unsigned char)*c);
+		else *o++ = *c;
+	*o++ = 0;
+	return o;
+}
+
+/* Append a symbol whose name (and module) sit in one allocation the table now owns. */
+static int add(struct symtab *t, uint64_t addr, uint64_t size, char *owned, const char *mod)
 {
 	if ((t->n & (t->n - 1)) == 0) { /* grow at powers of two */
 		struct sym *n = realloc(t->syms, (t->n ? t->n * 2 : 64) * sizeof *n);
 		if (!n) {
+			free(owned);
 			ERR_SET(t, ERR_SYS, "out of memory");
 			return -1;
 		}
 		t->syms = n;
 	}
-	/* The name as every output writes a frame: ';' (it splits a folded frame), control bytes but
-	 * tab, and DEL as \xNN -- gdbsample-analyze's folded.safe_name, which also escapes what is
-	 * not UTF-8 -- so folded and report text keep one record a line whatever the ELF holds. */
-	size_t len = 0;
-	for (const char *c = name; *c; c++) len += syms_unsafe(*c) ? 4 : 1;
-	char *dup = malloc(len + 1), *o = dup;
+	t->syms[t->n++] = (struct sym){ addr, size, owned, mod };
+	return 0;
+}
+
+int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
+{
+	char *dup = malloc(escaped_len(name) + 1);
 	if (!dup) {
 		ERR_SET(t, ERR_SYS, "out of memory");
 		return -1;
 	}
-	for (const char *c = name; *c; c++)
-		if (syms_unsafe(*c)) o += snprintf(o, 5, "\\x%02x", (unsigned char)*c);
-		else *o++ = *c;
-	*o = 0;
-	t->syms[t->n++] = (struct sym){ addr, size, dup };
-	return 0;
+	escape_into(dup, name);
+	return add(t, addr, size, dup, NULL);
+}
+
+int syms_add_mod(struct symtab *t, uint64_t addr, uint64_t size, const char *name, const char *mod)
+{
+	char *buf = malloc(escaped_len(name) + escaped_len(mod) + 2);
+	if (!buf) {
+		ERR_SET(t, ERR_SYS, "out of memory");
+		return -1;
+	}
+	char *m = escape_into(buf, name);
+	escape_into(m, mod);
+	return add(t, addr, size, buf, m);
+}
+
+void syms_name(const struct sym *s, char *out, size_t cap)
+{
+	if (s->mod) snprintf(out, cap, "%s [%s]", s->name, s->mod);
+	else snprintf(out, cap, "%s", s->name);
+}
+
+void syms_name_off(const struct sym *s, uint64_t off, char *out, size_t cap)
+{
+	if (s->mod) snprintf(out, cap, "%s+0x%llx [%s]", s->name, (unsigned long long)off, s->mod);
+	else snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)off);
 }
 
 static int symcmp(const void *a, const void *b)
@@ -140,7 +183,7 @@ int syms_idle(const struct symtab *t, uint64_t pc)
 void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap)
 {
 	const struct sym *s = syms_lookup(t, addr);
-	if (s) snprintf(out, cap, "%s+0x%llx", s->name, (unsigned long long)(addr - s->addr));
+	if (s) syms_name_off(s, addr - s->addr, out, cap);
 	else snprintf(out, cap, "0x%llx", (unsigned long long)addr);
 }
 

@@ -10,6 +10,8 @@ struct sym {
 	uint64_t addr;    /* start address */
 	uint64_t size;    /* bytes (0 = unknown: extends to the next symbol) */
 	const char *name; /* NUL-terminated, owned by the table */
+	const char *mod;  /* the module it is in (modules.c), or NULL (the core kernel); shares name's
+			   * allocation */
 };
 
 /* An executable section's bytes from the ELF. */
@@ -28,6 +30,7 @@ enum symmark {
 	MARK_ORC_START, MARK_ORC_STOP,          /* __start_orc_unwind, __stop_orc_unwind */
 	MARK_ORC_HDR_START, MARK_ORC_HDR_STOP,  /* __start_orc_header, __stop_orc_header (6.4+) */
 	MARK_BANNER,                            /* linux_banner: "Linux version ..." */
+	MARK_MODULES,                           /* modules: the loaded modules' list_head */
 	MARK_N
 };
 extern const char *const symmark_names[MARK_N];
@@ -61,6 +64,8 @@ int syms_add_text(struct symtab *t, uint64_t addr, const uint8_t *data, size_t l
 int syms_parse_map(struct symtab *t, const char *text, size_t len);
 /* Add one symbol (used by the loaders and tests); call syms_finish after the last. */
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name);
+/* Add one symbol of a module (named as perf does: "name [mod]", syms_name). */
+int syms_add_mod(struct symtab *t, uint64_t addr, uint64_t size, const char *name, const char *mod);
 /* Sort and de-duplicate after adding. */
 void syms_finish(struct symtab *t);
 /* The symbol containing addr, or NULL. */
@@ -80,6 +85,10 @@ enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc, int *adj);
 /* 1 if a vCPU stopped at pc is idle (after x86's `hlt`, at or after aarch64's `wfi`/`wfe`), 0 if
  * not, -1 if unknown. */
 int syms_idle(const struct symtab *t, uint64_t pc);
+/* A symbol's display name: "name", or perf's "name [module]" for a module's. */
+void syms_name(const struct sym *s, char *out, size_t cap);
+/* "name+0xoff" or "name+0xoff [module]": a frame at off bytes into s. */
+void syms_name_off(const struct sym *s, uint64_t off, char *out, size_t cap);
 /* Format addr as "sym+0xoff" (or hex if unknown) into out. */
 void syms_format(const struct symtab *t, uint64_t addr, char *out, size_t cap);
 void syms_free(struct symtab *t);

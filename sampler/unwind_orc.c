@@ -59,15 +59,50 @@ static enum orc_layout guess_layout(const uint8_t *ents, size_t n)
 	return bit3 ? ORC_LAYOUT_V2 : ORC_LAYOUT_V1;
 }
 
+/* The tables once the layout is known. */
+static int build(struct orc_table *t, const uint8_t *ips, size_t n, uint64_t ipaddr, const uint8_t *ents,
+		 uint64_t text_lo, uint64_t text_hi)
+{
+	t->ip = malloc(n * sizeof *t->ip);
+	t->e = malloc(n * 6);
+	t->cache = calloc(ORC_CACHE, sizeof *t->cache);
+	if (!t->ip || !t->e || !t->cache) {
+		orc_free(t);
+		ERR_SET(t, ERR_SYS, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *p = ips + 4 * i;
+		int32_t rel = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+		t->ip[i] = ipaddr + 4 * i + (uint64_t)(int64_t)rel;
+		if (i && t->ip[i] < t->ip[i - 1]) {
+			orc_free(t);
+			ERR_SET(t, ERR_FORMAT, "ORC table not sorted (entry %zu)", i);
+			return -1;
+		}
+	}
+	memcpy(t->e, ents, n * 6);
+	t->n = n;
+	t->text_lo = text_lo;
+	t->text_hi = text_hi;
+	return 0;
+}
+
+static int sizes_ok(struct orc_table *t, size_t iplen, size_t entlen)
+{
+	if (iplen % 4 || entlen % 6 || iplen / 4 != entlen / 6 || !iplen) {
+		ERR_SET(t, ERR_FORMAT, "ORC tables disagree: %zu ip bytes, %zu entry bytes", iplen, entlen);
+		return 0;
+	}
+	return 1;
+}
+
 int orc_load(struct orc_table *t, const uint8_t *ips, size_t iplen, uint64_t ipaddr,
 	     const uint8_t *ents, size_t entlen, const uint8_t *hdr, size_t hdrlen,
 	     uint64_t text_lo, uint64_t text_hi)
 {
 	memset(t, 0, sizeof *t);
-	if (iplen % 4 || entlen % 6 || iplen / 4 != entlen / 6 || !iplen) {
-		ERR_SET(t, ERR_FORMAT, "ORC tables disagree: %zu ip bytes, %zu entry bytes", iplen, entlen);
-		return -1;
-	}
+	if (!sizes_ok(t, iplen, entlen)) return -1;
 	size_t n = iplen / 4;
 	if (hdr) {
 		int known = 0;
@@ -86,29 +121,20 @@ int orc_load(struct orc_table *t, const uint8_t *ips, size_t iplen, uint64_t ipa
 			"use --unwind cfi or fp");
 		return -1;
 	}
-	t->ip = malloc(n * sizeof *t->ip);
-	t->e = malloc(entlen);
-	t->cache = calloc(ORC_CACHE, sizeof *t->cache);
-	if (!t->ip || !t->e || !t->cache) {
-		orc_free(t);
-		ERR_SET(t, ERR_SYS, "out of memory");
+	return build(t, ips, n, ipaddr, ents, text_lo, text_hi);
+}
+
+int orc_load_as(struct orc_table *t, enum orc_layout l, const uint8_t *ips, size_t iplen, uint64_t ipaddr,
+		const uint8_t *ents, size_t entlen, uint64_t text_lo, uint64_t text_hi)
+{
+	memset(t, 0, sizeof *t);
+	if (!sizes_ok(t, iplen, entlen)) return -1;
+	t->layout = l != ORC_LAYOUT_UNKNOWN ? l : guess_layout(ents, iplen / 4);
+	if (t->layout == ORC_LAYOUT_UNKNOWN) {
+		ERR_SET(t, ERR_FORMAT, "ORC tables of an unknown version (entry bits no known kernel sets)");
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *p = ips + 4 * i;
-		int32_t rel = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-		t->ip[i] = ipaddr + 4 * i + (uint64_t)(int64_t)rel;
-		if (i && t->ip[i] < t->ip[i - 1]) {
-			orc_free(t);
-			ERR_SET(t, ERR_FORMAT, "ORC table not sorted (entry %zu)", i);
-			return -1;
-		}
-	}
-	memcpy(t->e, ents, entlen);
-	t->n = n;
-	t->text_lo = text_lo;
-	t->text_hi = text_hi;
-	return 0;
+	return build(t, ips, iplen / 4, ipaddr, ents, text_lo, text_hi);
 }
 
 int orc_find(struct orc_table *t, uint64_t pc, struct orc_entry *out)
@@ -176,9 +202,13 @@ enum uw_step orc_step(void *ctx, struct uw_walk *w, const struct uw_frame *c, st
 {
 	struct orc_table *t = ctx;
 	struct orc_entry o;
-	uint64_t sp, nbp;
+	uint64_t sp, nbp, at = c->exact ? c->pc : c->pc - 1;
 	if (!w->arch->is_x86) return US_NOINFO;
-	if (orc_find(t, (c->exact ? c->pc : c->pc - 1) - t->bias, &o)) return US_NOINFO;
+	if (t->more && (at - t->bias < t->text_lo || at - t->bias >= t->text_hi)) { /* a module's pc */
+		struct orc_table *m = t->more(t->more_arg, at);
+		if (m) t = m;
+	}
+	if (orc_find(t, at - t->bias, &o)) return US_NOINFO;
 	if (o.type == ORC_END) return US_END;
 	if (o.type == ORC_UNDEF) goto bad; /* objtool marked it: no valid unwind state here */
 	uint64_t osp = 0, obp = 0;

@@ -45,6 +45,10 @@ struct orc_table {
 	uint64_t bias;           /* subtract from a guest pc to get a table address (the KASLR slide
 				  * for tables from an image; 0 for tables read from guest memory) */
 	uint64_t lookups, misses; /* for the summary: lookups, and those with no entry */
+	/* For a pc outside [text_lo, text_hi) (a module's): the table that covers it, or NULL
+	 * (modules.c's mods_orc; NULL: none). That table's own bias applies. */
+	struct orc_table *(*more)(void *arg, uint64_t pc);
+	void *more_arg;          /* its argument */
 	struct orc_hit *cache;   /* recent lookups, direct-mapped by pc (ORC_CACHE slots) */
 	int err;                 /* sticky error code */
 	char errstr[128];        /* what went wrong */
@@ -60,6 +64,10 @@ struct orc_table {
 int orc_load(struct orc_table *t, const uint8_t *ips, size_t iplen, uint64_t ipaddr,
 	     const uint8_t *ents, size_t entlen, const uint8_t *hdr, size_t hdrlen,
 	     uint64_t text_lo, uint64_t text_hi);
+/* The same with a layout already known (a module's tables, whose kernel gave the layout in its
+ * own .orc_header, or ORC_LAYOUT_UNKNOWN: guessed from the entries as orc_load does). */
+int orc_load_as(struct orc_table *t, enum orc_layout l, const uint8_t *ips, size_t iplen, uint64_t ipaddr,
+		const uint8_t *ents, size_t entlen, uint64_t text_lo, uint64_t text_hi);
 /* The entry covering table address pc; 0 found, -1 none. */
 int orc_find(struct orc_table *t, uint64_t pc, struct orc_entry *out);
 /* Decode one raw entry in the given layout. */

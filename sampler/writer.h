@@ -17,6 +17,8 @@ struct run_info {
 	const char *summary;       /* the summary text (key value lines) for the capture trailer */
 	const char *attach;        /* how the VM was reached, for the report header, or NULL (-p/-H/-u) */
 	const char *kernel;        /* the kernel image, unwinders and KASLR offset, or NULL (no -e) */
+	const char *modules;       /* the guest's modules for the capture ("m"/"s" lines,
+				    * docs/capture-format.md), or NULL */
 };
 
 struct writer {

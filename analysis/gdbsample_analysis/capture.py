@@ -1,8 +1,8 @@
 """capture.py: streaming reader for gdbsample's binary capture format (docs/capture-format.md).
 
-Layout (all integers little-endian; version 3 is written, versions 1 and 2 still read):
+Layout (all integers little-endian; version 4 is written, versions 1 to 3 still read):
   header, 128 bytes:
-     0 magic "GDBSAMP\\0"  8 u16 version (1, 2 or 3)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
+     0 magic "GDBSAMP\\0"  8 u16 version (1 to 4)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
     16 u32 rate_hz  20 u32 max_frames  24 u64 kernel lo  32 u64 kernel hi  40 u64 start (unix ns)
     48 u8 id kind  49 u8 id len  50 u16 flags  52 id[32]
     v2: 84 s64 KASLR offset (valid if flags bit 1)  92 u64 runtime _stext (0 unknown)  100 u8 methods
@@ -20,6 +20,9 @@ Layout (all integers little-endian; version 3 is written, versions 1 and 2 still
     v3: type 2, length 32 = the task current on the vCPU: s32 pid, s32 tgid, u64 task pointer,
     u8 comm[16] (NUL-padded guest bytes; another length: skipped). No record: no task known.
     In v1 and v2 type 2 means nothing (skipped as unknown).
+  v4: type 3 chunks (before the summary): the guest's kernel modules, UTF-8 lines, hex numbers:
+    "m NAME LO HI [LO HI]" (a module, its text ranges), then its symbols "s ADDR SIZE NAME"
+    (Capture.modules: [Module]; a line that does not parse is damage).
   summary payload: UTF-8 "key value" lines, written once, last. Values a reader computes with
     (SUMMARY_NUMBERS) that are not valid numbers are dropped, as if absent (Capture.summary_bad).
 
@@ -42,12 +45,13 @@ FLAG_EXT = 0x80    # v2: an extension block follows the frames (stripped from Sa
 HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are in the file
 HEADER_FLAG_KASLR = 2                     # header flags bit 1 (v2): the KASLR offset is known
 MAGIC = b"GDBSAMP\0"
-VERSIONS = (1, 2, 3)                      # versions this reader knows
+VERSIONS = (1, 2, 3, 4)                   # versions this reader knows
 HEADER_SIZE = 128
 CHUNK_MAGIC = 0x4B4E4843                  # "CHNK" little-endian
 CHUNK_HEADER = struct.Struct("<IIIII")    # magic, type, payload length, records, CRC
 CHUNK_SAMPLES = 1
 CHUNK_SUMMARY = 2
+CHUNK_MODULES = 3                         # v4
 CHUNK_MAX = 1 << 20                       # largest payload a reader accepts
 EXT_EXACT = 1                             # extension record: indexes of exact frames
 EXT_TASK = 2                              # v3 extension record: the current task (TASK, 32 bytes)
@@ -217,6 +221,30 @@ def parse_samples(payload, records, version=1):
     return out
 
 
+# A kernel module of the guest (v4): name, text ranges [(lo, hi)], symbols [(addr, size, name)]
+# at runtime addresses.
+Module = collections.namedtuple("Module", "name ranges syms")
+
+
+def parse_modules(payload, into):
+    """A modules chunk's lines appended to into ([Module]); ValueError on a line that does not parse
+    (symbols before any module, a bad number, an unknown line kind)."""
+    text = payload.decode("utf-8", "replace")
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "m" and len(f) in (4, 6):
+            nums = [int(x, 16) for x in f[2:]]
+            ranges = [(nums[i], nums[i + 1]) for i in range(0, len(nums), 2) if nums[i + 1] > nums[i]]
+            into.append(Module(f[1], ranges, []))
+        elif f[0] == "s" and len(f) == 4 and into:
+            into[-1].syms.append((int(f[1], 16), int(f[2], 16), f[3]))
+        else:
+            raise ValueError("modules line %.40r" % line)
+    return into
+
+
 def parse_summary(payload):
     """Summary text -> dict; numbers become int or float, other values stay str (the rest of the
     line: values may contain spaces; control characters as \\xNN)."""
@@ -288,6 +316,7 @@ class Capture:
         self.problem = None         # after samples(): one line, what was lost and where
         self.summary = {}           # the summary chunk, {} if absent (invalid numbers left out)
         self.summary_bad = []       # [(key, value)] of summary numbers left out as invalid
+        self.modules = []           # after samples(), v4: the guest's kernel modules [Module]
         self.chunks_ok = 0          # good chunks read
         self.bytes_lost = 0         # bytes from the first bad chunk to the end of the file
         self.samples_read = 0       # samples delivered
@@ -296,6 +325,7 @@ class Capture:
     def samples(self):
         """Yields every Sample of every good chunk, in file order; stops at the first bad one."""
         self.intact, self.problem, self.summary, self.summary_bad = None, None, {}, []
+        self.modules = []
         self.chunks_ok = self.bytes_lost = self.samples_read = 0
         self.last_time_ns = None
         try:
@@ -326,8 +356,14 @@ class Capture:
                             bad = "chunk checksum mismatch"
                             if self.version >= 2:
                                 promised = None   # the CRC covers type and count: trust neither
-                        elif self.version >= 2 and ctype not in (CHUNK_SAMPLES, CHUNK_SUMMARY):
+                        elif self.version >= 2 and ctype not in (CHUNK_SAMPLES, CHUNK_SUMMARY) and not (
+                                self.version >= 4 and ctype == CHUNK_MODULES):
                             bad = "unknown chunk type %d" % ctype
+                        elif ctype == CHUNK_MODULES and self.version >= 4:
+                            try:
+                                parse_modules(payload, self.modules)
+                            except ValueError as e:
+                                bad = "bad modules chunk: %s" % e
                         elif ctype == CHUNK_SAMPLES:
                             try:
                                 batch = parse_samples(payload, records, self.version)
@@ -352,6 +388,34 @@ class Capture:
                             "last second of samples is missing")
         else:
             self.intact = True
+
+    def load_modules(self):
+        """v4: the modules chunks' list [Module], read ahead of samples() by skipping from chunk
+        header to chunk header (the list is written last, and namers need it first). A damaged
+        file gives what was read before the damage (samples() reports the damage)."""
+        mods = []
+        if self.version < 4:
+            return mods
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(HEADER_SIZE)
+                while True:
+                    head = f.read(CHUNK_HEADER.size)
+                    if len(head) < CHUNK_HEADER.size:
+                        break
+                    magic, ctype, length, records, crc = CHUNK_HEADER.unpack(head)
+                    if magic != CHUNK_MAGIC or length > CHUNK_MAX:
+                        break
+                    if ctype != CHUNK_MODULES:
+                        f.seek(length, os.SEEK_CUR)
+                        continue
+                    payload = f.read(length)
+                    if len(payload) < length or chunk_crc(head, payload, self.version) != crc:
+                        break
+                    parse_modules(payload, mods)
+        except (OSError, ValueError):
+            pass
+        return mods
 
     def _lost(self, why, offset, promised):
         self.intact = False

@@ -4,7 +4,7 @@ import sys
 
 from .capture import Capture, CaptureError
 from .folded import FoldedError, read_folded
-from .symbols import Symbolizer, SymbolError, choose_offset
+from .symbols import ModuleSymbols, Symbolizer, SymbolError, choose_offset
 
 PROG = "gdbsample-analyze"
 EXIT_OK = 0        # done, every input intact
@@ -99,10 +99,12 @@ def base_offset(args):
 
 def symbols_for(syms, cap, forced=None):
     """syms as they name cap's frames: rebased by the KASLR offset chosen for cap (forced, from
-    --kaslr-offset, wins); None stays None."""
-    if syms is None:
-        return None
-    return syms.rebased(choose_offset(syms, cap.kaslr_offset, cap.stext, forced))
+    --kaslr-offset, wins), with the guest's modules the capture lists (v4) in front; None stays
+    None unless the capture lists modules."""
+    mods = cap.load_modules() if hasattr(cap, "load_modules") else []
+    if syms is not None:
+        syms = syms.rebased(choose_offset(syms, cap.kaslr_offset, cap.stext, forced))
+    return ModuleSymbols(syms, mods) if mods else syms
 
 
 def load_folded(path):

@@ -69,11 +69,17 @@ class Symbols:
         self.cache = {}
 
     def text(self, addr, is_ret):
+        """(SYMBOL+0xOFF or [unknown], the module's DSO "[name]" or None)."""
         key = (addr, is_ret)
         got = self.cache.get(key)
         if got is None:
             s = self.syms.frame(addr, is_ret) if self.syms else None
-            got = self.cache[key] = "%s+0x%x" % (s[0], addr - s[1]) if s else UNKNOWN
+            mod = self.syms.module_of(self.syms.frame_addr(addr, is_ret)) if hasattr(self.syms, "module_of") else None
+            name = s[0] if s else None
+            if name and mod and name.endswith(" [%s]" % mod.name):  # perf: the module is the DSO
+                name = name[:-len(mod.name) - 3]
+            got = self.cache[key] = ("%s+0x%x" % (name, addr - s[1]) if s else UNKNOWN,
+                                     "[%s]" % mod.name if mod else None)
         return got
 
 
@@ -99,8 +105,8 @@ def capture_records(cap, syms, flt):
             lines.append(frame_line(frames[0], UNKNOWN, UNKNOWN))
         else:
             for i, a in enumerate(frames):
-                lines.append(frame_line(a, names.text(a, is_return(i, exact)),
-                                        KERNEL_DSO if lo <= a <= hi else UNKNOWN))
+                sym, dso = names.text(a, is_return(i, exact))
+                lines.append(frame_line(a, sym, dso or (KERNEL_DSO if lo <= a <= hi else UNKNOWN)))
         lines.append("\n")
         yield "".join(lines)
 

@@ -15,7 +15,9 @@ build time (the Makefile), and the encoding is python3-protobuf's. What a profil
                  `report` name frames (symbols.py's rule; 0x... without a symbol; a user-mode
                  sample is its pc)
   mapping        the capture header's kernel range, named by -e's file ([kernel] without), the
-                 build id when the capture carries one; has_functions: no symbolizing needed
+                 build id when the capture carries one; has_functions: no symbolizing needed;
+                 then (v4 captures) one per guest module, its text, named `[module]`, holding
+                 the frames in that module (ids 2.. in the capture's module order)
   period_type    wall/nanoseconds, period 1e9 / the requested rate; time_nanos the run's start,
                  duration_nanos the summary's duration (else the last sample's time)
 Wall time: a sample stands for the time until the same vCPU's next sample in the capture -- the
@@ -162,8 +164,9 @@ def with_wall(samples, period_ns):
 class Frames:
     """Capture frames -> location ids: names by fold's Namer, lines from DWARF, the kernel mapping."""
 
-    def __init__(self, builder, syms, lo, hi):
+    def __init__(self, builder, syms, lo, hi, mod_ids=None):
         self.b = builder
+        self.mod_ids = mod_ids or {}             # module name -> its mapping id
         self.syms = syms                         # Symbolizer rebased for the capture, or None
         self.namer = Namer(syms)
         self.lines = bool(syms is not None and syms.is_elf and syms.path)
@@ -184,7 +187,8 @@ class Frames:
         if lid is not None:
             return lid
         fid, line = self.function(addr, is_ret)
-        mapping = 1 if self.lo <= addr <= self.hi else 0
+        mod = self.syms.module_of(addr) if hasattr(self.syms, "module_of") else None
+        mapping = self.mod_ids.get(mod.name, 1) if mod else 1 if self.lo <= addr <= self.hi else 0
         return self.b.location((addr, is_ret), fid, line, addr, mapping)
 
 
@@ -209,6 +213,16 @@ def from_capture(pb, cap, syms, flt, elf):
         m.build_id = b.s(cap.kernel_id.hex())
     m.has_functions = syms is not None
     m.has_filenames = m.has_line_numbers = bool(syms is not None and syms.is_elf)
+    mod_ids = {}
+    for mod in getattr(syms, "modules", ()):    # v4: a mapping per module of the guest
+        if mod.name in mod_ids or not mod.ranges:
+            continue
+        mm = prof.mapping.add()
+        mm.id = mod_ids[mod.name] = len(prof.mapping)
+        mm.memory_start = min(r[0] for r in mod.ranges)
+        mm.memory_limit = max(r[1] for r in mod.ranges)
+        mm.filename = b.s("[%s]" % mod.name)
+        mm.has_functions = True
     tasks = cap.task_os is not None
     agg = {}                                     # (frames, exact, cpu, task) -> [count, wall]
     for s in flt.apply(with_wall(cap.samples(), period)):
@@ -221,7 +235,7 @@ def from_capture(pb, cap, syms, flt, elf):
             e[1] += s.wall
     prof.time_nanos = cap.start_ns if cap.start_ns <= INT64_MAX else 0     # a hostile header: unknown
     prof.duration_nanos = int(cap.summary.get("duration_ns", cap.last_time_ns or 0))
-    frames = Frames(b, syms, cap.kernel_lo, cap.kernel_hi)
+    frames = Frames(b, syms, cap.kernel_lo, cap.kernel_hi, mod_ids)
     rows = []
     for (stack, exact, cpu, task), (n, wall) in agg.items():
         names = tuple(frames.namer.frames(stack[i], is_return(i, exact))[0] for i in range(len(stack) - 1, -1, -1))

@@ -260,6 +260,58 @@ class Symbolizer:
         return [name for name, _, _ in self.inline_chain(addr)]
 
 
+class ModuleSymbols:
+    """A kernel Symbolizer (or None) with the guest's modules from a capture (v4) in front of it:
+    an address in a module's text is named by the module's own symbols, as perf does,
+    "func [module]"; module_of(addr) gives the module (perf-script's DSO, pprof's mapping).
+    Modules hold runtime addresses: the kernel table's offset never applies to them."""
+
+    def __init__(self, base, modules):
+        self.base = base
+        self.modules = list(modules)
+        self._ranges = sorted((lo, hi, i) for i, m in enumerate(self.modules) for lo, hi in m.ranges)
+        self._los = [r[0] for r in self._ranges]
+        self._tables = [Symbolizer(m.syms, is_elf=True) for m in self.modules]
+
+    _NO_BASE = {"is_elf": False, "path": None, "stext": None, "offset": 0}
+
+    def __getattr__(self, name):   # DWARF lines, is_elf, path ...: the kernel's
+        if name.startswith("__") or name in ("base", "modules", "_ranges", "_los", "_tables"):
+            raise AttributeError(name)
+        if self.base is None:
+            if name in self._NO_BASE:
+                return self._NO_BASE[name]
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def rebased(self, offset):
+        return ModuleSymbols(self.base.rebased(offset) if self.base is not None else None, self.modules)
+
+    def module_of(self, addr):
+        """The Module whose text holds runtime address addr, or None."""
+        i = bisect.bisect_right(self._los, addr) - 1
+        if i < 0 or addr >= self._ranges[i][1]:
+            return None
+        return self.modules[self._ranges[i][2]]
+
+    def lookup(self, addr):
+        i = bisect.bisect_right(self._los, addr) - 1
+        if i >= 0 and addr < self._ranges[i][1]:
+            k = self._ranges[i][2]
+            s = self._tables[k].lookup(addr)
+            return ("%s [%s]" % (s[0], self.modules[k].name), s[1]) if s else None
+        return self.base.lookup(addr) if self.base is not None else None
+
+    frame_addr = staticmethod(Symbolizer.frame_addr)
+
+    def frame(self, addr, is_return):
+        return self.lookup(self.frame_addr(addr, is_return))
+
+    def frame_name(self, addr, is_return):
+        s = self.lookup(self.frame_addr(addr, is_return))
+        return s[0] if s else "0x%x" % addr
+
+
 def one_line(e):
     """A library's exception as one short line: its message, and its type unless pyelftools'
     own (a KeyError's message alone, "9", would say nothing)."""

@@ -46,7 +46,13 @@ static void test_roundtrip(void)
 		addfail += w->add(w, &s) != 0;
 	}
 	CHECK(addfail == 0);
-	struct run_info ri = { .summary = "samples 5000\npause_p50_us 180\n" };
+	/* v4: a module list longer than one chunk (lines stay whole), before the summary */
+	static char mods[200000];
+	size_t mo = (size_t)snprintf(mods, sizeof mods, "m hotmod ffffffffc0a00000 ffffffffc0a04000\n");
+	for (int i = 0; mo < sizeof mods - 100 && i < 3000; i++)
+		mo += (size_t)snprintf(mods + mo, sizeof mods - mo, "s %llx 10 hot_function_number_%d\n",
+				       0xffffffffc0a00000ull + 16ull * (unsigned)i, i);
+	struct run_info ri = { .summary = "samples 5000\npause_p50_us 180\n", .modules = mods };
 	CHECK(w->finish(w, &ri) == 0);
 	w->free(w);
 	close(fd);
@@ -57,7 +63,7 @@ static void test_roundtrip(void)
 	CHECK(r.h.arch == 1 && r.h.ncpu == 4 && r.h.rate_hz == 1000 && r.h.max_frames == 64);
 	CHECK(r.h.klo == 0xffff800000000000ull && r.h.khi == ~0ull && r.h.start_unix_ns == 1234567890123ull);
 	CHECK(r.h.id_kind == 1 && r.h.id_len == 20 && r.h.id[19] == 19);
-	CHECK(r.h.version == 3 && r.h.task_os == 1);
+	CHECK(r.h.version == 4 && r.h.task_os == 1);
 	int n = 0, bad = 0, rc;
 	while ((rc = capture_next(&r, &s)) == 1) {
 		struct sample e = mk((uint64_t)n, n % 4, n % 8, 1 + n % 255);
@@ -76,7 +82,7 @@ static void test_roundtrip(void)
 
 	/* Truncated mid-chunk: every sample before the damaged chunk is read, then an error. */
 	long size = fsize(path);
-	CHECK(truncate(path, size - 1000) == 0);
+	CHECK(truncate(path, size - (long)mo - 1000) == 0); /* into the samples, before the modules */
 	CHECK(capture_open(&r, path) == 0);
 	n = 0;
 	while ((rc = capture_next(&r, &s)) == 1) n++;
@@ -113,7 +119,7 @@ static void test_header_literal(void)
 	struct capture_header h = { .arch = 1, .ncpu = 2, .rate_hz = 100 }, g;
 	capture_header_encode(b, &h);
 	CHECK(memcmp(b, "GDBSAMP\0", 8) == 0);
-	CHECK(b[8] == 3 && b[9] == 0);      /* version 3, little-endian */
+	CHECK(b[8] == 4 && b[9] == 0);      /* version 4, little-endian */
 	CHECK(b[101] == 0);                 /* no task attribution */
 	CHECK(b[10] == 128);                /* header size */
 	CHECK(b[16] == 100);                /* rate */

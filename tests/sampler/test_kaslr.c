@@ -66,9 +66,20 @@ static void test_text(void)
 	/* without a pc every 2 MiB step below the top is a candidate: still found */
 	CHECK(kaslr_detect(&k, &t, 0, 0, 0, guest_read, NULL) == 0 && k.slide == SLIDE);
 	CHECK(k.candidates > 1);
+	/* a vCPU in a module (above KASLR_TOP) or anywhere the moved text cannot be narrows nothing:
+	 * the slide is still found (it used to leave offset 0 alone: issue 21) */
+	CHECK(kaslr_detect(&k, &t, 0, 1, 0xffffffffc0a01234ull, guest_read, NULL) == 0 && k.slide == SLIDE);
+	CHECK(k.candidates > 1);
+	CHECK(kaslr_detect(&k, &t, 0, 1, 0xffffffff80001000ull, guest_read, NULL) == 0 && k.slide == SLIDE);
+	/* a pc the image could hold but does not (it narrows to the wrong place): all are tried */
+	CHECK(kaslr_detect(&k, &t, 0, 1, LINK + 0x3000000, guest_read, NULL) == 0 && k.slide == SLIDE);
+	CHECK(k.err == 0);
+	/* which vCPU's pc to prefer: one the moved text can hold, not a module's */
+	CHECK(kaslr_pc_narrows(&t, LINK + (uint64_t)SLIDE + 0x100) == 1);
+	CHECK(kaslr_pc_narrows(&t, 0xffffffffc0a01234ull) == 0 && kaslr_pc_narrows(&t, 0xffff888000001000ull) == 0);
 	/* a forced offset is checked the same way */
-	CHECK(kaslr_check(&k, &t, SLIDE, guest_read, NULL) == 0 && k.how == KASLR_FORCED);
-	CHECK(kaslr_check(&k, &t, SLIDE + 0x200000, guest_read, NULL) == -1 && k.err == ERR_MISMATCH);
+	CHECK(kaslr_check(&k, &t, 0, SLIDE, guest_read, NULL) == 0 && k.how == KASLR_FORCED);
+	CHECK(kaslr_check(&k, &t, 0, SLIDE + 0x200000, guest_read, NULL) == -1 && k.err == ERR_MISMATCH);
 	CHECK(strstr(k.errstr, "--kaslr-offset 0x2000000") != NULL);
 	/* another build of the kernel: nothing matches anywhere */
 	make_text(2);
@@ -80,9 +91,9 @@ static void test_text(void)
 	memcpy(running, image, sizeof running);
 	uint64_t off = (uint64_t)(TEXT_LEN - KASLR_PROBE_LEN) * 3 / (2 * KASLR_PROBES);
 	for (int i = 0; i < KASLR_PROBE_LEN / 2 + 1; i++) running[off + (uint64_t)i] ^= 0xff;
-	CHECK(kaslr_check(&k, &t, SLIDE, guest_read, NULL) == -1);
+	CHECK(kaslr_check(&k, &t, 0, SLIDE, guest_read, NULL) == -1);
 	for (int i = 0; i < 2; i++) running[off + (uint64_t)i] ^= 0xff; /* half of it: patching */
-	CHECK(kaslr_check(&k, &t, SLIDE, guest_read, NULL) == 0 && k.match_pct == 94);
+	CHECK(kaslr_check(&k, &t, 0, SLIDE, guest_read, NULL) == 0 && k.match_pct == 94);
 	/* a connection failure is passed up as such, not as a mismatch */
 	make_text(1);
 	fail_with = -2;
@@ -104,6 +115,20 @@ static void test_banner(void)
 	CHECK(kaslr_detect(&k, &t, 1, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == 0);
 	CHECK(k.names_slide == SLIDE && k.names_how == KASLR_BANNER);
 	CHECK(reads == 2);
+	/* a vCPU in a module: the banner is found all the same */
+	CHECK(kaslr_detect(&k, &t, 1, 1, 0xffffffffc0a01234ull, guest_read, NULL) == 0 && k.names_slide == SLIDE);
+	/* --kaslr-offset with a map dumped from this boot (already moved): the names stay where they
+	 * are (they were moved twice and every frame printed as hex: issue 21) ... */
+	static const char dumped[] = "ffffffff82e00000 T _stext\nffffffff82e00100 T start_kernel\n"
+				     "ffffffff82e08000 T _etext\nffffffff83e00000 D linux_banner\n";
+	struct symtab d;
+	memset(&d, 0, sizeof d);
+	CHECK(syms_parse_map(&d, dumped, sizeof dumped - 1) == 0);
+	CHECK(kaslr_check(&k, &d, 1, SLIDE, guest_read, NULL) == 0);
+	CHECK(k.slide == SLIDE && k.names_slide == 0 && k.names_how == KASLR_BANNER);
+	/* ... and a link-time map's move with the offset */
+	CHECK(kaslr_check(&k, &t, 1, SLIDE, guest_read, NULL) == 0 && k.names_slide == SLIDE);
+	syms_free(&d);
 	/* a map whose banner reads nothing at any offset (another boot's, another kernel's) */
 	fail_with = -1;
 	CHECK(kaslr_detect(&k, &t, 1, 1, LINK + (uint64_t)SLIDE + 0x100, guest_read, NULL) == -1);

@@ -23,6 +23,7 @@ int main(void)
 	test_guard();
 	test_stats();
 	test_kaslr();
+	test_modules();
 	test_task();
 	test_strict();
 	test_output();
