@@ -25,6 +25,11 @@ static void mark(struct symtab *t, const char *name, uint64_t addr)
 		}
 }
 
+void syms_mark(struct symtab *t, const char *name, uint64_t addr)
+{
+	mark(t, name, addr);
+}
+
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 {
 	if ((t->n & (t->n - 1)) == 0) { /* grow at powers of two */

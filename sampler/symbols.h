@@ -59,6 +59,8 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 int syms_parse_map(struct symtab *t, const char *text, size_t len);
 /* Add one symbol (used by the loaders and tests); call syms_finish after the last. */
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name);
+/* Note addr if name is one of the marks (a loader that sees every symbol, of any type). */
+void syms_mark(struct symtab *t, const char *name, uint64_t addr);
 /* Sort and de-duplicate after adding. */
 void syms_finish(struct symtab *t);
 /* The symbol containing addr, or NULL. */
