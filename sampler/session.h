@@ -7,6 +7,7 @@
 #include "guard.h"
 #include "image.h"
 #include "kaslr.h"
+#include "kfind.h"
 #include "sample.h"
 
 struct session {
@@ -14,6 +15,8 @@ struct session {
 	struct image img;              /* the kernel as given with -e (img.syms.n == 0 without -e) */
 	struct kaslr kaslr;            /* the KASLR offsets found (or given) */
 	int orc_from_guest;            /* the ORC tables were read from guest memory (map only) */
+	int64_t stopped_since;         /* when connecting stopped the VM (pace_now) */
+	struct kfind_stats kf;         /* a bare -p: the kernel read from guest memory (kfind.h) */
 	int methods[UM_N];             /* unwinding methods in use, in order of preference */
 	int nmethods;
 	struct attach at;              /* the monitor we opened the gdbstub through (--qmp/--domain) */
