@@ -178,7 +178,7 @@ static int decode_names(struct kallsyms *k, const struct blob *bl, const struct 
 		size_t bl2 = 0;
 		for (uint64_t j = 0; j < l; j++) {
 			uint8_t c = names[off + j];
-			if (bl2 + t->toklen[c] > KSYMS_NAME_MAX + 1) return -1;
+			if (!t->toklen[c] || bl2 + t->toklen[c] > KSYMS_NAME_MAX + 1) return -1; /* names use no empty token */
 			memcpy(buf + bl2, t->tok[c], t->toklen[c]);
 			bl2 += t->toklen[c];
 		}
@@ -273,7 +273,8 @@ static void reset(struct kallsyms *k)
 	k->n = k->poollen = 0;
 }
 
-/* Everything else from the token table t: 1 found, 0 not here, -1 out of memory. */
+/* Everything else from the token table t: 1 found, 0 not here, -1 out of memory. *named: how far
+ * the best candidate got (1 its names decoded, 2 its seqs_of_names were in order too). */
 static int from_tokens(struct kallsyms *k, const struct blob *bl, const struct tokens *t, int *named)
 {
 	static const int seqs[] = { 0, 3, 4 };
@@ -298,6 +299,7 @@ static int from_tokens(struct kallsyms *k, const struct blob *bl, const struct t
 			k->at[KT_TOKEN_TABLE] = t->tt;
 			k->at[KT_TOKEN_INDEX] = t->ti;
 			if (seqs[si] && check_seqs(k, bl, k->at[KT_SEQS]) < 0) continue;
+			*named = 2;
 			/* offsets + relative_base before num_syms (to 6.x), after the token index (later),
 			 * or absolute addresses before num_syms */
 			uint64_t before = q - 16 - align8(4 * n), after = t->ti + 512;
@@ -337,7 +339,8 @@ int ksyms_find(struct kallsyms *k, const uint8_t *buf, size_t len, uint64_t addr
 		p = hit + 2;
 		if (tokens_at(&bl, hit, &t) < 0) continue;
 		tokens++;
-		int rc = from_tokens(k, &bl, &t, &named);
+		int got = 0, rc = from_tokens(k, &bl, &t, &got);
+		if (got > named) named = got;
 		if (rc < 0) break;
 		if (rc == 1) return 0;
 	}
@@ -347,9 +350,12 @@ int ksyms_find(struct kallsyms *k, const uint8_t *buf, size_t len, uint64_t addr
 	else if (!k->err && !named)
 		ERR_SET(k, ERR_FORMAT, "kallsyms tables of an unknown layout or inconsistent (a token table, but no "
 			"kallsyms_num_syms/names/markers before it that agree with it)");
+	else if (!k->err && named == 1)
+		ERR_SET(k, ERR_FORMAT, "kallsyms tables inconsistent (the names decode, but kallsyms_seqs_of_names does "
+			"not put them in order)");
 	else if (!k->err)
-		ERR_SET(k, ERR_FORMAT, "kallsyms tables of an unknown layout or inconsistent (names decoded, but no "
-			"sorted kallsyms_offsets or kallsyms_addresses, or a kallsyms_seqs_of_names out of order)");
+		ERR_SET(k, ERR_FORMAT, "kallsyms tables of an unknown layout or inconsistent (the names decode, but no "
+			"sorted kallsyms_offsets or kallsyms_addresses)");
 	return -1;
 }
 

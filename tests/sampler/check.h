@@ -40,5 +40,6 @@ void test_kaslr(void);
 void test_task(void);
 void test_insn(void);
 void test_progress(void);
+void test_kallsyms(void);
 
 #endif

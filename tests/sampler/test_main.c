@@ -26,6 +26,7 @@ int main(void)
 	test_task();
 	test_insn();
 	test_progress();
+	test_kallsyms();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
