@@ -20,9 +20,11 @@
  *                           for itself, the unused ones for the commonest substrings
  *   kallsyms_token_index    u16 per token: its offset in kallsyms_token_table
  *   kallsyms_offsets        u32 per symbol (relative: from kallsyms_relative_base, a pointer
- *   kallsyms_relative_base  after the offsets), before kallsyms_num_syms up to 6.x and after
- *                           kallsyms_token_index later; or kallsyms_addresses, one pointer per
- *                           symbol, before kallsyms_num_syms (CONFIG_KALLSYMS_BASE_RELATIVE=n)
+ *   kallsyms_relative_base  after the offsets), before kallsyms_num_syms in 6.1's order and after
+ *                           kallsyms_token_index in the later one (Debian's 6.12), which puts
+ *                           kallsyms_seqs_of_names last, after kallsyms_relative_base; or
+ *                           kallsyms_addresses, one pointer per symbol, before kallsyms_num_syms
+ *                           (CONFIG_KALLSYMS_BASE_RELATIVE=n)
  *
  * With CONFIG_KALLSYMS_ABSOLUTE_PERCPU (x86_64 SMP) an offset >= 0 is an absolute address (a
  * per-CPU variable's offset) and a negative one means relative_base - 1 - offset.
@@ -309,6 +311,14 @@ static int from_tokens(struct kallsyms *k, const struct blob *bl, const struct t
 			} else if (decode_addrs(k, bl, after, 0) == 0) {
 				k->at[KT_ADDRS] = after;
 				k->end = k->at[KT_BASE] + 8;
+				/* 6.x+ (this order): kallsyms_seqs_of_names last, checked when it is there */
+				k->seq_bytes = seqs[si] ? seqs[si] : 3;
+				if (!seqs[si] && check_seqs(k, bl, k->end) == 0) {
+					k->at[KT_SEQS] = k->end;
+					k->end += 3 * n;
+				} else if (!seqs[si]) {
+					k->seq_bytes = 0;
+				}
 			} else if (q >= 8 + 8 * n && decode_addrs(k, bl, q - 8 - 8 * n, 1) == 0) {
 				k->at[KT_ADDRS] = q - 8 - 8 * n;
 				k->end = t->ti + 512;

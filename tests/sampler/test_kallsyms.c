@@ -10,8 +10,8 @@
 #define NSYM 700                 /* three markers */
 #define BIG 3                    /* symbol 3 has a name longer than 127 bytes (two-byte length) */
 
-enum { LAYOUT_61, LAYOUT_LATER, LAYOUT_ABS }; /* offsets before num_syms, after the token index,
-					       * absolute addresses before num_syms */
+enum { LAYOUT_61, LAYOUT_LATER, LAYOUT_ABS }; /* offsets before num_syms; after the token index
+					       * and seqs last; absolute addresses before num_syms */
 
 struct gen {
 	uint8_t b[1 << 20];
@@ -93,6 +93,23 @@ static void put_addrs(struct gen *g, int layout, int percpu)
 	put_le(g, base, 8);
 }
 
+static void put_seqs(struct gen *g, int seq_bytes)
+{
+	int order[NSYM];
+	for (int i = 0; i < NSYM; i++) order[i] = i;
+	qsort(order, NSYM, sizeof *order, cmp_name);
+	label(g, KT_SEQS);
+	for (int i = 0; i < NSYM; i++) {
+		if (seq_bytes == 3) {
+			g->b[g->n++] = (uint8_t)(order[i] >> 16);
+			g->b[g->n++] = (uint8_t)(order[i] >> 8);
+			g->b[g->n++] = (uint8_t)order[i];
+		} else {
+			put_le(g, (uint64_t)order[i], 4);
+		}
+	}
+}
+
 static void build(struct gen *g, int layout, int seq_bytes, int percpu)
 {
 	char one[2];
@@ -129,21 +146,7 @@ static void build(struct gen *g, int layout, int seq_bytes, int percpu)
 	}
 	label(g, KT_MARKERS);
 	for (int i = 0; i < (NSYM + 255) / 256; i++) put_le(g, markers[i], 4);
-	if (seq_bytes) {
-		int order[NSYM];
-		for (int i = 0; i < NSYM; i++) order[i] = i;
-		qsort(order, NSYM, sizeof *order, cmp_name);
-		label(g, KT_SEQS);
-		for (int i = 0; i < NSYM; i++) {
-			if (seq_bytes == 3) {
-				g->b[g->n++] = (uint8_t)(order[i] >> 16);
-				g->b[g->n++] = (uint8_t)(order[i] >> 8);
-				g->b[g->n++] = (uint8_t)order[i];
-			} else {
-				put_le(g, (uint64_t)order[i], 4);
-			}
-		}
-	}
+	if (seq_bytes && layout != LAYOUT_LATER) put_seqs(g, seq_bytes);
 	label(g, KT_TOKEN_TABLE);
 	uint16_t idx[256];
 	size_t toff = 0;
@@ -156,6 +159,7 @@ static void build(struct gen *g, int layout, int seq_bytes, int percpu)
 	label(g, KT_TOKEN_INDEX);
 	for (int i = 0; i < 256; i++) put_le(g, idx[i], 2);
 	if (layout == LAYOUT_LATER) put_addrs(g, layout, percpu);
+	if (seq_bytes && layout == LAYOUT_LATER) put_seqs(g, seq_bytes); /* last, as 6.12 has it */
 	label(g, -1);
 	for (int i = 0; i < 512; i++) g->b[g->n++] = (uint8_t)(i * 13);
 }
