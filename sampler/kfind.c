@@ -5,9 +5,14 @@
 #include "err.h"
 #include "kallsyms.h"
 #include "pace.h"
+#include "files.h"
+#include "kcache.h"
 #include "session.h"
+#include <dirent.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHUNK 4096u             /* bytes per gdb_read_block: 2 `m` packets in one write */
 #define BLOCK (256u << 10)      /* the scan reads this much between searches for the tables */
@@ -25,6 +30,7 @@ struct slicer {
 	int cpu;                /* a vCPU in kernel mode at this stop */
 	uint64_t pc;            /* its pc */
 	int64_t since;          /* when this stop began */
+	int running;            /* the VM runs (released for host-side work) */
 	struct kfind_stats *st; /* what it cost */
 };
 
@@ -55,18 +61,31 @@ static void end_stop(struct slicer *s)
 	if (s->st->stops > 1 && d > 20 * 1000000LL) s->st->over++;
 }
 
-/* Resume, let the VM run KFIND_RUN_MS, stop it again with a vCPU in the kernel: 0, -1 error. */
-static int restop(struct slicer *s)
+/* Let the VM run (before host-side work, or between slices): 0, -1 error (ss->g). */
+static int release(struct slicer *s)
+{
+	if (s->running) return 0;
+	end_stop(s);
+	if (gdb_cont(&s->ss->g) < 0) return -1;
+	guard_leave(&s->ss->guard);
+	s->running = 1;
+	return 0;
+}
+
+/* Stop the VM again with a vCPU in the kernel (waiting KFIND_RUN_MS between tries): 0, -1 error. */
+static int acquire(struct slicer *s)
 {
 	struct session *ss = s->ss;
 	for (int tries = 0; tries < KERNEL_WAIT; tries++) {
-		end_stop(s);
-		if (gdb_cont(&ss->g) < 0) return -1;
-		guard_leave(&ss->guard);
-		struct timespec ts = { 0, KFIND_RUN_MS * 1000000L };
-		nanosleep(&ts, NULL);
+		if (tries) {
+			if (release(s) < 0) return -1;
+			struct timespec ts = { 0, KFIND_RUN_MS * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+		if (!s->running) return 0;
 		guard_enter(&ss->guard);
 		if (gdb_stop(&ss->g) < 0) return -1;
+		s->running = 0;
 		s->since = pace_now();
 		s->st->stops++;
 		int rc = kernel_vcpu(s);
@@ -76,9 +95,19 @@ static int restop(struct slicer *s)
 	return -1;
 }
 
+/* End this stop, let the VM run KFIND_RUN_MS, stop it again. */
+static int restop(struct slicer *s)
+{
+	if (release(s) < 0) return -1;
+	struct timespec ts = { 0, KFIND_RUN_MS * 1000000L };
+	nanosleep(&ts, NULL);
+	return acquire(s);
+}
+
 /* Read len bytes at addr in slices: 0, -2 some of it unmapped, -1 connection error (ss->g.err). */
 static int sl_read(struct slicer *s, uint64_t addr, uint8_t *buf, size_t len)
 {
+	if (acquire(s) < 0) return -1;
 	for (size_t o = 0; o < len;) {
 		if (pace_now() - s->since > (int64_t)KFIND_SLICE_MS * 1000000 && restop(s) < 0) return -1;
 		size_t n = len - o < CHUNK ? len - o : CHUNK;
@@ -140,6 +169,11 @@ static int scan(struct slicer *s, struct kallsyms *k)
 		if (!anchor_end && ksyms_anchor(buf + from, have - from) >= 0) anchor_end = next_try = have;
 		if (!anchor_end || have < next_try + AFTER) continue;
 		/* the token table is here: the names are before it, the offsets maybe after (6.x+) */
+		if (release(s) < 0) {
+			ERR_SET(s->ss, s->ss->g.err, "%s", s->ss->g.errstr);
+			rc = -1;
+			break;
+		}
 		if (ksyms_find(k, buf, have, base) == 0) {
 			rc = 0;
 			break;
@@ -167,34 +201,25 @@ static const struct ksym *by_name(const struct kallsyms *k, const char *name)
 	return NULL;
 }
 
-/* [*lo, *hi) of a table the names bracket: 1, 0 if not both named, -1 if they make no sense. */
-static int span(const struct kallsyms *k, const char *start, const char *stop, uint64_t *lo, uint64_t *hi)
-{
-	const struct ksym *a = by_name(k, start), *b = by_name(k, stop);
-	if (!a || !b) return 0;
-	*lo = a->addr;
-	*hi = b->addr;
-	return *hi > *lo && *hi - *lo <= TABLE_MAX ? 1 : -1;
-}
-
-/* A table the names bracket, read whole (malloc'd): 1, 0 not named, -1 error (ss->err). */
+/* A table the names bracket, read whole (malloc'd): 1, 0 not named or unmapped (warned), -1 error. */
 static int read_table(struct slicer *s, const struct kallsyms *k, const char *start, const char *stop, uint8_t **out,
 		      size_t *len, uint64_t *addr)
 {
-	uint64_t lo, hi;
-	int rc = span(k, start, stop, &lo, &hi);
-	if (rc <= 0) {
-		if (rc < 0) session_warn(s->ss, "%s .. %s in guest memory make no sense: not read", start, stop);
+	const struct ksym *a = by_name(k, start), *b = by_name(k, stop);
+	if (!a || !b) return 0;
+	if (b->addr <= a->addr || b->addr - a->addr > TABLE_MAX) {
+		session_warn(s->ss, "%s .. %s in guest memory make no sense: not read", start, stop);
 		return 0;
 	}
-	uint8_t *b = malloc(hi - lo);
-	if (!b) {
+	size_t n = b->addr - a->addr;
+	uint8_t *buf = malloc(n);
+	if (!buf) {
 		ERR_SET(s->ss, ERR_SYS, "out of memory");
 		return -1;
 	}
-	rc = sl_read(s, lo, b, hi - lo);
+	int rc = sl_read(s, a->addr, buf, n);
 	if (rc < 0) {
-		free(b);
+		free(buf);
 		if (rc == -1) {
 			ERR_SET(s->ss, s->ss->g.err, "%s", s->ss->g.errstr);
 			return -1;
@@ -202,103 +227,261 @@ static int read_table(struct slicer *s, const struct kallsyms *k, const char *st
 		session_warn(s->ss, "%s .. %s is not mapped in guest memory: not read", start, stop);
 		return 0;
 	}
-	*out = b;
-	*len = hi - lo;
-	*addr = lo;
+	*out = buf;
+	*len = n;
+	*addr = a->addr;
 	return 1;
 }
 
-/* The ORC tables by their names (the guest's own, at running addresses). */
-static int read_orc(struct slicer *s, const struct kallsyms *k)
+/* The kernel as read (cold) or from the cache, at the running addresses; what kcache stores. */
+struct found {
+	struct kcache c;       /* names (c.k), tables; *_rel relative to stext */
+	uint64_t stext;        /* the running _stext */
+	uint8_t *own[6];       /* buffers read cold (banner, tokens, ips, ents, hdr, btf), freed */
+};
+
+static void found_free(struct found *f)
 {
-	struct image *im = &s->ss->img;
-	uint8_t *ips = NULL, *ents = NULL, *hdr = NULL;
-	size_t iplen, elen, hlen = 0;
-	uint64_t ip0, e0, h0;
-	int rc = read_table(s, k, "__start_orc_unwind_ip", "__stop_orc_unwind_ip", &ips, &iplen, &ip0);
-	if (rc > 0) rc = read_table(s, k, "__start_orc_unwind", "__stop_orc_unwind", &ents, &elen, &e0);
-	if (rc > 0 && read_table(s, k, "__start_orc_header", "__stop_orc_header", &hdr, &hlen, &h0) < 0) rc = -1;
-	if (rc > 0) {
+	for (int i = 0; i < 6; i++) free(f->own[i]);
+	kcache_free(&f->c);
+}
+
+/* Names, ORC and BTF into ss->img as a map of this boot would be. */
+static int install(struct slicer *s, struct found *f)
+{
+	struct session *ss = s->ss;
+	struct image *im = &ss->img;
+	struct kcache *c = &f->c;
+	if (image_add_kallsyms(&im->syms, &c->k) < 0) {
+		ERR_SET(ss, im->syms.err, "%s", im->syms.errstr);
+		return -1;
+	}
+	im->has_map = 1; /* names at this boot's addresses, like a dump of its /proc/kallsyms */
+	snprintf(im->os.why, sizeof im->os.why, "--os none");
+	if (c->iplen && c->elen && ss->o->unwind != UNWIND_FP && ss->o->unwind != UNWIND_CFI) {
 		const struct symtab *t = &im->syms;
 		uint64_t lo = (t->marks >> MARK_STEXT) & 1 ? t->mark[MARK_STEXT] : t->syms[0].addr;
 		uint64_t hi = (t->marks >> MARK_ETEXT) & 1 ? t->mark[MARK_ETEXT] : t->syms[t->n - 1].addr + 1;
-		if (orc_load(&im->orc, ips, iplen, ip0, ents, elen, hdr, hlen, lo, hi) < 0) {
-			session_warn(s->ss, "the ORC tables in guest memory: %s; not used", im->orc.errstr);
+		if (orc_load(&im->orc, c->ips, c->iplen, f->stext + c->ip_rel, c->ents, c->elen, c->hdr, c->hlen, lo, hi) < 0) {
+			session_warn(ss, "the ORC tables in guest memory: %s; not used", im->orc.errstr);
 		} else {
 			im->has_orc = 1;
-			s->ss->orc_from_guest = 1;
+			ss->orc_from_guest = 1;
 			s->st->orc = 1;
 		}
 	}
-	free(ips);
-	free(ents);
-	free(hdr);
-	return rc < 0 ? -1 : 0;
-}
-
-/* BTF by its names, for the tasks. */
-static int read_btf(struct slicer *s, const struct kallsyms *k)
-{
-	struct image *im = &s->ss->img;
-	uint8_t *btf;
-	size_t len;
-	uint64_t at;
-	if (s->ss->o->os == OS_NONE) return 0;
-	int rc = read_table(s, k, "__start_BTF", "__stop_BTF", &btf, &len, &at);
-	if (rc < 0) return -1;
-	if (rc == 0) {
+	if (ss->o->os == OS_NONE) return 0;
+	if (!c->btf)
 		snprintf(im->os.why, sizeof im->os.why, "the guest's kallsyms name no __start_BTF/__stop_BTF (a kernel "
 			 "built without CONFIG_DEBUG_INFO_BTF)");
-		return 0;
-	}
-	guestos_linux_btf(&im->os, btf, len);
+	else
+		guestos_linux_btf(&im->os, c->btf, c->btflen);
 	s->st->btf = im->os.os == OS_LINUX;
-	free(btf);
 	return 0;
+}
+
+/* The cold read's tables by their names: 0, -1 error. */
+static int read_rest(struct slicer *s, struct found *f)
+{
+	struct kcache *c = &f->c;
+	const struct kallsyms *k = &c->k;
+	const struct ksym *st = by_name(k, "_stext"), *et = by_name(k, "_etext"), *bn = by_name(k, "linux_banner");
+	uint64_t a;
+	size_t n;
+	f->stext = st ? st->addr : 0;
+	if (st && et && et->addr > st->addr) {
+		c->stext_mod = st->addr & ((2u << 20) - 1);
+		c->etext_rel = et->addr - st->addr;
+	}
+	if (bn && (f->own[0] = malloc(256)) && sl_read(s, bn->addr, f->own[0], 256) == 0) {
+		c->banner = f->own[0];
+		c->banner_len = (uint32_t)strnlen((const char *)f->own[0], 256);
+		c->banner_rel = bn->addr - f->stext;
+	}
+	c->tokens_len = (uint32_t)(k->at[KT_TOKEN_INDEX] + 512 - k->at[KT_TOKEN_TABLE]);
+	if ((f->own[1] = malloc(c->tokens_len)) && sl_read(s, k->at[KT_TOKEN_TABLE], f->own[1], c->tokens_len) == 0) {
+		c->tokens = f->own[1];
+		c->tokens_rel = k->at[KT_TOKEN_TABLE] - f->stext;
+	}
+	int unwind = s->ss->o->unwind != UNWIND_FP && s->ss->o->unwind != UNWIND_CFI;
+	int rc = unwind ? read_table(s, k, "__start_orc_unwind_ip", "__stop_orc_unwind_ip", &f->own[2], &c->iplen, &a) : 0;
+	if (rc > 0) {
+		c->ips = f->own[2];
+		c->ip_rel = a - f->stext;
+		rc = read_table(s, k, "__start_orc_unwind", "__stop_orc_unwind", &f->own[3], &c->elen, &a);
+		c->ents = f->own[3];
+		c->e_rel = a - f->stext;
+	}
+	if (rc > 0 && (rc = read_table(s, k, "__start_orc_header", "__stop_orc_header", &f->own[4], &n, &a)) > 0) {
+		c->hdr = f->own[4];
+		c->hlen = n;
+		c->h_rel = a - f->stext;
+	}
+	if (rc < 0) return -1;
+	if (!c->elen) c->iplen = 0;
+	if (s->ss->o->os != OS_NONE && read_table(s, k, "__start_BTF", "__stop_BTF", &f->own[5], &c->btflen, &a) < 0)
+		return -1;
+	c->btf = f->own[5];
+	return 0;
+}
+
+/* $XDG_CACHE_HOME/gdbsample (or ~/.cache/gdbsample) into dir: 0, -1 none. */
+static int cache_dir(char *dir, size_t cap)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	if (x && x[0] == '/') snprintf(dir, cap, "%s/gdbsample", x);
+	else if (h && h[0] == '/') snprintf(dir, cap, "%s/.cache/gdbsample", h);
+	else return -1;
+	return 0;
+}
+
+static uint64_t fnv64(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Keep what the cold read found (atomically: a temporary file renamed). Failing is a warning. */
+static void cache_write(struct session *ss, struct found *f)
+{
+	char dir[512], path[600], tmp[640];
+	uint8_t *buf;
+	size_t len;
+	const struct kcache *c = &f->c;
+	if (!c->banner || !c->tokens || !c->etext_rel || cache_dir(dir, sizeof dir) < 0) return;
+	snprintf(path, sizeof path, "%s/kernel-%016llx.cache", dir,
+		 (unsigned long long)(fnv64(c->banner, c->banner_len) ^ fnv64(c->tokens, c->tokens_len)));
+	snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+	if (kcache_encode(c, f->stext, &buf, &len) < 0) return;
+	char parent[512];
+	snprintf(parent, sizeof parent, "%s", dir);
+	char *slash = strrchr(parent, '/');
+	if (slash) *slash = 0;
+	mkdir(parent, 0700);
+	mkdir(dir, 0700);
+	FILE *fp = fopen(tmp, "wb");
+	int ok = fp && fwrite(buf, 1, len, fp) == len;
+	if (fp && fclose(fp)) ok = 0;
+	if (ok && rename(tmp, path) == 0) ss->kf.cache_written = 1;
+	else {
+		session_warn(ss, "could not keep the kernel read from guest memory in %s: %s", dir, strerror(errno));
+		unlink(tmp);
+	}
+	free(buf);
+}
+
+/* Does the guest hold this cache entry's build at _stext = stext? Reads its token table, banner
+ * and the first KiB of its ORC and BTF: 1 yes, 0 no, -1 error. */
+static int cache_matches(struct slicer *s, const struct kcache *c, uint64_t stext)
+{
+	uint8_t buf[65536 + 1024];
+	struct { uint64_t rel; const uint8_t *want; size_t len; } part[] = {
+		{ c->tokens_rel, c->tokens, c->tokens_len }, { c->banner_rel, c->banner, c->banner_len },
+		{ c->ip_rel, c->ips, c->iplen < 1024 ? c->iplen : 1024 }, { 0, c->btf, 0 },
+	};
+	for (size_t i = 0; i < sizeof part / sizeof *part; i++) {
+		if (!part[i].len || !part[i].want) continue;
+		int rc = sl_read(s, stext + part[i].rel, buf, part[i].len);
+		if (rc == -1) return -1;
+		if (rc < 0 || memcmp(buf, part[i].want, part[i].len)) return 0;
+	}
+	return 1;
+}
+
+/* A cache entry for the kernel the vCPU runs: 1 (f filled, relocated), 0 none, -1 error. */
+static int cache_find(struct slicer *s, struct found *f)
+{
+	char dir[512], path[1100];
+	if (cache_dir(dir, sizeof dir) < 0) return 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int looked = 0, rc = 0;
+	uint64_t pc = s->pc; /* this attach's kernel pc (later stops move s->pc) */
+	if (!d) return 0;
+	while (rc == 0 && looked < KCACHE_MAX_FILES && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, "kernel-", 7) || l < 7 + 6 || strcmp(e->d_name + l - 6, ".cache")) continue;
+		looked++;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		uint8_t *buf;
+		size_t len;
+		char why[160];
+		if (file_read(path, KCACHE_MAX_BYTES, &buf, &len, why, sizeof why) < 0) continue;
+		struct kcache c;
+		if (kcache_decode(&c, buf, len) < 0) {
+			session_warn(s->ss, "%s: %s (ignored)", path, c.errstr);
+			free(buf);
+			continue;
+		}
+		/* candidate _stext: the entry's residue modulo 2 MiB, pc inside [_stext, _etext] */
+		uint64_t top = (pc & ~((2ull << 20) - 1)) | c.stext_mod;
+		if (top > pc) top -= 2u << 20;
+		for (uint64_t st = top; rc == 0 && pc - st <= c.etext_rel && st >> 63; st -= 2u << 20) {
+			rc = cache_matches(s, &c, st);
+			if (rc == 1) {
+				kcache_relocate(&c, st);
+				f->c = c;
+				f->stext = st;
+				f->own[0] = buf; /* c points into it */
+				s->st->cached = 1;
+			}
+		}
+		if (rc != 1) {
+			kcache_free(&c);
+			free(buf);
+		}
+	}
+	closedir(d);
+	return rc;
 }
 
 int kfind_kernel(struct session *ss)
 {
 	struct kfind_stats *st = &ss->kf;
-	struct slicer s = { ss, 0, 0, ss->stopped_since, st };
-	struct kallsyms k;
+	struct slicer s = { ss, 0, 0, ss->stopped_since, 0, st };
+	struct found f;
 	const struct arch *ga = ss->g.layout.arch;
-	memset(&k, 0, sizeof k);
+	memset(&f, 0, sizeof f);
 	if (ga->id != ARCH_X86_64 && ga->id != ARCH_AARCH64) return 0;
 	int rc = kernel_vcpu(&s);
 	if (rc < 0) goto conn;
 	if (rc == 0) return 0; /* no vCPU in an upper-half kernel: nothing to look for */
 	st->tried = 1;
 	st->stops = 1;
-	rc = scan(&s, &k);
-	if (rc < 0) goto out;
-	if (rc == 1) {
-		session_warn(ss, "no kallsyms tables in guest memory above the kernel pc 0x%llx: frames are not named "
-			     "(give the kernel image or a map: -e)", (unsigned long long)s.pc);
-		rc = 0;
-		goto out;
+	if (release(&s) < 0) goto conn; /* the attach's stop ends here: the cache is read with the VM running */
+	rc = cache_find(&s, &f);
+	if (rc == 0) {
+		rc = scan(&s, &f.c.k);
+		if (rc == 1) {
+			session_warn(ss, "no kallsyms tables in guest memory above the kernel pc 0x%llx: frames are not "
+				     "named (give the kernel image or a map: -e)", (unsigned long long)s.pc);
+			rc = 0;
+			goto out;
+		}
+		if (rc == 0 && read_rest(&s, &f) < 0) rc = -1;
+		if (rc == 0) rc = 2; /* read cold: keep it */
 	}
-	struct image *im = &ss->img;
-	if (image_add_kallsyms(&im->syms, &k) < 0) {
-		ERR_SET(ss, im->syms.err, "%s", im->syms.errstr);
+	if (rc < 0) goto out;
+	const struct kallsyms *k = &f.c.k;
+	st->found = 1;
+	if (release(&s) < 0) goto conn;
+	snprintf(ss->img.what, sizeof ss->img.what, "guest memory (%zu kallsyms%s)", k->n,
+		 st->cached ? ", cached" : "");
+	if (install(&s, &f) < 0) {
 		rc = -1;
 		goto out;
 	}
-	im->has_map = 1; /* names at this boot's addresses, like a dump of its /proc/kallsyms */
-	im->want_os = ss->o->os;
-	st->found = 1;
-	st->names_at = k.at[KT_NAMES];
-	snprintf(im->what, sizeof im->what, "guest memory (kallsyms at 0x%llx, %zu symbols)",
-		 (unsigned long long)k.at[KT_NAMES], k.n);
-	snprintf(im->os.why, sizeof im->os.why, "--os none");
-	if (ss->o->unwind != UNWIND_FP && ss->o->unwind != UNWIND_CFI && read_orc(&s, &k) < 0) rc = -1;
-	else if (read_btf(&s, &k) < 0) rc = -1;
+	if (rc == 2) cache_write(ss, &f);
+	rc = 0;
 out:
-	end_stop(&s);
+	if (rc == 0 && acquire(&s) < 0) goto conn; /* the session goes on with the VM stopped */
+	if (!s.running) end_stop(&s);
 	st->elapsed_ns = pace_now() - ss->stopped_since;
-	ksyms_free(&k);
+	found_free(&f);
 	return rc;
 conn:
 	ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+	found_free(&f);
 	return -1;
 }

@@ -23,8 +23,9 @@ struct kfind_stats {
 	unsigned over;         /* ...how many of them lasted longer than 20 ms (a loaded host) */
 	uint64_t bytes;        /* guest memory read */
 	int64_t elapsed_ns;    /* wall time from the attach's stop to the end */
-	uint64_t names_at;     /* where kallsyms_names was */
 	int orc, btf;          /* ORC / BTF read from guest memory too */
+	int cached;            /* the names and tables came from the cache (checked against the guest) */
+	int cache_written;     /* ...or were read cold and kept there */
 };
 
 /*
