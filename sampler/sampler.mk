@@ -85,3 +85,4 @@ sampler-bench: $(BUILD)/gdbsample $(BUILD)/rtt
 # The tests' window on the kallsyms decoder: an image's tables printed as /proc/kallsyms prints them.
 $(BUILD)/ksdump: tests/sampler/tools/ksdump.c $(SAMPLER_LIB_OBJS)
 	$(CC) $(SAMPLER_CFLAGS) -o $@ $^ $(SAMPLER_LIBS)
+all: $(BUILD)/ksdump
