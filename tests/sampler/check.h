@@ -41,5 +41,6 @@ void test_task(void);
 void test_insn(void);
 void test_progress(void);
 void test_kallsyms(void);
+void test_kcache(void);
 
 #endif

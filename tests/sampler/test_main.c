@@ -27,6 +27,7 @@ int main(void)
 	test_insn();
 	test_progress();
 	test_kallsyms();
+	test_kcache();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
