@@ -2,9 +2,10 @@
 """kfind_bench.py: what a bare `gdbsample -p` costs when the kernel's names and tables come from
 guest memory (issue 21, items 2 and 6), written into docs/benchmarks.md.
 
-On Debian's stock 6.1 guest (KASLR on, -smp 2, dd from /dev/zero running), rounds interleave four
+On Debian's stock 6.1 guest (KASLR on, -smp 2, dd from /dev/zero running), rounds interleave five
 ways to start: a kallsyms dump of this boot (-e kallsyms), the compressed vmlinuz alone (-e vmlinuz:
-names from its own kallsyms tables), a bare -p with an empty cache (cold: the kallsyms tables, ORC
+names from its own kallsyms tables), both (the image's tables, the dump's names: decompression and
+loading without kallsyms decoding), a bare -p with an empty cache (cold: the kallsyms tables, ORC
 and BTF read from guest memory in slices) and a bare -p with the cache the cold run left. Each is
 `gdbsample dump` (attach, find the kernel, one sample, detach): its wall time is the start-up time
 to the first sample. For the bare runs gdbsample reports every stop it made while reading; for the
@@ -65,8 +66,9 @@ def render(res, a):
              "longest other stop (ms) | stops over 20 ms |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     names = {"map": "-e kallsyms (this boot's dump)", "image": "-e vmlinuz alone (its kallsyms tables)",
+             "both": "-e vmlinuz -e kallsyms (before: the image's ORC and CFI, names from the dump)",
              "cold": "bare -p, cold (kallsyms, ORC, BTF from memory)", "cached": "bare -p, cached"}
-    for k in ("map", "image", "cold", "cached"):
+    for k in ("map", "image", "both", "cold", "cached"):
         rows = res[k]
         w = med(rows, "wall")
 
@@ -95,7 +97,8 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(a.gdbsample):
         sys.exit(f"kfind_bench: {a.gdbsample} is missing (make all)")
-    res = {"load_before": open("/proc/loadavg").read().split()[0], "map": [], "image": [], "cold": [], "cached": []}
+    res = {"load_before": open("/proc/loadavg").read().split()[0], "map": [], "image": [], "both": [], "cold": [],
+           "cached": []}
     g = LinuxGuest(build=a.linux_build, series="6.1", smp=2)
     tmp = tempfile.mkdtemp(prefix="kfind-bench-")
     try:
@@ -105,9 +108,10 @@ def main():
             cache = os.path.join(tmp, f"cache{rnd}")
             res["map"].append(one(a, g, ["-e", g.kallsyms_path()], cache))
             res["image"].append(one(a, g, ["-e", g.vmlinuz], cache))
+            res["both"].append(one(a, g, ["-e", g.vmlinuz, "-e", g.kallsyms_path()], cache))
             res["cold"].append(one(a, g, [], cache))
             res["cached"].append(one(a, g, [], cache))
-            log("round", rnd, {k: res[k][-1] for k in ("map", "image", "cold", "cached")})
+            log("round", rnd, {k: res[k][-1] for k in ("map", "image", "both", "cold", "cached")})
         g.stop_workloads(pids)
     finally:
         g.stop()
