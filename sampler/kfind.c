@@ -23,6 +23,11 @@
 #define KERNEL_WAIT 200         /* stops to wait for a vCPU in the kernel (KPTI: a user-mode vCPU's
 				 * page tables do not map the kernel) */
 #define TABLE_MAX (64u << 20)   /* larger ORC or BTF than any kernel has: bad names */
+/* x86_64 Linux runs its image at __START_KERNEL_map + CONFIG_PHYSICAL_START (>= 2 MiB) + the KASLR
+ * offset, below the module area: a pc outside is module code or another kernel (our test kernel
+ * runs at 0xffffffff80100000). */
+#define X86_IMAGE_LO 0xffffffff80200000ull
+#define X86_IMAGE_HI 0xffffffffc0000000ull
 
 /* Reads of guest memory in slices: each stop ends after KFIND_SLICE_MS, the VM runs, stops again. */
 struct slicer {
@@ -44,7 +49,8 @@ static int kernel_vcpu(struct slicer *s)
 		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
 		if (n < 0) return -1;
 		uint64_t pc = arch_reg(l->pc, regs, n);
-		if (arch_is_user(l, regs, n) != 1 && pc >> 63) {
+		int x86 = l->arch->id == ARCH_X86_64;
+		if (arch_is_user(l, regs, n) != 1 && pc >> 63 && (!x86 || (pc >= X86_IMAGE_LO && pc < X86_IMAGE_HI))) {
 			s->cpu = ss->cpus[i];
 			s->pc = pc;
 			return 1;
@@ -139,6 +145,14 @@ static int sl_read_pages(struct slicer *s, uint64_t addr, uint8_t *buf, size_t l
 	return 0;
 }
 
+/* 1 if the n bytes are all zero: free memory past an image counts as a hole too. */
+static int zeros(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i]) return 0;
+	return 1;
+}
+
 /* The kallsyms tables above the vCPU's pc: read forward from its 2 MiB boundary until the token
  * table's anchor shows, a little further, and decode. 0 found, 1 not found, -1 error. */
 static int scan(struct slicer *s, struct kallsyms *k)
@@ -159,11 +173,14 @@ static int scan(struct slicer *s, struct kallsyms *k)
 			buf = nb;
 			cap = nc;
 		}
-		if (sl_read_pages(s, base + have, buf + have, BLOCK, &holes) < 0) {
+		size_t unmapped = 0;
+		if (sl_read_pages(s, base + have, buf + have, BLOCK, &unmapped) < 0) {
 			ERR_SET(s->ss, s->ss->g.err, "%s", s->ss->g.errstr);
 			rc = -1;
 			break;
 		}
+		if (zeros(buf + have, BLOCK)) holes += BLOCK; /* unmapped pages read as zeros */
+		else holes = 0;
 		size_t from = have > 32 ? have - 32 : 0;
 		have += BLOCK;
 		if (!anchor_end && ksyms_anchor(buf + from, have - from) >= 0) anchor_end = next_try = have;
