@@ -59,7 +59,7 @@ def med(rows, key):
 def render(res, a):
     b, e = benchdoc.markers("kfind-bench")
     lines = [b, "## Names and tables from guest memory (bench/kfind_bench.py)", "",
-             f"Debian 6.1 guest, QEMU 7.2 TCG, -smp 2, `dd if=/dev/zero` running; {a.rounds} rounds, the four "
+             f"Debian 6.1 guest, QEMU 7.2 TCG, -smp 2, `dd if=/dev/zero` running; {a.rounds} rounds, the five "
              "starts interleaved; load average before / after: "
              f"{res['load_before']} / {res['load_after']} (2 host cores, shared). Median [min-max].", "",
              "| start | start-up to the first sample (s) | read from the guest (MB) | stops | the attach's stop (ms) | "
@@ -82,9 +82,10 @@ def render(res, a):
               "12 ms of reading a stop, then the VM runs 5 ms, and it runs while gdbsample decodes and loads; "
               "the attach's stop is the handshake's. Target: no single stop over 20 ms -- on a quiet host; "
               "a loaded one starves QEMU or gdbsample in the middle of a slice now and then, and the "
-              "column counts it. A cold read scans from the pc's 2 MiB boundary up to the token table, "
-              "text included (most of its megabytes); the cache then checks the token table, banner and "
-              "ORC head at the candidate _stext (a few KiB).", e]
+              "column counts it. A cold read probes 4 KiB every 512 KiB above the pc for kallsyms_offsets, "
+              "reads from 4 MiB below the hit to the tables' end, then ORC (3.9 MB) and BTF (4.4 MB) "
+              "whole; the cache then checks the token table, banner and ORC head at the candidate "
+              "_stext (a few KiB).", e]
     return "\n".join(lines) + "\n"
 
 

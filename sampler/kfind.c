@@ -18,7 +18,8 @@
 #define BLOCK (256u << 10)      /* the scan reads this much between searches for the tables */
 #define PAGE 4096u
 #define HOLE_MAX (8u << 20)     /* unmapped bytes in a row that end the scan */
-#define AFTER (2u << 20)        /* read past the token table (kallsyms_offsets follow it on 6.x+) */
+#define AFTER (1u << 20)        /* then read this much more past the token table at a time
+				 * (kallsyms_offsets follow it on 6.x+: 650 KB on Debian's 6.12) */
 #define AFTER_MAX (16u << 20)   /* ...at most */
 #define KERNEL_WAIT 200         /* stops to wait for a vCPU in the kernel (KPTI: a user-mode vCPU's
 				 * page tables do not map the kernel) */
@@ -153,15 +154,53 @@ static int zeros(const uint8_t *p, size_t n)
 	return 1;
 }
 
-/* The kallsyms tables above the vCPU's pc: read forward from its 2 MiB boundary until the token
- * table's anchor shows, a little further, and decode. 0 found, 1 not found, -1 error. */
-static int scan(struct slicer *s, struct kallsyms *k)
+/* 1 if the 4 KiB at p look like kallsyms_offsets: u32s (as s32) that climb or fall in small steps
+ * almost throughout (symbols are sorted by address; per-CPU-relative ones fall). */
+static int offsets_like(const uint8_t *p)
 {
-	uint64_t base = s->pc & ~((2ull << 20) - 1);
+	int up = 0, down = 0, same = 0;
+	for (int i = 0; i + 1 < (int)(PAGE / 4); i++) {
+		int32_t a = (int32_t)((uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+				      (uint32_t)p[4 * i + 3] << 24);
+		int32_t b = (int32_t)((uint32_t)p[4 * i + 4] | (uint32_t)p[4 * i + 5] << 8 | (uint32_t)p[4 * i + 6] << 16 |
+				      (uint32_t)p[4 * i + 7] << 24);
+		int64_t d = (int64_t)b - a;
+		if (d == 0) same++;
+		else if (d > 0 && d <= (1 << 20)) up++;
+		else if (d < 0 && d >= -(1 << 20)) down++;
+	}
+	int n = (int)(PAGE / 4) - 1;
+	return same < n / 4 && (up >= n * 9 / 10 - same || down >= n * 9 / 10 - same);
+}
+
+/* Where to start reading: PROBE_LEN-byte probes every PROBE_STEP above base until one looks like
+ * kallsyms_offsets (before the names in 6.1's order, after the token index later): the tables
+ * start within PROBE_BACK below it. base if no probe does (then everything is read). */
+#define PROBE_STEP (512u << 10)
+#define PROBE_BACK (4u << 20)
+static int probe_start(struct slicer *s, uint64_t base, uint64_t *start)
+{
+	uint8_t p[PAGE];
+	*start = base;
+	for (uint64_t o = 0; o < KFIND_SCAN_MAX; o += PROBE_STEP) {
+		int rc = sl_read(s, base + o, p, PAGE);
+		if (rc == -1) return -1;
+		if (rc == 0 && offsets_like(p)) {
+			*start = o > PROBE_BACK ? base + ((o - PROBE_BACK) & ~((uint64_t)BLOCK - 1)) : base;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* The kallsyms tables from start on: read forward in blocks until the token table's anchor
+ * shows, a little further, and decode. 0 found, 1 not found, -1 error. */
+static int scan_from(struct slicer *s, uint64_t base, size_t limit, struct kallsyms *k)
+{
 	size_t have = 0, cap = 0, holes = 0, anchor_end = 0, next_try = 0;
 	uint8_t *buf = NULL;
 	int rc = 1;
-	while (have < KFIND_SCAN_MAX && holes < HOLE_MAX && base + have + BLOCK > base) {
+	while (have < limit && holes < HOLE_MAX && base + have + BLOCK > base) {
 		if (have + BLOCK > cap) {
 			size_t nc = cap ? cap * 2 : 8u << 20;
 			uint8_t *nb = realloc(buf, nc);
@@ -184,7 +223,7 @@ static int scan(struct slicer *s, struct kallsyms *k)
 		size_t from = have > 32 ? have - 32 : 0;
 		have += BLOCK;
 		if (!anchor_end && ksyms_anchor(buf + from, have - from) >= 0) anchor_end = next_try = have;
-		if (!anchor_end || have < next_try + AFTER) continue;
+		if (!anchor_end || have < next_try) continue;
 		/* the token table is here: the names are before it, the offsets maybe after (6.x+) */
 		if (release(s) < 0) {
 			ERR_SET(s->ss, s->ss->g.err, "%s", s->ss->g.errstr);
@@ -200,14 +239,30 @@ static int scan(struct slicer *s, struct kallsyms *k)
 			rc = -1;
 			break;
 		}
-		next_try = have;
-		if (have - anchor_end >= AFTER_MAX) {
-			session_warn(s->ss, "kallsyms in guest memory at 0x%llx: %s", (unsigned long long)(base + anchor_end),
-				     k->errstr);
-			break;
-		}
+		next_try = have + AFTER; /* 6.x+: the offsets follow the token index */
+		if (have - anchor_end >= AFTER_MAX) break;
 	}
 	free(buf);
+	return rc;
+}
+
+/* The kallsyms tables above the vCPU's pc: from where a probe found offsets-like data (a few MB),
+ * else -- or if the tables are not there -- everything from the pc's 2 MiB boundary on. */
+static int scan(struct slicer *s, struct kallsyms *k)
+{
+	uint64_t base = s->pc & ~((2ull << 20) - 1), start;
+	if (probe_start(s, base, &start) < 0) {
+		ERR_SET(s->ss, s->ss->g.err, "%s", s->ss->g.errstr);
+		return -1;
+	}
+	int rc = 1;
+	if (start != base) {
+		rc = scan_from(s, start, 3 * PROBE_BACK, k);
+		if (rc == 1) s->st->reread = 1;
+	}
+	if (rc == 1) rc = scan_from(s, base, KFIND_SCAN_MAX, k);
+	if (rc == 1 && k->errstr[0])
+		session_warn(s->ss, "kallsyms in guest memory above 0x%llx: %s", (unsigned long long)base, k->errstr);
 	return rc;
 }
 

@@ -25,6 +25,7 @@ struct kfind_stats {
 	int64_t elapsed_ns;    /* wall time from the attach's stop to the end */
 	int orc, btf;          /* ORC / BTF read from guest memory too */
 	int cached;            /* the names and tables came from the cache (checked against the guest) */
+	int reread;            /* the probe's guess of where the tables start was wrong: read it all */
 	int cache_written;     /* ...or were read cold and kept there */
 };
 
