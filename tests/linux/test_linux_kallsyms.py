@@ -81,11 +81,11 @@ def test_vmlinuz_alone_names_frames_as_the_dump(linux61, busy):
     busy(linux61, ["zerodd", "forker"])
     names, _ = dump_symbols(linux61)
     frames = 0
-    for _ in range(3):
+    for _ in range(2):  # each run decompresses the image (xz): a few seconds
         r = run([GDBSAMPLE, "dump", "-p", str(linux61.gdb_port), "-e", linux61.vmlinuz])
         assert r.returncode == 0, r.stderr
         frames += check_frames(r.stdout, names)
-    assert frames >= 12, r.stdout
+    assert frames >= 8, r.stdout
 
 
 def test_bare_p_reads_the_kernel_from_guest_memory(linux61, busy, tmp_path):
