@@ -40,16 +40,19 @@ struct slicer {
 	struct kfind_stats *st; /* what it cost */
 };
 
-/* A vCPU in the kernel's upper half at this stop: 1 (s->cpu, s->pc), 0 none, -1 connection error. */
+/* A vCPU in the kernel's upper half at this stop: 1 (s->cpu, s->pc), 0 none (2: none, but some
+ * vCPU runs in user mode, so the kernel may yet show), -1 connection error. */
 static int kernel_vcpu(struct slicer *s)
 {
 	struct session *ss = s->ss;
 	const struct layout *l = &ss->g.layout;
+	int user = 0;
 	for (int i = 0; i < ss->ncpu; i++) {
 		uint8_t regs[1024];
 		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
 		if (n < 0) return -1;
 		uint64_t pc = arch_reg(l->pc, regs, n);
+		user |= arch_is_user(l, regs, n) == 1;
 		int x86 = l->arch->id == ARCH_X86_64;
 		if (arch_is_user(l, regs, n) != 1 && pc >> 63 && (!x86 || (pc >= X86_IMAGE_LO && pc < X86_IMAGE_HI))) {
 			s->cpu = ss->cpus[i];
@@ -57,7 +60,7 @@ static int kernel_vcpu(struct slicer *s)
 			return 1;
 		}
 	}
-	return 0;
+	return user ? 2 : 0;
 }
 
 static void end_stop(struct slicer *s)
@@ -96,7 +99,7 @@ static int acquire(struct slicer *s)
 		s->since = pace_now();
 		s->st->stops++;
 		int rc = kernel_vcpu(s);
-		if (rc != 0) return rc < 0 ? -1 : 0;
+		if (rc == 1 || rc < 0) return rc < 0 ? -1 : 0;
 	}
 	ERR_SET(&ss->g, ERR_MISMATCH, "no vCPU ran in the kernel at %d stops in a row", KERNEL_WAIT);
 	return -1;
@@ -518,9 +521,21 @@ int kfind_kernel(struct session *ss)
 	if (ga->id != ARCH_X86_64 && ga->id != ARCH_AARCH64) return 0;
 	int rc = kernel_vcpu(&s);
 	if (rc < 0) goto conn;
-	if (rc == 0) return 0; /* no vCPU in an upper-half kernel: nothing to look for */
+	if (rc == 0) return 0; /* no vCPU in an upper-half kernel, none in user mode: nothing to look for */
 	st->tried = 1;
 	st->stops = 1;
+	if (rc == 2) { /* every vCPU in user mode: let the guest run until one enters the kernel */
+		s.running = 0;
+		if (restop(&s) < 0) {
+			if (ss->g.err == ERR_MISMATCH) { /* never did: look no further */
+				ss->g.err = 0;
+				session_warn(ss, "no vCPU entered the kernel within %d stops: frames are not named (-e)",
+					     KERNEL_WAIT);
+				return 0;
+			}
+			goto conn;
+		}
+	}
 	if (release(&s) < 0) goto conn; /* the attach's stop ends here: the cache is read with the VM running */
 	rc = cache_find(&s, &f);
 	if (rc == 0) {
