@@ -28,7 +28,7 @@ from linuxguest import LinuxGuest  # noqa: E402
 import benchdoc  # noqa: E402
 
 LINE = re.compile(r"kernel found in guest memory[^:]*: (\d+) function names[^;]*; read ([\d.]+) MB in (\d+) stops "
-                  r"\(the attach's ([\d.]+) ms, the longest other ([\d.]+) ms, (\d+) over 20 ms\) in ([\d.]+) s")
+                  r"\(the attach's ([\d.]+) ms, the longest other ([\d.]+) ms, (\d+) over 20 ms, (\d+) rescued\) in ([\d.]+) s")
 
 
 def log(*a):
@@ -47,7 +47,7 @@ def one(a, g, args, cache):
     m = LINE.search(r.stderr)
     if m:
         out.update(mb=float(m.group(2)), stops=int(m.group(3)), attach=float(m.group(4)),
-                   longest=float(m.group(5)), over=int(m.group(6)))
+                   longest=float(m.group(5)), over=int(m.group(6)), rescued=int(m.group(7)))
     return out
 
 
@@ -63,8 +63,8 @@ def render(res, a):
              "starts interleaved; load average before / after: "
              f"{res['load_before']} / {res['load_after']} (2 host cores, shared). Median [min-max].", "",
              "| start | start-up to the first sample (s) | read from the guest (MB) | stops | the attach's stop (ms) | "
-             "longest other stop (ms) | stops over 20 ms |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "longest other stop (ms) | stops over 20 ms | ended by the watchdog |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     names = {"map": "-e kallsyms (this boot's dump)", "image": "-e vmlinuz alone (its kallsyms tables)",
              "both": "-e vmlinuz -e kallsyms (before: the image's ORC and CFI, names from the dump)",
              "cold": "bare -p, cold (kallsyms, ORC, BTF from memory)", "cached": "bare -p, cached"}
@@ -76,7 +76,7 @@ def render(res, a):
             m = med(rows, key)
             return (fmt % m[0] + " [" + fmt % m[1] + "-" + fmt % m[2] + "]") if m else "-"
         lines.append(f"| {names[k]} | {w[0]:.2f} [{w[1]:.2f}-{w[2]:.2f}] | {cell('mb')} | {cell('stops', '%d')} | "
-                     f"{cell('attach')} | {cell('longest')} | {cell('over', '%d')} |")
+                     f"{cell('attach')} | {cell('longest')} | {cell('over', '%d')} | {cell('rescued', '%d')} |")
     lines += ["", "With -e the VM stays stopped from the attach until the first sample (a map alone also reads "
               "the 3.9 MB of ORC tables from the guest in that one stop). A bare -p reads in slices: "
               "12 ms of reading a stop, then the VM runs 5 ms, and it runs while gdbsample decodes and loads; "

@@ -38,7 +38,10 @@ struct kallsyms {
 	size_t poollen;             /* bytes used in pool */
 	enum ksyms_addrs addrs;     /* how addresses were stored */
 	int seq_bytes;              /* kallsyms_seqs_of_names entry size: 0 (none: < 6.2), 3, or 4 */
-	uint64_t base;              /* kallsyms_relative_base (relative layouts) */
+	uint64_t base;              /* kallsyms_relative_base (relative layouts): 0 in an arm64 Image
+				     * file, whose relocations are applied at boot -- the addresses are
+				     * then offsets from the base (Debian's 6.1 arm64: 50336 symbols,
+				     * _stext at 0); add the running base to use them */
 	uint64_t at[KT_N];          /* where each table was found (addresses; at[KT_SEQS] 0 if none) */
 	uint64_t end;               /* the first byte after the last table */
 	int err;                    /* sticky error code */

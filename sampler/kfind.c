@@ -71,12 +71,28 @@ static void end_stop(struct slicer *s)
 	if (s->st->stops > 1 && d > 20 * 1000000LL) s->st->over++;
 }
 
+/* After a write refused (or raced) because the pause watchdog resumed the VM while we were held
+ * up: the VM runs; acknowledge it, as a sampling round would. 0 recovered, -1 another error. */
+static int recover(struct slicer *s)
+{
+	struct session *ss = s->ss;
+	if (ss->g.err != ERR_RESCUED) return -1;
+	if (!s->running) end_stop(s); /* the stop that was held up, to now */
+	if (ss->g.raced && gdb_resync(&ss->g) < 0) return -1;
+	ss->g.err = 0;
+	ss->g.running = 1;
+	ss->rescues = guard_acknowledge(&ss->guard);
+	s->running = 1;
+	s->st->rescued++;
+	return 0;
+}
+
 /* Let the VM run (before host-side work, or between slices): 0, -1 error (ss->g). */
 static int release(struct slicer *s)
 {
 	if (s->running) return 0;
 	end_stop(s);
-	if (gdb_cont(&s->ss->g) < 0) return -1;
+	if (gdb_cont(&s->ss->g) < 0) return recover(s); /* refused: the watchdog resumed it already */
 	guard_leave(&s->ss->guard);
 	s->running = 1;
 	return 0;
@@ -94,11 +110,15 @@ static int acquire(struct slicer *s)
 		}
 		if (!s->running) return 0;
 		guard_enter(&ss->guard);
-		if (gdb_stop(&ss->g) < 0) return -1;
+		if (gdb_stop(&ss->g) < 0) {
+			if (recover(s) < 0) return -1;
+			continue;
+		}
 		s->running = 0;
 		s->since = pace_now();
 		s->st->stops++;
 		int rc = kernel_vcpu(s);
+		if (rc < 0 && recover(s) == 0) continue;
 		if (rc == 1 || rc < 0) return rc < 0 ? -1 : 0;
 	}
 	ERR_SET(&ss->g, ERR_MISMATCH, "no vCPU ran in the kernel at %d stops in a row", KERNEL_WAIT);
@@ -117,11 +137,17 @@ static int restop(struct slicer *s)
 /* Read len bytes at addr in slices: 0, -2 some of it unmapped, -1 connection error (ss->g.err). */
 static int sl_read(struct slicer *s, uint64_t addr, uint8_t *buf, size_t len)
 {
+	int64_t budget = (int64_t)KFIND_SLICE_MS * 1000000, mp = (int64_t)(s->ss->o->max_pause * 1e9) / 2;
+	if (mp > 0 && mp < budget) budget = mp; /* a short --max-pause: shorter slices */
 	if (acquire(s) < 0) return -1;
-	for (size_t o = 0; o < len;) {
-		if (pace_now() - s->since > (int64_t)KFIND_SLICE_MS * 1000000 && restop(s) < 0) return -1;
+	for (size_t o = 0, fails = 0; o < len;) {
+		if (pace_now() - s->since > budget && restop(s) < 0) return -1;
 		size_t n = len - o < CHUNK ? len - o : CHUNK;
 		int rc = gdb_read_block(&s->ss->g, s->cpu, addr + o, buf + o, n);
+		if (rc == -1 && recover(s) == 0 && ++fails < 100) { /* rescued mid-read: stop again, read it again */
+			if (acquire(s) < 0) return -1;
+			continue;
+		}
 		if (rc == -1) return -1;
 		if (rc == -2) return -2;
 		s->st->bytes += n;
@@ -559,7 +585,9 @@ int kfind_kernel(struct session *ss)
 		rc = -1;
 		goto out;
 	}
-	if (rc == 2) cache_write(ss, &f);
+	/* only a whole read is kept: one made under --unwind fp/cfi or --os none lacks ORC or BTF */
+	if (rc == 2 && ss->o->unwind != UNWIND_FP && ss->o->unwind != UNWIND_CFI && ss->o->os != OS_NONE)
+		cache_write(ss, &f);
 	rc = 0;
 out:
 	if (rc == 0 && acquire(&s) < 0) goto conn; /* the session goes on with the VM stopped */

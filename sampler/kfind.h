@@ -21,6 +21,7 @@ struct kfind_stats {
 				* and the first slice) */
 	int64_t longest_ns;    /* the longest of the others, from its stop reply to the resume */
 	unsigned over;         /* ...how many of them lasted longer than 20 ms (a loaded host) */
+	unsigned rescued;      /* ...how many the pause watchdog ended (held up past --max-pause) */
 	uint64_t bytes;        /* guest memory read */
 	int64_t elapsed_ns;    /* wall time from the attach's stop to the end */
 	int orc, btf;          /* ORC / BTF read from guest memory too */

@@ -35,10 +35,10 @@ static void kfind_note(const struct session *ss)
 	const struct kfind_stats *k = &ss->kf;
 	progress_erase(stderr);
 	fprintf(stderr, "gdbsample: kernel found in guest memory%s: %zu function names%s%s; read %.1f MB in %u stops "
-		"(the attach's %.1f ms, the longest other %.1f ms, %u over 20 ms) in %.2f s\n",
+		"(the attach's %.1f ms, the longest other %.1f ms, %u over 20 ms, %u rescued) in %.2f s\n",
 		k->cached ? " (cached, checked)" : k->cache_written ? " (kept in the cache)" : "", ss->img.syms.n,
 		k->orc ? ", ORC" : "", k->btf ? ", BTF" : "", (double)k->bytes / 1e6, k->stops, (double)k->first_ns / 1e6,
-		(double)k->longest_ns / 1e6, k->over, (double)k->elapsed_ns / 1e9);
+		(double)k->longest_ns / 1e6, k->over, k->rescued, (double)k->elapsed_ns / 1e9);
 }
 
 int session_open(struct session *ss, const struct opts *o)
