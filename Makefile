@@ -127,6 +127,7 @@ bench: deps all
 	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 	$(PY) bench/module_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --linux-build $(BUILD)/linux \
 	  --out docs/benchmarks.md
+	$(PY) bench/kfind_bench.py --gdbsample $(BUILD)/gdbsample --linux-build $(BUILD)/linux --out docs/benchmarks.md
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
 # about its PMU, against what the table expects (KVM rows only where /dev/kvm works).

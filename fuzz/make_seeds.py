@@ -175,10 +175,39 @@ def knet():
     put("knet", "truncated", rec(udp(b"GSQ1" + struct.pack("<I", 7) + b"~" * 100), 12 | 1))
 
 
+def kallsyms():
+    """Synthetic kallsyms tables as scripts/kallsyms.c lays them out (8-aligned labels): 6.1's order
+    with offsets first and 3-byte seqs_of_names, and the later order with offsets last."""
+    names = [("T" if i % 2 else "t") + ("func_%d" % i if i % 3 else "do_x%d" % i) for i in range(40)]
+    addrs = [0xffffffff81000000 + 0x40 * i for i in range(40)]
+    tokens = [b"func_" if i == 1 else bytes([i]) if 0x21 <= i <= 0x7e else b"" for i in range(256)]
+
+    def pad(b):
+        return b + bytes(-len(b) % 8)
+
+    def enc(n):
+        e = n.encode().replace(b"func_", b"\x01")
+        return bytes([len(e)]) + e
+    entries = [enc(n) for n in names]
+    body = b"".join(entries)
+    markers = struct.pack("<I", 0)
+    order = sorted(range(40), key=lambda i: (names[i][1:], i))
+    seqs = b"".join(bytes([i >> 16, (i >> 8) & 255, i & 255]) for i in order)
+    table = b"".join(t + b"\0" for t in tokens)
+    idx, off = [], 0
+    for t in tokens:
+        idx.append(off)
+        off += len(t) + 1
+    offsets = pad(b"".join(struct.pack("<I", a - 0xffffffff81000000) for a in addrs)) + struct.pack("<Q", 0xffffffff81000000)
+    mid = pad(struct.pack("<I", 40)) + pad(body) + pad(markers) + pad(seqs) + pad(table) + struct.pack("<256H", *idx)
+    put("kallsyms", "layout_6_1", pad(offsets) + mid)
+    put("kallsyms", "layout_later", mid + offsets)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--x86-xml")
     ap.add_argument("--cfi-elf")
     a = ap.parse_args()
     rsp(); stop(); threads(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf)
-    conn(); knet(); textnum()
+    conn(); knet(); textnum(); kallsyms()

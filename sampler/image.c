@@ -3,6 +3,7 @@
 #include "image.h"
 #include "err.h"
 #include "files.h"
+#include "kallsyms.h"
 #include "vmlinuz.h"
 #include <stdlib.h>
 
@@ -186,8 +187,48 @@ static int place_a64(struct image *im)
 	return 0;
 }
 
+int image_add_kallsyms(struct symtab *t, const struct kallsyms *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		const char *name = ksyms_name(k, i);
+		syms_mark(t, name, k->syms[i].addr);
+		if (strchr("tTwW", k->syms[i].type) && syms_add(t, k->syms[i].addr, 0, name) < 0) return -1;
+	}
+	syms_finish(t);
+	return 0;
+}
+
+/* A stripped image and no map: the names from the kernel's own kallsyms tables in its .rodata. */
+static int image_kallsyms(struct image *im, const char *path)
+{
+	size_t len;
+	uint64_t addr;
+	const uint8_t *ro = section_bytes(im->elf, ".rodata", &len, &addr);
+	struct kallsyms k;
+	if (!ro) {
+		ERR_SET(im, ERR_USAGE, "no function names: %s has neither symbols nor .rodata (for its kallsyms "
+			"tables); give a System.map or a kallsyms dump too (-e MAP)", base(path));
+		return -1;
+	}
+	if (ksyms_find(&k, ro, len, addr) < 0) {
+		ERR_SET(im, ERR_USAGE, "no function names: %s has no symbols, and its kallsyms tables: %s; give a "
+			"System.map or a kallsyms dump too (-e MAP)", base(path), k.errstr);
+		return -1;
+	}
+	int rc = image_add_kallsyms(&im->syms, &k);
+	ksyms_free(&k);
+	if (rc < 0) {
+		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
+		return -1;
+	}
+	im->names_kallsyms = 1;
+	what_add(im, "%s%s%s", "its kallsyms", "");
+	return 0;
+}
+
 int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os)
 {
+	const char *elfpath = NULL;
 	memset(im, 0, sizeof *im);
 	im->want_os = want_os;
 	snprintf(im->os.why, sizeof im->os.why, "a symbol map has no types to find the task layout in (BTF "
@@ -215,6 +256,7 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)", base(p));
 			return -1;
 		}
+		if (is_elf || is_bz) elfpath = p;
 		if (is_a64) {
 			if (load_a64_file(im, p, buf, len) < 0) return -1;
 		} else if (is_elf) {
@@ -262,6 +304,7 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 		}
 	}
 	if (im->a64buf && place_a64(im) < 0) return -1;
+	if (!im->syms.n && im->elf && image_kallsyms(im, elfpath) < 0) return -1;
 	if (!im->syms.n) {
 		ERR_SET(im, ERR_USAGE, "no function names: %s has no symbols; give a System.map or a kallsyms "
 			"dump too (-e MAP)", npaths ? base(paths[0]) : "the image");

@@ -34,6 +34,7 @@ struct image {
 	char a64name[64];           /* its file name, for messages */
 	int text_from_map;          /* the text was placed by the map's _stext (an arm64 Image): a
 				     * text match at an offset proves the map's names at the same one */
+	int names_kallsyms;         /* names came from the image's own kallsyms tables (no map) */
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
 	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */
@@ -50,5 +51,8 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
  * tables subtract the text's offset from every pc they look up. */
 void image_relocate(struct image *im, int64_t text_slide, int64_t names_slide);
 void image_free(struct image *im);
+struct kallsyms;
+/* Add decoded kallsyms tables (kallsyms.h) to t: text symbols as names, every type as marks. */
+int image_add_kallsyms(struct symtab *t, const struct kallsyms *k);
 
 #endif

@@ -81,3 +81,8 @@ sampler-system: $(BUILD)/gdbsample
 # Benchmarks against one QEMU; writes docs/benchmarks.md.
 sampler-bench: $(BUILD)/gdbsample $(BUILD)/rtt
 	/usr/bin/python3 bench/sampler_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
+
+# The tests' window on the kallsyms decoder: an image's tables printed as /proc/kallsyms prints them.
+$(BUILD)/ksdump: tests/sampler/tools/ksdump.c $(SAMPLER_LIB_OBJS)
+	$(CC) $(SAMPLER_CFLAGS) -o $@ $^ $(SAMPLER_LIBS)
+all: $(BUILD)/ksdump

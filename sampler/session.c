@@ -69,6 +69,18 @@ static void linux_percpu_addr(struct session *ss, const struct arch *ga)
 	os->cur_sym = NULL;
 }
 
+/* What reading the kernel from guest memory found and cost, on stderr. */
+static void kfind_note(const struct session *ss)
+{
+	const struct kfind_stats *k = &ss->kf;
+	progress_erase(stderr);
+	fprintf(stderr, "gdbsample: kernel found in guest memory%s: %zu function names%s%s; read %.1f MB in %u stops "
+		"(the attach's %.1f ms, the longest other %.1f ms, %u over 20 ms, %u rescued) in %.2f s\n",
+		k->cached ? " (cached, checked)" : k->cache_written ? " (kept in the cache)" : "", ss->img.syms.n,
+		k->orc ? ", ORC" : "", k->btf ? ", BTF" : "", (double)k->bytes / 1e6, k->stops, (double)k->first_ns / 1e6,
+		(double)k->longest_ns / 1e6, k->over, k->rescued, (double)k->elapsed_ns / 1e9);
+}
+
 int session_open(struct session *ss, const struct opts *o)
 {
 	memset(ss, 0, sizeof *ss);
@@ -79,6 +91,7 @@ int session_open(struct session *ss, const struct opts *o)
 		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
 	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os) < 0)        /* before touching the VM */
 		return fail(ss, ss->img.err, ss->img.errstr);
+	ss->stopped_since = pace_now(); /* at the latest: connecting (below) stops the VM */
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
 	if (kind != ATTACH_GDBSTUB && attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri) < 0)
@@ -117,7 +130,9 @@ int session_open(struct session *ss, const struct opts *o)
 	struct opts *mo = (struct opts *)o;
 	ss->ncpu = cli_cpus(mo, ss->g.ncpu, ss->cpus);
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
-	if (o->nelf && locate_kernel(ss) < 0) return -1;                   /* KASLR, tables, unwinders */
+	if (!o->nelf && kfind_kernel(ss) < 0) return -1;                  /* a bare -p: the kernel from memory */
+	if (!o->nelf && ss->kf.found && !o->quiet) kfind_note(ss);
+	if (ss->img.syms.n && locate_kernel(ss) < 0) return -1;            /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
 				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);
@@ -131,7 +146,7 @@ int session_open(struct session *ss, const struct opts *o)
 		snprintf(ss->img.os.why, sizeof ss->img.os.why, "the gdbstub's %s registers include no %s (the "
 			 "per-CPU base)", ga->name, ga->pcpu ? ga->pcpu : "per-CPU base register");
 	}
-	if (ss->img.os.os == OS_NONE && o->nelf && o->os != OS_NONE) {
+	if (ss->img.os.os == OS_NONE && ss->img.syms.n && o->os != OS_NONE) {
 		if (task_filter_on(&o->filter)) {
 			char msg[256];
 			snprintf(msg, sizeof msg, "--pid/--comm: task attribution is off: %s", ss->img.os.why);

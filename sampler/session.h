@@ -8,6 +8,7 @@
 #include "image.h"
 #include "kaslr.h"
 #include "modules.h"
+#include "kfind.h"
 #include "sample.h"
 
 struct session {
@@ -22,6 +23,8 @@ struct session {
 				        * (a pc no module holds: a BPF program, a trampoline) */
 	int64_t mods_stop_max_ns;      /* the longest single stop reading them took */
 	uint64_t mods_stops;           /* stops spent reading them */
+	int64_t stopped_since;         /* when connecting stopped the VM (pace_now) */
+	struct kfind_stats kf;         /* a bare -p: the kernel read from guest memory (kfind.h) */
 	int methods[UM_N];             /* unwinding methods in use, in order of preference */
 	int nmethods;
 	struct attach at;              /* the monitor we opened the gdbstub through (--qmp/--domain) */

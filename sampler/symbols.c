@@ -26,6 +26,11 @@ static void mark(struct symtab *t, const char *name, uint64_t addr)
 		}
 }
 
+void syms_mark(struct symtab *t, const char *name, uint64_t addr)
+{
+	mark(t, name, addr);
+}
+
 static int syms_unsafe(char c)
 {
 	unsigned char u = (unsigned char)c;

@@ -66,6 +66,8 @@ int syms_parse_map(struct symtab *t, const char *text, size_t len);
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name);
 /* Add one symbol of a module (named as perf does: "name [mod]", syms_name). */
 int syms_add_mod(struct symtab *t, uint64_t addr, uint64_t size, const char *name, const char *mod);
+/* Note addr if name is one of the marks (a loader that sees every symbol, of any type). */
+void syms_mark(struct symtab *t, const char *name, uint64_t addr);
 /* Sort and de-duplicate after adding. */
 void syms_finish(struct symtab *t);
 /* The symbol containing addr, or NULL. */

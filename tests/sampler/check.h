@@ -44,5 +44,7 @@ void test_output(void);
 void test_top(void);
 void test_insn(void);
 void test_progress(void);
+void test_kallsyms(void);
+void test_kcache(void);
 
 #endif

@@ -30,6 +30,8 @@ int main(void)
 	test_top();
 	test_insn();
 	test_progress();
+	test_kallsyms();
+	test_kcache();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
