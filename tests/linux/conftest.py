@@ -19,17 +19,23 @@ def start(**kw):
         pytest.skip(str(e))
 
 
+# 6.1 is booted once for the whole package, modules included: a boot costs 20-50 s under TCG.
+LINUX61 = dict(series="6.1", smp=2, append=["nmi_backtrace.backtrace_idle=1"], modules=("brd",),
+               lazy_modules=("hotmod",))
+
+
 @pytest.fixture(scope="package")
 def linux61():
     """6.1 (ORC v1, xz vmlinuz) as shipped: KASLR on, -smp 2; the guest prints idle CPUs' stacks
-    too when asked (nmi_backtrace.backtrace_idle=1, for the idle-chain check)."""
-    g = start(series="6.1", smp=2, append=["nmi_backtrace.backtrace_idle=1"])
+    too when asked (nmi_backtrace.backtrace_idle=1, for the idle-chain check). It is also the 6.1
+    module guest (linux61_modules below): brd loaded at boot, hotmod carried for insmod mid-run."""
+    g = start(**LINUX61)
     try:
         if g.kaslr_slide() == 0:
             # KASLR may pick the link address itself (about one boot in 490): boot once more
             # rather than fail a test on a legitimate draw.
             g.stop()
-            g = start(series="6.1", smp=2, append=["nmi_backtrace.backtrace_idle=1"])
+            g = start(**LINUX61)
         yield g
     finally:
         g.stop()
@@ -50,13 +56,10 @@ def linux612_nokaslr():
 # round, so each series has a module loaded by /init and one loaded later. A test that loads or
 # unloads a module leaves the guest as it found it.
 @pytest.fixture(scope="package")
-def linux61_modules():
-    """6.1, KASLR on, -smp 2: brd loaded at boot (one sparse 64 GiB RAM disk), hotmod carried."""
-    g = start(series="6.1", smp=2, modules=("brd",), lazy_modules=("hotmod",))
-    try:
-        yield g
-    finally:
-        g.stop()
+def linux61_modules(linux61):
+    """6.1, KASLR on, -smp 2: brd loaded at boot (one sparse 64 GiB RAM disk), hotmod carried --
+    the package's one 6.1 guest."""
+    return linux61
 
 
 @pytest.fixture(scope="package")

@@ -188,11 +188,11 @@ def test_lscpu_reports_the_pmu_decision(boot):
     assert re.search(r"^pmu probe:   \d+ ns \(bound 10000 ns\)$", out, re.M)
 
 
-def test_stress_200_back_to_back_profiles(boot):
+def test_stress_100_back_to_back_profiles(boot):
     g = boot(smp=4)
     for w in ("split 5 3 2", "chain 6", "copy", "irqoff 3"):
         g.work(w)
-    for i in range(200):
+    for i in range(100):  # 200 took 80 s of make test on a loaded host; no failure ever needed >20
         head, chains = parse(g.cmd("profile 50 all 3", timeout=10))
         assert head["ms"] == 50 and len(chains) <= 3
     assert g.cmd("uptime").startswith("up ")
