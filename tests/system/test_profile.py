@@ -192,7 +192,7 @@ def test_stress_100_back_to_back_profiles(boot):
     g = boot(smp=4)
     for w in ("split 5 3 2", "chain 6", "copy", "irqoff 3"):
         g.work(w)
-    for i in range(100):  # 200 took 80 s of make test on a loaded host; no failure ever needed >20
+    for i in range(100):  # 200 took 80 s of make test on a loaded host: 100 keep the stress, at half the cost
         head, chains = parse(g.cmd("profile 50 all 3", timeout=10))
         assert head["ms"] == 50 and len(chains) <= 3
     assert g.cmd("uptime").startswith("up ")
