@@ -193,8 +193,10 @@ int attach_close(struct attach *a)
 		} else {
 			a->opened = 0;
 			/* Our D;1 resumed the VM; if it still reads paused (a detach that failed), resume it:
-			 * we only ever attach to a running VM. */
+			 * we only ever attach to a running VM -- unless someone else paused it meanwhile
+			 * (leave_paused: the session saw their stop), which is theirs to undo. */
 			struct jval r;
+			if (a->leave_paused) goto out;
 			if (status(a, st, sizeof st) < 0) rc = -1;
 			else if (!strcmp(st, "paused") && mon(a, "{\"execute\":\"cont\"}", &r) < 0) rc = -1;
 			else if (!strcmp(st, "paused") && (status(a, st, sizeof st) < 0 || strcmp(st, "running"))) {
@@ -203,15 +205,17 @@ int attach_close(struct attach *a)
 			}
 		}
 	}
+out:
 	release_monitor(a);
 	if (a->kind == ATTACH_DOMAIN) virt_close(&a->v);
 	return rc;
 }
 
-void attach_rescue(void *arg)
+void attach_rescue(void *arg, int ours)
 {
 	struct attach *a = arg;
 	if (!a->opened) return;
+	a->leave_paused = !ours;
 	if (a->kind == ATTACH_QMP) {
 		a->err = 0;
 		attach_close(a); /* the monitor is free: our parent (its holder) is gone */

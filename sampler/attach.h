@@ -19,6 +19,7 @@ struct attach {
 	long tids[GDB_MAX_CPUS];    /* host thread id of vCPU i */
 	int port;                   /* the gdbstub we opened on 127.0.0.1, 0 if none */
 	int opened;                 /* the stub is ours and still open */
+	int leave_paused;           /* attach_close must not `cont` a paused VM: someone else paused it */
 	char reply[QMP_BUF];        /* the last monitor reply (JSON) */
 	int err;                    /* sticky error code (err.h) */
 	char errstr[128];           /* what went wrong */
@@ -29,8 +30,10 @@ struct attach {
 int attach_open(struct attach *a, int kind, const char *target, const char *uri);
 /* Close our gdbstub (`gdbserver none`) and make sure the VM runs again; drop the monitor. */
 int attach_close(struct attach *a);
-/* For the guard, after gdbsample died: close the stub and resume the VM, best effort. */
-void attach_rescue(void *a);
+/* For the guard, after gdbsample died: close the stub and, if the guard resumed the VM (ours: it
+ * was stopped by us), make sure it runs; a VM the guard found not ours is left as it is. Best
+ * effort. */
+void attach_rescue(void *a, int ours);
 /* "qmp /path/qmp.sock" / "domain NAME" / "gdbstub 127.0.0.1:1234", for headers. */
 const char *attach_kind_name(int kind);
 /* Summary lines "attach qmp\nattach_target ...\naccel tcg\nvcpu_threads 1,2\ngdbstub ...\n" appended
