@@ -526,24 +526,51 @@ busy:
 	return -1;
 }
 
-/* The QEMU version behind the stub: qRcmd runs a monitor command and relays its output as 'O'
- * packets, then "OK"; "info version" prints "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)". 0 if the
- * stub is not QEMU or says nothing we can read (a stub without qRcmd answers ""). */
-static int stub_version(struct gdb *g)
+/* A monitor command through the stub: qRcmd relays its output as 'O' packets, then "OK". Its
+ * text in g->cons ("" from a stub without qRcmd, which answers ""); -1 on a lost connection. */
+static int monitor_cmd(struct gdb *g, const char *cmd)
 {
-	static const char cmd[] = "info version";
-	char req[64] = "qRcmd,";
-	for (size_t i = 0; cmd[i]; i++) snprintf(req + 6 + 2 * i, 3, "%02x", (unsigned char)cmd[i]);
+	char req[96] = "qRcmd,";
+	for (size_t i = 0; cmd[i] && 6 + 2 * i + 3 <= sizeof req; i++)
+		snprintf(req + 6 + 2 * i, 3, "%02x", (unsigned char)cmd[i]);
 	g->capture = 1;
 	g->conslen = 0;
 	g->cons[0] = 0;
 	int rc = gdb_request(g, req, REQ_TIMEOUT_MS(g));
 	g->capture = 0;
+	return rc;
+}
+
+/* The QEMU version behind the stub: "info version" prints "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)".
+ * 0 if the stub is not QEMU or says nothing we can read. */
+static int stub_version(struct gdb *g)
+{
 	int major = 0, minor = 0;
-	if (rc < 0 || sscanf(g->cons, "%d.%d", &major, &minor) != 2 || major < 0 || major > 99 || minor < 0 ||
-	    minor > 99)
+	if (monitor_cmd(g, "info version") < 0 || sscanf(g->cons, "%d.%d", &major, &minor) != 2 || major < 0 ||
+	    major > 99 || minor < 0 || minor > 99)
 		return 0;
 	return major * 100 + minor;
+}
+
+int gdb_parse_status(const char *text, char *state, size_t cap)
+{
+	/* hmp_info_status: "VM status: running" / "VM status: paused" / "VM status: paused (STATE)"
+	 * with STATE the run state's name when it is not plain `paused` (prelaunch, inmigrate,
+	 * postmigrate, shutdown, guest-panicked, io-error, ...), maybe " (single step mode)". */
+	const char *p = strstr(text, "VM status: ");
+	state[0] = 0;
+	if (!p) return -1;
+	p += 11;
+	if (!strncmp(p, "running", 7)) return 0;
+	if (strncmp(p, "paused", 6)) return -1;
+	const char *o = strstr(p, " ("), *c = o ? strchr(o, ')') : NULL;
+	if (o && c && strncmp(o, " (single step", 13) && (size_t)(c - o - 2) < cap) {
+		memcpy(state, o + 2, (size_t)(c - o - 2));
+		state[c - o - 2] = 0;
+		for (char *q = state; *q; q++)
+			if ((*q < 'a' || *q > 'z') && *q != '-') return -1;
+	}
+	return 1;
 }
 
 int gdb_handshake(struct gdb *g)
@@ -568,6 +595,11 @@ int gdb_handshake(struct gdb *g)
 	 * client. So the greeting is evidence only with the version known (session.c decides). */
 	g->greeted = g->st.stray_stops > 0;
 	g->qemu_version = stub_version(g);
+	/* A run state other than plain `paused` (-S's prelaunch, an incoming or finished migration,
+	 * a shutdown kept with -no-shutdown, a panic...) is not what connecting makes: not ours. */
+	g->runstate[0] = 0;
+	if (g->qemu_version && monitor_cmd(g, "info status") == 0)
+		gdb_parse_status(g->cons, g->runstate, sizeof g->runstate);
 	if (gdb_request(g, "?", REQ_TIMEOUT_MS(g)) < 0) return -1;
 	if (learn_layout(g, has_xfer) < 0) return -1;
 	return list_threads(g);

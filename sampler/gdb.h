@@ -66,6 +66,8 @@ struct gdb {
 	int greeted;                    /* a stop reply came before the first reply: connecting
 					 * stopped a running VM (QEMU < 8.1 says so; later ones never) */
 	int qemu_version;               /* major * 100 + minor from qRcmd "info version" (0: unknown) */
+	char runstate[24];              /* QEMU's run state after connecting, if not plain "paused"
+					 * ("postmigrate", "prelaunch"...; "" if plain or unknown) */
 	int capture;                    /* gdb_next keeps console ('O') text in cons */
 	char cons[256];                 /* that text, NUL-terminated (truncated) */
 	size_t conslen;                 /* its length */
@@ -151,6 +153,10 @@ enum {
 };
 /* Append the threads of reply pkt[0..len) to pids/tids, which hold *n of at most max. */
 int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max, int *n);
+
+/* QEMU's "info status" text: 0 running, 1 paused (state gets the run state in parentheses,
+ * "postmigrate", or "" for plain paused), -1 not that text. */
+int gdb_parse_status(const char *text, char *state, size_t cap);
 
 /* A stop reply, decoded. */
 struct gdb_stopinfo {

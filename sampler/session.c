@@ -76,9 +76,12 @@ int session_open(struct session *ss, const struct opts *o)
 	 * (query-status) or refused it. Through a gdbstub alone, QEMU < 8.1 tells: it greets a
 	 * client whose connection stopped a running VM (gdb_handshake). QEMU >= 8.1 greets nobody and
 	 * no reply tells the two apart: there we cannot see it (docs/attach.md). */
-	if (kind == ATTACH_GDBSTUB && ss->g.qemu_version && ss->g.qemu_version < 801 && !ss->g.greeted) {
+	if (ss->g.runstate[0] ||
+	    (kind == ATTACH_GDBSTUB && ss->g.qemu_version && ss->g.qemu_version < 801 && !ss->g.greeted)) {
+		snprintf(ss->held_buf, sizeof ss->held_buf, "%s%s%s before gdbsample came", ss->g.runstate[0] ? "in state " : "paused",
+			 ss->g.runstate, "");
 		ss->held = ss->held_at_start = 1;
-		ss->held_why = "paused before gdbsample came";
+		ss->held_why = ss->held_buf;
 		ss->held_episodes = 1;
 		ss->g.running = 1; /* our next stop starts with a 0x03: it tells when the VM runs again */
 		guard_leave(&ss->guard); /* not ours: the guard must not resume it */
@@ -126,7 +129,7 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->g.conn.deadline_ms = 0; /* connected: from here on each request has its own timeout */
 	ss->g.conn.intr = NULL;     /* and a signal ends the run after the sample in flight */
 	if (ss->held_at_start)
-		session_warn(ss, "the VM was paused before gdbsample came: it is left paused%s",
+		session_warn(ss, "the VM was %s: it is left so%s", ss->held_why,
 			     o->cmd == CMD_DUMP ? "" : "; sampling starts when it runs again");
 	return 0;
 }

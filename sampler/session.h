@@ -32,7 +32,8 @@ struct session {
 	int held;                      /* the VM is stopped by someone else (a monitor `stop`, virsh
 				        * suspend, a shutdown, or paused before we came): not ours to
 				        * resume -- we neither sample nor resume it until it runs again */
-	const char *held_why;          /* what the evidence said (gdb_stop_reason) */
+	const char *held_why;          /* what the evidence said (gdb_stop_reason, or held_buf) */
+	char held_buf[64];             /* "in state postmigrate before gdbsample came" */
 	uint64_t held_episodes;        /* times we found it so */
 	uint64_t held_rounds;          /* sampling rounds skipped meanwhile */
 	int held_at_start;             /* it was paused before gdbsample came */
