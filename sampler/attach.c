@@ -138,11 +138,14 @@ static int vm_facts(struct attach *a)
 	return 0;
 }
 
-int attach_open(struct attach *a, int kind, const char *target, const char *uri)
+int attach_open(struct attach *a, int kind, const char *target, const char *uri, long long deadline_ms,
+		volatile sig_atomic_t *intr)
 {
 	char st[32], text[8192], line[64];
 	memset(a, 0, sizeof *a);
 	a->q.conn.fd = -1;
+	a->q.conn.deadline_ms = deadline_ms; /* kept across qmp_open */
+	a->q.conn.intr = intr;
 	a->kind = kind;
 	a->target = target;
 	a->uri = uri;
@@ -184,6 +187,8 @@ int attach_close(struct attach *a)
 	char st[32], text[1024];
 	int rc = 0;
 	if (a->kind == ATTACH_GDBSTUB) return 0;
+	a->q.conn.deadline_ms = 0; /* closing is never cut short: the stub must go, the VM run */
+	a->q.conn.intr = NULL;
 	if (a->opened) {
 		if (connect_monitor(a) < 0) {
 			ERR_SET(a, a->err, "cannot close the gdbstub on port %d", a->port);

@@ -2,6 +2,7 @@
  * gdbstub on it for the session, and close it again on every way out. */
 #ifndef ATTACH_H
 #define ATTACH_H
+#include <signal.h>
 #include "gdb.h"
 #include "qmp.h"
 #include "virt.h"
@@ -26,8 +27,10 @@ struct attach {
 };
 
 /* Check the VM (running, vCPUs, accelerator, no gdbstub yet) and open a gdbstub on a free
- * loopback port (a->port). Nothing is changed on the VM if this fails. */
-int attach_open(struct attach *a, int kind, const char *target, const char *uri);
+ * loopback port (a->port). Nothing is changed on the VM if this fails. The QMP talk gives up at
+ * deadline_ms (CLOCK_MONOTONIC ms, 0: none) or once a signal set *intr (NULL: never). */
+int attach_open(struct attach *a, int kind, const char *target, const char *uri, long long deadline_ms,
+		volatile sig_atomic_t *intr);
 /* Close our gdbstub (`gdbserver none`) and make sure the VM runs again; drop the monitor. */
 int attach_close(struct attach *a);
 /* For the guard, after gdbsample died: close the stub and, if the guard resumed the VM (ours: it

@@ -44,14 +44,15 @@ int session_open(struct session *ss, const struct opts *o)
 		return fail(ss, ss->img.err, ss->img.errstr);
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
-	if (kind != ATTACH_GDBSTUB && attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri) < 0)
+	/* One deadline for the whole connection phase -- the monitor, connect, handshake, finding
+	 * the kernel -- and every signal that ends a run ends it too (record_stop): a stub that
+	 * answers each request just inside its timeout must not hold gdbsample for minutes. */
+	long long deadline = conn_now_ms() + (long long)(o->connect_timeout * 1000);
+	if (kind != ATTACH_GDBSTUB &&
+	    attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri, deadline, &record_stop) < 0)
 		return fail(ss, ss->at.err, ss->at.errstr);
 	/* The guard connects and hands us the connection: whoever stops the VM by connecting, the
 	 * guard (in a session of its own) already holds the socket to resume it. */
-	/* One deadline for the whole connection phase -- connect, handshake, finding the kernel --
-	 * and every signal that ends a run ends it too (record_stop): a stub that answers each
-	 * request just inside its timeout must not hold gdbsample for minutes. */
-	long long deadline = conn_now_ms() + (long long)(o->connect_timeout * 1000);
 	int gr = kind != ATTACH_GDBSTUB
 		 ? guard_start(&ss->guard, &ss->g, "127.0.0.1", ss->at.port, NULL, "$c#63", (int64_t)(o->max_pause * 1e9),
 			       attach_rescue, &ss->at, deadline, &record_stop)
