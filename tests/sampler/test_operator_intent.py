@@ -124,21 +124,41 @@ def test_operator_stop_is_never_undone(vm, how):
     assert wait_status(vm, "running") == "running"
 
 
+def migrate_that_holds(g, p, tries=5):
+    """Migrate the VM away (to a pipe that discards it) until the source VM stays in `postmigrate`.
+    As with a `stop`, a migration whose final stop lands while gdbsample holds the VM for a sample
+    is invisible, and gdbsample's resume runs the VM again (docs/attach.md): then migrate again.
+    An unfixed gdbsample resumes after every migration: this fails there."""
+    for i in range(tries):
+        assert p.poll() is None, p.communicate()
+        conftest.qmp(g.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
+        end = time.monotonic() + 30
+        while conftest.qmp(g.qmp_path, "query-migrate").get("status") not in ("completed", "failed"):
+            assert time.monotonic() < end, "the migration did not end"
+            time.sleep(0.05)
+        if all(status(g) == "postmigrate" and not time.sleep(0.15) for _ in range(3)):
+            return i
+    pytest.fail(f"no migration in {tries} left the VM in postmigrate: gdbsample ran it again every time")
+
+
 @conftest.ON_EACH_QEMU
 def test_migration_mid_run_is_not_undone(vm):
-    """A migration mid-run (to a pipe that discards it) ends the source VM in `postmigrate`; an
-    unfixed gdbsample's next `c` ran the migrated-away guest again. Then `dump` on the
-    postmigrate VM (QEMU's run state read through the stub, on 10.0 too): stacks printed, the VM
-    left in postmigrate."""
+    """A migration mid-run (T18 from the stub) ends the source VM in `postmigrate`; an unfixed
+    gdbsample's next `c` ran the migrated-away guest again. Then `dump` on the postmigrate VM
+    (QEMU's run state read through the stub, on 10.0 too): stacks printed, the VM left so."""
     with Stub(vm) as stub:
         try:
-            p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "10", "-d", "2.5", "-q"])
-            time.sleep(1.0)
-            conftest.qmp(vm.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
-            out, err = p.communicate(timeout=60)
+            p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "10", "-q"])
+            try:
+                time.sleep(1.0)
+                migrate_that_holds(vm, p)
+                p.send_signal(signal.SIGINT)
+                out, err = p.communicate(timeout=60)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
             assert p.returncode == 0, err
-            assert wait_status(vm, "postmigrate", 10) == "postmigrate"
-            time.sleep(0.5)
             assert status(vm) == "postmigrate"
             r = subprocess.run([GDBSAMPLE, "dump", "-p", str(stub.port), "-e", vm.kernel], capture_output=True,
                                text=True, timeout=60)
