@@ -99,10 +99,10 @@ def test_operator_stop_is_never_undone(vm, how):
     try:
         p = start(conn + ["-e", vm.kernel, "-r", "10", "-f", "folded"])
         try:
-            time.sleep(1.0)
+            time.sleep(0.6)
             stop_that_holds(vm, p)
             conftest.qmp(vm.qmp_path, "cont")
-            time.sleep(1.0)
+            time.sleep(0.6)  # six rounds: it notices the VM runs and samples again
             stop_that_holds(vm, p)
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=60)
@@ -221,7 +221,7 @@ def test_kill_by_name_spares_the_guard(vm):
     VM and closes the gdbstub gdbsample opened through QMP; the next --qmp run is not refused.
     (Unfixed, the guard was named gdbsample too: the stub stayed open -- every time.)"""
     cmd = ["--qmp", vm.qmp_path, "-e", vm.kernel, "-r", "200", "-q"]
-    for i in range(3):
+    for i in range(2):
         p = start(cmd)
         try:
             end = time.monotonic() + 30
