@@ -180,14 +180,14 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int timeout_ms)
 	int total = c->deadline_ms > 0 && (deadline < 0 || c->deadline_ms < deadline);
 	if (total) deadline = c->deadline_ms;
 	for (;;) {
-		int r = poll(&pfd, 1, left_ms(deadline));
-		if (r < 0 && errno == EINTR) {
-			if (c->intr && *c->intr) {
-				ERR_SET(c, ERR_INTR, "interrupted by a signal");
-				return -1;
-			}
-			continue; /* other signals only set flags; the caller re-checks */
+		/* Looked at before each wait, not only when one is interrupted: a signal that came
+		 * while we were busy elsewhere is seen at the next read at the latest. */
+		if (c->intr && *c->intr) {
+			ERR_SET(c, ERR_INTR, "interrupted by a signal");
+			return -1;
 		}
+		int r = poll(&pfd, 1, left_ms(deadline));
+		if (r < 0 && errno == EINTR) continue; /* signals only set flags; re-checked above */
 		if (r < 0) {
 			ERR_SET(c, ERR_SYS, "poll: %s", strerror(errno));
 			return -1;
