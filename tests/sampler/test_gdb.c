@@ -633,7 +633,7 @@ static pid_t qemu_like(int lfd, int hold_ms)
 static void race_case(const char *path)
 {
 	int port = 0, lfd = listener(path, &port), go[2];
-	pid_t q = qemu_like(lfd, GDB_ACCEPT_MS + 1500), kids[2];
+	pid_t q = qemu_like(lfd, GDB_ACCEPT_MS + 500), kids[2]; /* past the loser's give-up */
 	CHECK(pipe(go) == 0); /* after forking q: only we and the two clients hold it */
 	for (int i = 0; i < 2; i++) {
 		kids[i] = fork();
@@ -643,7 +643,7 @@ static void race_case(const char *path)
 			close(go[1]);
 			if (read(go[0], &b, 1) < 0) _exit(3); /* both start at the same instant */
 			int rc = gdb_connect(&g, NULL, port, path);
-			if (rc == 0) nap_ms(GDB_ACCEPT_MS + 1000); /* attached: hold it, as a sampling run */
+			if (rc == 0) nap_ms(GDB_ACCEPT_MS + 300); /* attached: hold it, as a sampling run */
 			_exit(rc == 0 ? 0 : strstr(g.errstr, "in use by another client") ? 1 : 2);
 		}
 	}
