@@ -1,4 +1,5 @@
-/* fuzz_stop.c: libFuzzer harness -- stop-reply and thread-id parsing (gdb_parse_stop, gdb_parse_tid). */
+/* fuzz_stop.c: libFuzzer harness -- stop-reply, thread-id and run-state parsing (gdb_parse_stop,
+ * gdb_parse_tid, gdb_parse_status: QEMU's "info status" text). */
 #include "../sampler/gdb.h"
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *end = NULL;
 	int t = gdb_parse_tid(s, &end);
 	if (t >= 0 && (end < s || end > s + size)) abort();
+	char st[24];
+	int r = gdb_parse_status(s, st, sizeof st);
+	if (r < -1 || r > 1 || strlen(st) >= sizeof st || (r != 1 && st[0])) abort();
+	for (const char *q = st; *q; q++)
+		if ((*q < 'a' || *q > 'z') && *q != '-') abort();
 	free(s);
 	return 0;
 }

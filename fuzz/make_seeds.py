@@ -37,6 +37,10 @@ def stop():
     for i, s in enumerate(["T02thread:p01.02;", "T05thread:01;", "S05", "W00;process:1",
                            "T05swbreak:;thread:0a;core:1;", "X09"]):
         put("stop", "s%d" % i, s)
+    # QEMU's "info status" text, read through qRcmd at the handshake (gdb_parse_status)
+    for i, s in enumerate(["VM status: paused (postmigrate)\r\n", "VM status: running\r\n",
+                           "VM status: paused (single step mode)\r\n"]):
+        put("stop", "status%d" % i, s)
 
 
 def threads():

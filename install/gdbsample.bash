@@ -27,7 +27,7 @@ _gdbsample()
             COMPREPLY=($(compgen -W '$(virsh list --name 2>/dev/null)' -- "$cur"))
             return ;;
         -p | -H | -r | -d | --connect | --kaslr-offset | --chains | --max-frames | --kernel-range | \
-        --cpus | --pid | --comm | --max-pause)
+        --cpus | --pid | --comm | --max-pause | --connect-timeout)
             return ;;  # a value to type
     esac
 

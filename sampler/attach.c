@@ -138,11 +138,14 @@ static int vm_facts(struct attach *a)
 	return 0;
 }
 
-int attach_open(struct attach *a, int kind, const char *target, const char *uri)
+int attach_open(struct attach *a, int kind, const char *target, const char *uri, long long deadline_ms,
+		volatile sig_atomic_t *intr)
 {
 	char st[32], text[8192], line[64];
 	memset(a, 0, sizeof *a);
 	a->q.conn.fd = -1;
+	a->q.conn.deadline_ms = deadline_ms; /* kept across qmp_open */
+	a->q.conn.intr = intr;
 	a->kind = kind;
 	a->target = target;
 	a->uri = uri;
@@ -184,6 +187,8 @@ int attach_close(struct attach *a)
 	char st[32], text[1024];
 	int rc = 0;
 	if (a->kind == ATTACH_GDBSTUB) return 0;
+	a->q.conn.deadline_ms = 0; /* closing is never cut short: the stub must go, the VM run */
+	a->q.conn.intr = NULL;
 	if (a->opened) {
 		if (connect_monitor(a) < 0) {
 			ERR_SET(a, a->err, "cannot close the gdbstub on port %d", a->port);
@@ -193,8 +198,10 @@ int attach_close(struct attach *a)
 		} else {
 			a->opened = 0;
 			/* Our D;1 resumed the VM; if it still reads paused (a detach that failed), resume it:
-			 * we only ever attach to a running VM. */
+			 * we only ever attach to a running VM -- unless someone else paused it meanwhile
+			 * (leave_paused: the session saw their stop), which is theirs to undo. */
 			struct jval r;
+			if (a->leave_paused) goto out;
 			if (status(a, st, sizeof st) < 0) rc = -1;
 			else if (!strcmp(st, "paused") && mon(a, "{\"execute\":\"cont\"}", &r) < 0) rc = -1;
 			else if (!strcmp(st, "paused") && (status(a, st, sizeof st) < 0 || strcmp(st, "running"))) {
@@ -203,15 +210,17 @@ int attach_close(struct attach *a)
 			}
 		}
 	}
+out:
 	release_monitor(a);
 	if (a->kind == ATTACH_DOMAIN) virt_close(&a->v);
 	return rc;
 }
 
-void attach_rescue(void *arg)
+void attach_rescue(void *arg, int ours)
 {
 	struct attach *a = arg;
 	if (!a->opened) return;
+	a->leave_paused = !ours;
 	if (a->kind == ATTACH_QMP) {
 		a->err = 0;
 		attach_close(a); /* the monitor is free: our parent (its holder) is gone */

@@ -45,6 +45,8 @@ const char cli_usage[] =
 	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
 	"  --max-pause SECONDS  resume the guest if one sample keeps it stopped longer (gdbsample\n"
 	"                     stopped or starved); 0 turns the watchdog off (default 1)\n"
+	"  --connect-timeout SECONDS  give up if connecting and the handshake with the gdbstub (and\n"
+	"                     finding the kernel in the guest) take longer, 0.1-3600 (default 10)\n"
 	"  -q, --quiet        no warnings and no live status line on stderr (the summary stays); the\n"
 	"                     status line is drawn only when stderr is a terminal\n"
 	"  --version          print gdbsample's version and exit\n"
@@ -131,7 +133,8 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 }
 
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION };
+       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
+       OPT_CONNTIMEOUT };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -148,6 +151,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "unwind", required_argument, 0, OPT_UNWIND },
 		{ "kaslr-offset", required_argument, 0, OPT_KASLR },
 		{ "max-pause", required_argument, 0, OPT_MAXPAUSE },
+		{ "connect-timeout", required_argument, 0, OPT_CONNTIMEOUT },
 		{ "os", required_argument, 0, OPT_OS },
 		{ "task-format", required_argument, 0, OPT_TASKFMT },
 		{ "pid", required_argument, 0, OPT_PID },
@@ -164,6 +168,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	o->chains = 8;
 	o->verify = 1;
 	o->max_pause = 1.0;
+	o->connect_timeout = 10.0;
 	o->klo = 0xffff800000000000ull;
 	o->khi = 0xffffffffffffffffull;
 	strcpy(o->host, "127.0.0.1");
@@ -281,6 +286,12 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			o->max_pause = strtod(optarg, &e);
 			if (!decimal_ok(optarg) || *e || errno || !(o->max_pause == 0 || (o->max_pause >= 0.01 && o->max_pause <= 3600)))
 				return bad(o, "--max-pause: bad value '%.40s' (0, or 0.01-3600 seconds)%s", optarg, "");
+			break;
+		case OPT_CONNTIMEOUT:
+			errno = 0;
+			o->connect_timeout = strtod(optarg, &e);
+			if (!*optarg || *e || errno || !(o->connect_timeout >= 0.1 && o->connect_timeout <= 3600))
+				return bad(o, "--connect-timeout: bad value '%.40s' (0.1-3600 seconds)%s", optarg, "");
 			break;
 		case OPT_KASLR: {
 			const char *v = optarg[0] == '-' ? optarg + 1 : optarg;

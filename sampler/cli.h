@@ -19,6 +19,7 @@ struct opts {
 	const char *uri;         /* --connect URI for --domain */
 	int rate;                /* -r HZ */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
+	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */
 	const char *elf[CLI_MAX_ELF]; /* -e: kernel ELF, vmlinuz, and/or symbol map */
 	int nelf;                /* how many -e */

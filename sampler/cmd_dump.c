@@ -39,6 +39,7 @@ int cmd_dump(const struct opts *o)
 		session_close(&ss);
 		return ss.err;
 	}
+	ss.read_held = 1;                                 /* a VM paused by someone else: read as is */
 	int rc = session_sample(&ss, out, &n, &pz);        /* registers and stacks of every vCPU */
 	if (rc == 0)
 		for (int i = 0; i < n; i++) print_stack(&ss, &out[i]);

@@ -118,7 +118,15 @@ int cmd_record(const struct opts *o)
 		failed = ss.err;
 	}
 	if (ss.how[0] && !failed)
-		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is running\n", ss.g.conn.where);
+		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is %s\n", ss.g.conn.where,
+			ss.held ? "left stopped as we found it" : "running");
+	if (ss.hotplugged && !o->quiet)
+		fprintf(stderr, "gdbsample: warning: %d vCPU%s hot-plugged during the run %s not sampled\n",
+			ss.hotplugged, ss.hotplugged > 1 ? "s" : "", ss.hotplugged > 1 ? "were" : "was");
+	if (ss.held_rounds)
+		fprintf(stderr, "gdbsample: the VM was stopped by someone else %llu time%s; %llu sampling round%s "
+			"skipped meanwhile\n", (unsigned long long)ss.held_episodes, ss.held_episodes > 1 ? "s" : "",
+			(unsigned long long)ss.held_rounds, ss.held_rounds > 1 ? "s" : "");
 	stats_human(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
 	fputs(human, stderr);                                           /* the summary, always */
 	fputs(modline, stderr);                                         /* modules read, their costs */

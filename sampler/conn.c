@@ -28,6 +28,11 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+long long conn_now_ms(void)
+{
+	return now_ms();
+}
+
 /* Milliseconds left until deadline (-1: none), never negative. */
 static int left_ms(long long deadline)
 {
@@ -172,11 +177,24 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int total = c->deadline_ms > 0 && (deadline < 0 || c->deadline_ms < deadline);
+	if (total) deadline = c->deadline_ms;
 	for (;;) {
+		/* Looked at before each wait, not only when one is interrupted: a signal that came
+		 * while we were busy elsewhere is seen at the next read at the latest. */
+		if (c->intr && *c->intr) {
+			ERR_SET(c, ERR_INTR, "interrupted by a signal");
+			return -1;
+		}
 		int r = poll(&pfd, 1, left_ms(deadline));
-		if (r < 0 && errno == EINTR) continue; /* signals only set flags; the caller re-checks */
+		if (r < 0 && errno == EINTR) continue; /* signals only set flags; re-checked above */
 		if (r < 0) {
 			ERR_SET(c, ERR_SYS, "poll: %s", strerror(errno));
+			return -1;
+		}
+		if (r == 0 && total) {
+			ERR_SET(c, ERR_TIMEOUT, "%s: the connection and handshake took longer than the connect "
+				"timeout (--connect-timeout)", c->where);
 			return -1;
 		}
 		if (r == 0) return 0;

@@ -8,6 +8,9 @@ struct conn {
 	int fd;            /* connected socket, -1 when closed */
 	int loopback;      /* 1 if the peer is a loopback address or a unix socket */
 	char where[128];   /* "127.0.0.1:1234" or the socket path, for messages */
+	long long deadline_ms; /* CLOCK_MONOTONIC ms past which every wait gives up (0: none): the
+			        * connection phase's total deadline (--connect-timeout) */
+	volatile int *intr; /* if set and non-zero after a signal woke a wait: give up (ERR_INTR) */
 	int err;           /* sticky error code (err.h) */
 	char errstr[128];  /* what went wrong */
 };
@@ -20,9 +23,12 @@ struct conn {
 int conn_open(struct conn *c, const char *host, int port, const char *path);
 /* Write all of buf; -1 with err set on failure (or if the peer takes none of it for CONN_WRITE_MS). */
 int conn_write(struct conn *c, const void *buf, size_t len);
-/* Read what is available, waiting up to timeout_ms (-1 forever): >0 bytes, 0 timeout, -1 error/EOF. */
+/* Read what is available, waiting up to timeout_ms (-1 forever) and never past deadline_ms: >0
+ * bytes, 0 timeout, -1 error/EOF, past deadline_ms (ERR_TIMEOUT) or interrupted (ERR_INTR). */
 ssize_t conn_read(struct conn *c, void *buf, size_t cap, int timeout_ms);
 void conn_close(struct conn *c);
+/* Monotonic milliseconds (the clock deadline_ms is on). */
+long long conn_now_ms(void);
 /* Split "HOST:PORT" into host and port; -1 if malformed. */
 int conn_parse_hostport(const char *s, char *host, size_t hostcap, int *port);
 /* "HOST:PORT" (host NULL = 127.0.0.1) or the socket path, as messages name the endpoint. */

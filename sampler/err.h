@@ -16,6 +16,7 @@ enum {
 	ERR_MISMATCH, /* the ELF does not match the guest */
 	ERR_USAGE,    /* a bad argument */
 	ERR_RESCUED,  /* the pause watchdog resumed the VM while we were held up (not fatal) */
+	ERR_INTR,     /* a signal asked us to stop while connecting (nothing sampled) */
 };
 
 /* Set ctx->err/errstr unless an error is already recorded; errno is saved first. */

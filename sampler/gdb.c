@@ -1,8 +1,12 @@
 /* gdb.c: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
 #include "gdb.h"
 #include "err.h"
+#include <stddef.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #define REQ_TIMEOUT_MS(g) ((g)->req_ms > 0 ? (g)->req_ms : GDB_REQ_TIMEOUT_MS)
 #define STOP_TIMEOUT_MS 1000 /* 0x03 -> stop reply; after this we ask with `?` */
@@ -29,6 +33,7 @@ int gdb_write(struct gdb *g, const void *buf, size_t len)
 		ERR_SET(g, ERR_RESCUED, "the pause watchdog resumed the guest while gdbsample was held up");
 		return -1;
 	}
+	if (len && (((const char *)buf)[0] == '$' || ((const char *)buf)[0] == '+')) g->owed = 0;
 	g->sent_ms = now_ms(); /* replies are due from here */
 	g->late_read = 0;
 	int rc = conn_write(&g->conn, buf, len);
@@ -95,8 +100,13 @@ enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 				g->st.badsum++;
 				return GDB_EV_BAD;
 			case RSP_PACKET:
+				g->owed = 1;
 				if (rsp_is_console(g->dec.pkt, g->dec.len)) {
 					g->st.console++;
+					size_t k = (g->dec.len - 1) / 2;
+					if (g->capture && g->conslen + k < sizeof g->cons &&
+					    !rsp_unhex((uint8_t *)g->cons + g->conslen, g->dec.pkt + 1, k))
+						g->cons[g->conslen += k] = 0;
 					continue;
 				}
 				return GDB_EV_PACKET;
@@ -440,13 +450,47 @@ static void nap_10ms(void)
 }
 
 /*
+ * Two gdbsample started at the same instant on one stub both saw it free, both connected; QEMU
+ * accepted one, the other waited in the listener's backlog, gave up and closed -- and when the
+ * first left, QEMU accepted that closed connection (the kernel keeps it queued), which paused the
+ * VM with nobody left to resume it. So gdbsample clients of one endpoint take turns: each holds
+ * a host-wide lock on the endpoint's name from before it looks at the listener until QEMU has
+ * accepted it (or it gave up without connecting). The lock is an abstract unix socket bound to
+ * "gdbsample-connect <endpoint>": the kernel drops it when its holder closes it or dies, however
+ * (SIGKILL included), so no stale lock is ever left; any user can take it (no file, no mode).
+ * It orders gdbsample clients only; a gdb racing us in the same millisecond is not covered.
+ * Returns the lock's fd, -1 if no lock can be made here (go on without), -2 if another holder
+ * kept it past until.
+ */
+static int endpoint_lock(const char *where, const char *path, long long until)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char *real = path ? realpath(path, NULL) : NULL;
+	snprintf(sun.sun_path + 1, sizeof sun.sun_path - 1, "gdbsample-connect %s", real ? real : where);
+	free(real);
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sun.sun_path + 1));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) return -1;
+	while (bind(fd, (struct sockaddr *)&sun, len) < 0) {
+		int busy = errno == EADDRINUSE;
+		if (!busy || now_ms() >= until) {
+			close(fd);
+			return busy ? -2 : -1;
+		}
+		nap_10ms();
+	}
+	return fd;
+}
+
+/*
  * QEMU serves one gdbstub client. While one is attached, another's connect() still succeeds
  * (the kernel queues it on the listening socket, two deep) but QEMU never accepts it nor says
  * anything -- until the first client leaves: then it accepts the queued connection, even one
  * closed long ago, and that pauses the VM for good. Checked with QEMU 7.2. So: do not connect
  * while the host's kernel lists an accepted client on the stub's socket; and once connected
- * (after a race, or where that cannot be seen), wait for QEMU to accept us. Both within
- * GDB_ACCEPT_MS, then give up -- without having sent a byte, which could stop a running VM.
+ * (after a race with another client, or where that cannot be seen), wait for QEMU to accept us.
+ * Both within GDB_ACCEPT_MS, then give up -- without having sent a byte, which could stop a
+ * running VM. Other gdbsample clients are kept out of that race by the endpoint lock.
  */
 int gdb_connect(struct gdb *g, const char *host, int port, const char *path)
 {
@@ -456,12 +500,15 @@ int gdb_connect(struct gdb *g, const char *host, int port, const char *path)
 	rsp_dec_init(&g->dec);
 	g->conn.fd = -1;
 	conn_where(where, sizeof where, host, port, path);
+	int lock = endpoint_lock(where, path, until);
+	if (lock == -2) goto busy;
 	while (conn_listener_taken(host, port, path) == 1) { /* the other client may be leaving */
 		if (now_ms() >= until) goto busy;
 		nap_10ms();
 	}
 	if (conn_open(&g->conn, host, port, path) < 0) {
 		take_conn_err(g);
+		if (lock >= 0) close(lock);
 		return -1;
 	}
 	while (conn_peer_state(&g->conn) == CONN_QUEUED) {
@@ -471,10 +518,59 @@ int gdb_connect(struct gdb *g, const char *host, int port, const char *path)
 		}
 		nap_10ms();
 	}
+	if (lock >= 0) close(lock); /* accepted: whoever comes next sees the stub taken */
 	return 0;
 busy:
+	if (lock >= 0) close(lock);
 	ERR_SET(g, ERR_PROTO, "the gdbstub at %s is in use by another client (gdb or gdbsample?)", where);
 	return -1;
+}
+
+/* A monitor command through the stub: qRcmd relays its output as 'O' packets, then "OK". Its
+ * text in g->cons ("" from a stub without qRcmd, which answers ""); -1 on a lost connection. */
+static int monitor_cmd(struct gdb *g, const char *cmd)
+{
+	char req[96] = "qRcmd,";
+	for (size_t i = 0; cmd[i] && 6 + 2 * i + 3 <= sizeof req; i++)
+		snprintf(req + 6 + 2 * i, 3, "%02x", (unsigned char)cmd[i]);
+	g->capture = 1;
+	g->conslen = 0;
+	g->cons[0] = 0;
+	int rc = gdb_request(g, req, REQ_TIMEOUT_MS(g));
+	g->capture = 0;
+	return rc;
+}
+
+/* The QEMU version behind the stub: "info version" prints "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)".
+ * 0 if the stub is not QEMU or says nothing we can read. */
+static int stub_version(struct gdb *g)
+{
+	int major = 0, minor = 0;
+	if (monitor_cmd(g, "info version") < 0 || sscanf(g->cons, "%d.%d", &major, &minor) != 2 || major < 0 ||
+	    major > 99 || minor < 0 || minor > 99)
+		return 0;
+	return major * 100 + minor;
+}
+
+int gdb_parse_status(const char *text, char *state, size_t cap)
+{
+	/* hmp_info_status: "VM status: running" / "VM status: paused" / "VM status: paused (STATE)"
+	 * with STATE the run state's name when it is not plain `paused` (prelaunch, inmigrate,
+	 * postmigrate, shutdown, guest-panicked, io-error, ...), maybe " (single step mode)". */
+	const char *p = strstr(text, "VM status: ");
+	state[0] = 0;
+	if (!p) return -1;
+	p += 11;
+	if (!strncmp(p, "running", 7)) return 0;
+	if (strncmp(p, "paused", 6)) return -1;
+	const char *o = strstr(p, " ("), *c = o ? strchr(o, ')') : NULL;
+	if (o && c && strncmp(o, " (single step", 13) && (size_t)(c - o - 2) < cap) {
+		memcpy(state, o + 2, (size_t)(c - o - 2));
+		state[c - o - 2] = 0;
+		for (char *q = state; *q; q++)
+			if ((*q < 'a' || *q > 'z') && *q != '-') return -1;
+	}
+	return 1;
 }
 
 int gdb_handshake(struct gdb *g)
@@ -491,9 +587,19 @@ int gdb_handshake(struct gdb *g)
 	int noack = strstr(s, "QStartNoAckMode+") != NULL;
 	if (noack && gdb_request(g, "QStartNoAckMode", REQ_TIMEOUT_MS(g)) == 0 && !strcmp(g->dec.pkt, "OK"))
 		g->noack = 1;
-	/* Whether the VM was paused before we connected cannot be told from here: QEMU 7.2 greets a
-	 * client whose connection stopped a running VM with a stop reply, 10.0 greets no client.
-	 * Only the monitor knows (attach.c refuses a VM that is not running). */
+	/* Whether the VM was paused before we connected: QEMU < 8.1 greets a client whose connection
+	 * stopped a running VM with a stop reply (the accept handler stops the VM before any byte of
+	 * ours is read, so the greeting comes before qSupported's answer), and greets none if it was
+	 * stopped already. QEMU >= 8.1 sends stop replies only when a client may expect one (after
+	 * c/s/vCont/?/0x03: "gdbstub: only send stop-reply packets when allowed to") and greets no
+	 * client. So the greeting is evidence only with the version known (session.c decides). */
+	g->greeted = g->st.stray_stops > 0;
+	g->qemu_version = stub_version(g);
+	/* A run state other than plain `paused` (-S's prelaunch, an incoming or finished migration,
+	 * a shutdown kept with -no-shutdown, a panic...) is not what connecting makes: not ours. */
+	g->runstate[0] = 0;
+	if (g->qemu_version && monitor_cmd(g, "info status") == 0)
+		gdb_parse_status(g->cons, g->runstate, sizeof g->runstate);
 	if (gdb_request(g, "?", REQ_TIMEOUT_MS(g)) < 0) return -1;
 	if (learn_layout(g, has_xfer) < 0) return -1;
 	return list_threads(g);
@@ -517,6 +623,91 @@ int gdb_stop(struct gdb *g)
 		case GDB_EV_ERROR:
 			return -1;
 		}
+	}
+}
+
+int gdb_take_unasked(struct gdb *g, int *sig)
+{
+	int stops = 0;
+	for (;;) {
+		while (g->roff < g->rlen) {
+			size_t used;
+			enum rsp_event ev = rsp_feed(&g->dec, g->rbuf + g->roff, g->rlen - g->roff, &used);
+			g->roff += used;
+			struct gdb_stopinfo si;
+			if (ev != RSP_PACKET) continue; /* acks, and noise: nothing was asked */
+			g->owed = 1;
+			if (rsp_is_console(g->dec.pkt, g->dec.len)) {
+				g->st.console++;
+			} else if (gdb_parse_stop(g->dec.pkt, g->dec.len, &si) == 0) {
+				g->st.stray_stops++;
+				*sig = si.sig;
+				stops++;
+			}
+		}
+		g->roff = g->rlen = 0;
+		ssize_t n = recv(g->conn.fd, g->rbuf, sizeof g->rbuf, MSG_DONTWAIT);
+		if (n > 0) {
+			g->rlen = (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR) continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return stops;
+		ERR_SET(g, ERR_EOF, "connection to %s closed%s%s", g->conn.where, n ? ": " : "", n ? strerror(errno) : "");
+		return -1;
+	}
+}
+
+int gdb_probe_stop(struct gdb *g)
+{
+	/* The owed '+' first, only if one is owed: QEMU 7.2 drops the 0x03 while a reply of its
+	 * waits for an ack, and a '+' that is not owed stops a running VM (silently on >= 8.1). */
+	static const char probe[] = "+\x03$qC#b4";
+	int stopped = 0, skip = !g->owed;
+	if (gdb_write(g, probe + skip, sizeof probe - 1 - (size_t)skip) < 0) return -1;
+	for (;;) {
+		switch (gdb_next(g, REQ_TIMEOUT_MS(g))) {
+		case GDB_EV_PACKET:
+			if (rsp_is_stop(g->dec.pkt, g->dec.len)) {
+				stopped = 1; /* ours: it comes before qC's answer, which the stop let through */
+				continue;
+			}
+			if (g->dec.pkt[0] != 'Q' || g->dec.pkt[1] != 'C') continue; /* a late reply */
+			g->running = !stopped ? g->running : 0;
+			return stopped;
+		case GDB_EV_NAK:
+		case GDB_EV_BAD:
+			if (gdb_write(g, "$qC#b4", 6) < 0) return -1;
+			continue;
+		case GDB_EV_TIMEOUT:
+			ERR_SET(g, ERR_TIMEOUT, "no reply to qC from %s", g->conn.where);
+			return -1;
+		case GDB_EV_ERROR:
+			return -1;
+		}
+	}
+}
+
+int gdb_alive(struct gdb *g, int pid, int tid)
+{
+	char req[32];
+	if (g->multiprocess) snprintf(req, sizeof req, "Tp%x.%x", pid, tid);
+	else snprintf(req, sizeof req, "T%x", tid);
+	if (gdb_request(g, req, REQ_TIMEOUT_MS(g)) < 0) return -1;
+	return !strcmp(g->dec.pkt, "OK");
+}
+
+const char *gdb_stop_reason(int sig)
+{
+	switch (sig) { /* GDB's signal numbers, as QEMU's gdb_vm_state_change maps run states */
+	case 0x02: return "paused (a monitor `stop`, virsh suspend)";
+	case 0x03: return "shut down";
+	case 0x0e: return "stopped by its watchdog device";
+	case 0x06: return "stopped on an internal error";
+	case 0x11: /* GDB_SIGNAL_STOP, QEMU >= 8.2 */
+	case 0x17: return "stopped on an I/O error"; /* GDB_SIGNAL_IO before */
+	case 0x18: return "stopped for migration";
+	default: return "stopped by someone else";
 	}
 }
 

@@ -59,7 +59,18 @@ struct gdb {
 	int req_ms;                     /* per-request timeout (0: GDB_REQ_TIMEOUT_MS; tests shorten it) */
 	int multiprocess;               /* stub agreed to multiprocess+: thread ids are p1.N */
 	int noack;                      /* QStartNoAckMode in force */
-	int running;                    /* we resumed the VM and have not stopped it since */
+	int running;                    /* we resumed the VM and have not stopped it since (or it is
+					 * held by someone else: our next stop starts with a 0x03) */
+	int owed;                       /* the stub sent a packet we have not acknowledged: QEMU 7.2
+					 * then drops every byte but '+' and '$' -- a 0x03 included */
+	int greeted;                    /* a stop reply came before the first reply: connecting
+					 * stopped a running VM (QEMU < 8.1 says so; later ones never) */
+	int qemu_version;               /* major * 100 + minor from qRcmd "info version" (0: unknown) */
+	char runstate[24];              /* QEMU's run state after connecting, if not plain "paused"
+					 * ("postmigrate", "prelaunch"...; "" if plain or unknown) */
+	int capture;                    /* gdb_next keeps console ('O') text in cons */
+	char cons[256];                 /* that text, NUL-terminated (truncated) */
+	size_t conslen;                 /* its length */
 	int raced;                      /* a write the pause watchdog raced: call gdb_resync */
 	int packet_size;                /* PacketSize from qSupported */
 	struct layout layout;           /* register layout from target.xml */
@@ -98,6 +109,19 @@ int gdb_stop(struct gdb *g);
 int gdb_cont(struct gdb *g);
 /* Skip every reply still in flight (after a failed batch): send qC, drop all up to its answer. */
 int gdb_sync(struct gdb *g);
+/* Without waiting: decode what the stub sent unasked since everything asked was answered (after
+ * `c`). Returns how many stop replies were among it -- each one a stop someone else caused (a
+ * monitor `stop`, a shutdown, an I/O error), the last one's signal in *sig -- or -1 (ERR_EOF:
+ * QEMU is gone). Other packets are counted and dropped. */
+int gdb_take_unasked(struct gdb *g, int *sig);
+/* Is the VM running? Stop it if so: 0x03 then qC. 1: the stop reply came first -- it was running
+ * and we stopped it; 0: only qC's answer -- it was stopped already (0x03 to a stopped VM is
+ * discarded), by someone else; -1: failed. */
+int gdb_probe_stop(struct gdb *g);
+/* Does the stub have a thread tid (T packet)? 1 yes, 0 no, -1 failed. VM stopped. */
+int gdb_alive(struct gdb *g, int pid, int tid);
+/* What a stop reply's signal says happened to the VM (QEMU's gdb_vm_state_change), for messages. */
+const char *gdb_stop_reason(int sig);
 /* Detach with D;1: the VM resumes. */
 int gdb_detach(struct gdb *g);
 /* Format the Hg packet payload for vCPU i into out. */
@@ -132,6 +156,10 @@ enum {
 };
 /* Append the threads of reply pkt[0..len) to pids/tids, which hold *n of at most max. */
 int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max, int *n);
+
+/* QEMU's "info status" text: 0 running, 1 paused (state gets the run state in parentheses,
+ * "postmigrate", or "" for plain paused), -1 not that text. */
+int gdb_parse_status(const char *text, char *state, size_t cap);
 
 /* A stop reply, decoded. */
 struct gdb_stopinfo {

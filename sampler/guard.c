@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -108,7 +109,7 @@ static void watch(int sockfd, const char *pkt, struct guard_shared *sh)
 	guard_claimed(sh);
 }
 
-static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh, void (*rescue)(void *),
+static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared *sh, void (*rescue)(void *, int),
 		       void *arg)
 {
 	char b;
@@ -139,7 +140,7 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	}
 	if (rescue) {
 		close(sockfd); /* drop our end of the gdb connection before the stub is closed */
-		rescue(arg);
+		rescue(arg, resumed || st == GUARD_RESCUED);
 	}
 	_exit(0);
 }
@@ -190,13 +191,23 @@ static int send_handover(int sock, const struct handover *h, int fd)
 	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof *h ? 0 : -1;
 }
 
-static int recv_handover(int sock, struct handover *h, int *fd)
+/* -1: nothing (or garbage) came; -2: deadline_ms passed; -3: *intr was set by a signal. */
+static int recv_handover(int sock, struct handover *h, int *fd, long long deadline_ms, volatile sig_atomic_t *intr)
 {
 	struct iovec iov = { h, sizeof *h };
 	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
 	*fd = -1;
 	ssize_t n;
+	for (;;) {
+		if (intr && *intr) return -3;
+		long long left = deadline_ms > 0 ? deadline_ms - now_ns() / 1000000 : -1;
+		if (deadline_ms > 0 && left <= 0) return -2;
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int r = poll(&p, 1, left < 0 ? -1 : left > 1000000 ? 1000000 : (int)left);
+		if (r < 0 && errno == EINTR) continue;
+		if (r != 0) break;
+	}
 	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
 	if (n != (ssize_t)sizeof *h) return -1;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
@@ -205,7 +216,8 @@ static int recv_handover(int sock, struct handover *h, int *fd)
 }
 
 int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, const char *path,
-		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *), void *arg)
+		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *, int), void *arg,
+		long long deadline_ms, volatile sig_atomic_t *intr)
 {
 	int fds[2], sp[2];
 	memset(g, 0, sizeof *g);
@@ -229,6 +241,11 @@ int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, co
 		static struct gdb mine;            /* the guard's own view of the connection */
 		static struct handover h;
 		setsid();                          /* first: from here on a group signal misses us */
+		/* A name of its own: `killall gdbsample` and `pkill gdbsample` (which match the process
+		 * name, comm) must not take the guard along with the gdbsample it covers. Shorter than
+		 * 15 bytes: killall compares argv[0] -- still "gdbsample" -- when comm is exactly 15,
+		 * possibly truncated, bytes long. */
+		prctl(PR_SET_NAME, GUARD_COMM, 0, 0, 0);
 		close(fds[1]);
 		close(sp[0]);
 		h.ok = gdb_connect(&mine, host, port, path) == 0;
@@ -249,8 +266,19 @@ int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, co
 	g->pid = pid;
 	g->pipe_w = fds[1];
 	struct handover h;
-	int fd, rc = recv_handover(sp[0], &h, &fd);
+	int fd, rc = recv_handover(sp[0], &h, &fd, deadline_ms, intr);
 	close(sp[0]);
+	if (rc <= -2) {
+		/* Still connecting (each step of it is bounded): leave it to finish alone. Our pipe's
+		 * end closes, so it finds us gone and resumes the VM if connecting stopped it. Not
+		 * waited for: it is in a session of its own and is reaped by init. */
+		close(g->pipe_w);
+		g->pid = 0;
+		ERR_SET(gdb, rc == -2 ? ERR_TIMEOUT : ERR_INTR, rc == -2 ? "no connection to the gdbstub within the "
+			"connect timeout (--connect-timeout)" : "interrupted by a signal while connecting");
+		ERR_SET(g, ERR_SYS, "%s", gdb->errstr);
+		return -1;
+	}
 	if (rc < 0 || !h.ok || fd < 0) {
 		if (fd >= 0) close(fd);
 		guard_finish(g, 1); /* nothing is stopped: let it go */

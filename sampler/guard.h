@@ -3,8 +3,11 @@
 #ifndef GUARD_H
 #define GUARD_H
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 #include "gdb.h"
+
+#define GUARD_COMM "gdbsguard" /* the guard's process name (comm): not "gdbsample", nor containing it */
 
 /* Who holds the VM (the low byte of guard_shared.word; guard.c has the transitions). */
 enum {
@@ -46,12 +49,16 @@ struct guard {
  * or the unix socket path), handing the connection to us in *gdb: so from the moment connecting
  * stops the VM, someone outside our process group holds the socket and can resume it.
  * resume_pkt is the framed packet that resumes ("$c#63"); max_pause_ns the watchdog's limit (0:
- * none). The VM is assumed stopped, without watchdog, until guard_leave. rescue(arg), if set,
+ * none). The VM is assumed stopped, without watchdog, until guard_leave. rescue(arg, ours), if set,
  * runs in the guard after that, whenever the parent did not finish cleanly (it closes a gdbstub
- * opened through the monitor); arg is the parent's copy at fork time. -1: the guard could not be
- * started (g->errstr), or connecting failed (gdb->err/errstr). */
+ * opened through the monitor; ours: the VM was stopped by us, and the guard resumed it); arg is
+ * the parent's copy at fork time. We wait for the connection
+ * until deadline_ms (CLOCK_MONOTONIC ms, 0: none) or until a signal sets *intr: then we leave the
+ * guard to finish connecting alone -- it finds us gone and resumes the VM if it stopped it. -1:
+ * the guard could not be started (g->errstr), or connecting failed (gdb->err/errstr). */
 int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, const char *path,
-		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *), void *arg);
+		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *, int), void *arg,
+		long long deadline_ms, volatile sig_atomic_t *intr);
 /* The VM is about to be stopped (the watchdog starts timing) / has been resumed. */
 void guard_enter(struct guard *g);
 void guard_leave(struct guard *g);

@@ -4,8 +4,11 @@
 #include "insn.h"
 #include "pace.h"
 #include "progress.h"
+#include "record.h"
 #include <stdarg.h>
 #include <stdlib.h>
+
+#define PLUG_EVERY_NS 1000000000LL /* how often a round looks for a hot-plugged vCPU */
 
 void session_warn(const struct session *ss, const char *fmt, ...)
 {
@@ -94,16 +97,23 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->stopped_since = pace_now(); /* at the latest: connecting (below) stops the VM */
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
-	if (kind != ATTACH_GDBSTUB && attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri) < 0)
+	/* One deadline for the whole connection phase -- the monitor, connect, handshake, finding
+	 * the kernel -- and every signal that ends a run ends it too (record_stop): a stub that
+	 * answers each request just inside its timeout must not hold gdbsample for minutes. */
+	long long deadline = conn_now_ms() + (long long)(o->connect_timeout * 1000);
+	if (kind != ATTACH_GDBSTUB &&
+	    attach_open(&ss->at, kind, o->qmp ? o->qmp : o->domain, o->uri, deadline, &record_stop) < 0)
 		return fail(ss, ss->at.err, ss->at.errstr);
 	/* The guard connects and hands us the connection: whoever stops the VM by connecting, the
 	 * guard (in a session of its own) already holds the socket to resume it. */
 	int gr = kind != ATTACH_GDBSTUB
 		 ? guard_start(&ss->guard, &ss->g, "127.0.0.1", ss->at.port, NULL, "$c#63", (int64_t)(o->max_pause * 1e9),
-			       attach_rescue, &ss->at)
+			       attach_rescue, &ss->at, deadline, &record_stop)
 		 : guard_start(&ss->guard, &ss->g, o->sock ? NULL : o->host, o->port, o->sock, "$c#63",
-			       (int64_t)(o->max_pause * 1e9), NULL, NULL);
+			       (int64_t)(o->max_pause * 1e9), NULL, NULL, deadline, &record_stop);
 	if (gr < 0) return fail(ss, ss->g.err ? ss->g.err : ERR_SYS, ss->g.err ? ss->g.errstr : ss->guard.errstr);
+	ss->g.conn.deadline_ms = deadline;
+	ss->g.conn.intr = &record_stop;
 	ss->g.gate = guard_gate; /* every write to the stub under the watchdog's lock */
 	ss->g.gate_arg = &ss->guard;
 	ss->attached = 1;
@@ -116,8 +126,20 @@ int session_open(struct session *ss, const struct opts *o)
 		if (!o->quiet) fprintf(stderr, "gdbsample: attached %s\n", ss->how);
 	}
 	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
-	/* No "the guest was already paused" warning: the gdbstub cannot tell (gdb_handshake), and
-	 * with --qmp/--domain attach_open saw it running (query-status) or refused it. */
+	/* Was the VM paused before we came? With --qmp/--domain attach_open saw it running
+	 * (query-status) or refused it. Through a gdbstub alone, QEMU < 8.1 tells: it greets a
+	 * client whose connection stopped a running VM (gdb_handshake). QEMU >= 8.1 greets nobody and
+	 * no reply tells the two apart: there we cannot see it (docs/attach.md). */
+	if (ss->g.runstate[0] ||
+	    (kind == ATTACH_GDBSTUB && ss->g.qemu_version && ss->g.qemu_version < 801 && !ss->g.greeted)) {
+		snprintf(ss->held_buf, sizeof ss->held_buf, "%s%s%s before gdbsample came", ss->g.runstate[0] ? "in state " : "paused",
+			 ss->g.runstate, "");
+		ss->held = ss->held_at_start = 1;
+		ss->held_why = ss->held_buf;
+		ss->held_episodes = 1;
+		ss->g.running = 1; /* our next stop starts with a 0x03: it tells when the VM runs again */
+		guard_leave(&ss->guard); /* not ours: the guard must not resume it */
+	}
 	if (!ss->g.conn.loopback)
 		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "
 			     "to anyone who can reach it", ss->g.conn.where);
@@ -154,15 +176,109 @@ int session_open(struct session *ss, const struct opts *o)
 		}
 		session_warn(ss, "task attribution off: %s", ss->img.os.why);
 	}
+	for (int i = 0; i < ss->g.ncpu; i++)
+		if (ss->g.tids[i] >= ss->next_tid) ss->next_tid = ss->g.tids[i] + 1;
+	ss->next_plug_ns = pace_now() + PLUG_EVERY_NS;
+	ss->g.conn.deadline_ms = 0; /* connected: from here on each request has its own timeout */
+	ss->g.conn.intr = NULL;     /* and a signal ends the run after the sample in flight */
+	if (ss->held_at_start)
+		session_warn(ss, "the VM was %s: it is left so%s", ss->held_why,
+			     o->cmd == CMD_DUMP ? "" : "; sampling starts when it runs again");
 	return 0;
 }
 
+/* Someone else stopped the VM: say so, once per episode. */
+static void hold(struct session *ss, const char *why)
+{
+	ss->held = 1;
+	ss->held_why = why;
+	ss->held_episodes++;
+	session_warn(ss, "the VM was %s: not sampling it, and leaving it stopped; sampling goes on when it "
+		     "runs again", why);
+}
+
+/* Once a second, with the VM stopped by us: has a vCPU been hot-plugged (a thread id past the last
+ * one we know answers QEMU's `T`)? It is not sampled -- the sampler's vCPU set is fixed at attach
+ * -- but counted and named. One request; -1 on a lost connection. */
+static int look_for_hotplug(struct session *ss)
+{
+	int64_t now = pace_now();
+	if (now < ss->next_plug_ns) return 0;
+	ss->next_plug_ns = now + PLUG_EVERY_NS;
+	for (int k = 0; k < 8; k++) { /* several may have come at once */
+		int alive = gdb_alive(&ss->g, ss->g.pids[0], ss->next_tid);
+		if (alive < 0) return -1;
+		if (!alive) return 0;
+		ss->hotplugged++;
+		session_warn(ss, "a vCPU was hot-plugged during the run (gdbstub thread %d): it is not sampled; "
+			     "restart gdbsample to sample it", ss->next_tid);
+		ss->next_tid++;
+	}
+	return 0;
+}
+
+/*
+ * Never resume a VM someone else stopped. The evidence, from the gdbstub itself (every way of
+ * attaching goes through one), checked on QEMU 7.2 and 10.0:
+ *  - a stop while the VM runs -- a monitor `stop` (what `virsh suspend` does), a shutdown with
+ *    -no-shutdown, an I/O error, a watchdog -- makes QEMU send a stop reply unasked
+ *    (gdb_vm_state_change; the signal says which). We look for one, without waiting, before
+ *    every round (gdb_take_unasked).
+ *  - a 0x03 to a VM that is already stopped is discarded: the requests behind it are answered
+ *    with no stop reply first. That tells "still stopped by someone else" from "running again"
+ *    (gdb_probe_stop), and catches a stop that came with no reply (sampler_take counts it).
+ * Held, we send only that probe each round (the VM is stopped anyway), never a `c`; the guard is
+ * told the VM is not ours, so neither its watchdog nor its last-resort resume undoes the pause.
+ * Not seen: a stop that lands while we hold the VM stopped for a sample (QEMU itself does nothing
+ * then, and our `c` resumes the VM), or between the look and our 0x03 (tens of microseconds).
+ */
 int session_sample(struct session *ss, struct sample *out, int *n, struct pause *pz)
 {
 	*n = 0;
 	int64_t t0 = pace_now();
+	pz->pause_ns = pz->stopped_ns = 0;
+	if (!ss->held && ss->g.running) {
+		int sig = 0, k = gdb_take_unasked(&ss->g, &sig);
+		if (k < 0) {
+			ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+			return -1;
+		}
+		if (k > 0) hold(ss, gdb_stop_reason(sig));
+	}
 	guard_enter(&ss->guard);
-	int taken = sampler_take(&ss->s, out, n);
+	if (ss->held && ss->read_held) { /* dump: read the stopped VM as it is, resume nothing */
+		ss->g.running = 0;
+		guard_leave(&ss->guard);
+		int rc = sampler_take(&ss->s, out, n);
+		if (rc < 0) ERR_SET(ss, ss->s.err, "%s", ss->s.errstr);
+		ss->g.running = 1;
+		return rc;
+	}
+	if (ss->held) {
+		int r = gdb_probe_stop(&ss->g);
+		if (r == 0) {
+			guard_leave(&ss->guard); /* still stopped, not by us */
+			ss->held_rounds++;
+			return 2;
+		}
+		if (r > 0) {
+			ss->held = 0; /* it ran again, and our 0x03 stopped it: a round like any other */
+			session_warn(ss, "the VM runs again: sampling goes on");
+		}
+	}
+	int was_running = ss->g.running;
+	uint64_t no_reply = ss->s.p.st.no_stop_reply;
+	int taken = ss->held ? -1 : sampler_take(&ss->s, out, n);
+	if (taken == 0 && was_running && ss->s.p.st.no_stop_reply != no_reply) {
+		/* Our 0x03 found the VM stopped, and no stop reply had told us: not ours to resume. */
+		*n = 0;
+		ss->g.running = 1;
+		guard_leave(&ss->guard);
+		hold(ss, "stopped by someone else");
+		ss->held_rounds++;
+		return 2;
+	}
+	if (taken == 0 && look_for_hotplug(ss) < 0) taken = -1;
 	int resumed = taken == 0 ? sampler_resume(&ss->s) : -1;
 	int64_t t1 = pace_now(), from = ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0;
 	pz->pause_ns = t1 - t0;
@@ -199,18 +315,53 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 	return -1;
 }
 
+/* The rounds the held VM cost, and the vCPUs not sampled, as summary lines. */
+static void held_kv(const struct session *ss, char *out, size_t cap)
+{
+	size_t o = strlen(out);
+	if (o < cap)
+		snprintf(out + o, cap - o, "held_by_other %llu\nheld_rounds %llu\nvcpus_hotplugged %d\n",
+			 (unsigned long long)ss->held_episodes, (unsigned long long)ss->held_rounds, ss->hotplugged);
+}
+
 void session_kv(const struct session *ss, char *out, size_t cap)
 {
 	attach_kv(&ss->at, ss->g.conn.where, out, cap);
+	held_kv(ss, out, cap);
 	session_image_kv(ss, out, cap);
 }
 
 int session_close(struct session *ss)
 {
 	int rc = 0;
-	if (ss->attached) {
-		/* D;1 must reach a stopped VM: a byte sent to a running QEMU 7.2 stops it and is eaten. */
+	ss->g.conn.deadline_ms = 0; /* a failed open: the detach has its own timeouts */
+	ss->g.conn.intr = NULL;
+	if (ss->attached && !ss->held && ss->g.running) { /* stopped by someone since the last round? */
+		int sig = 0, k = gdb_take_unasked(&ss->g, &sig);
+		if (k > 0) hold(ss, gdb_stop_reason(sig));
+	}
+	if (ss->attached && !ss->held && ss->g.running) {
+		/* D;1 must reach a stopped VM: a byte sent to a running QEMU 7.2 stops it and is eaten.
+		 * The probe stops it -- or finds it stopped already, by someone else. */
 		guard_enter(&ss->guard);
+		int r = gdb_probe_stop(&ss->g);
+		if (r == 0) {
+			guard_leave(&ss->guard);
+			hold(ss, "stopped by someone else");
+		} else if (r < 0) {
+			ss->g.running = 0; /* the error path below resumes it through the guard */
+		}
+	}
+	if (ss->attached && ss->held) {
+		/* Someone else holds it stopped: leave without D;1 (which would resume it). Closing the
+		 * connection leaves a QEMU VM as it is; the guard, told it is not ours, goes quietly. */
+		guard_finish(&ss->guard, 1);
+		ss->attached = 0;
+		ss->at.leave_paused = 1;
+		session_warn(ss, "left the VM stopped as we found it (%s)", ss->held_why);
+	}
+	if (ss->attached) {
+		guard_enter(&ss->guard); /* a second enter after the probe's only starts a new generation */
 		if ((ss->g.running && gdb_stop(&ss->g) < 0) || gdb_sync(&ss->g) < 0 || gdb_detach(&ss->g) < 0) {
 			ERR_SET(ss, ss->g.err, "detach: %s", ss->g.errstr);
 			rc = -1;

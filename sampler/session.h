@@ -41,6 +41,18 @@ struct session {
 	uint64_t rescues;              /* stops the pause watchdog ended */
 	int64_t rescue_max_ns;         /* the longest of them */
 	uint64_t rescued_rounds;       /* sample rounds lost to them */
+	int held;                      /* the VM is stopped by someone else (a monitor `stop`, virsh
+				        * suspend, a shutdown, or paused before we came): not ours to
+				        * resume -- we neither sample nor resume it until it runs again */
+	const char *held_why;          /* what the evidence said (gdb_stop_reason, or held_buf) */
+	char held_buf[64];             /* "in state postmigrate before gdbsample came" */
+	uint64_t held_episodes;        /* times we found it so */
+	uint64_t held_rounds;          /* sampling rounds skipped meanwhile */
+	int held_at_start;             /* it was paused before gdbsample came */
+	int read_held;                 /* dump: read a held VM as it is (no stop, no resume) */
+	int hotplugged;                /* vCPUs that appeared during the run (not sampled) */
+	int next_tid;                  /* the thread id the next hot-plugged vCPU would get */
+	int64_t next_plug_ns;          /* when to look for one next */
 	int err;                       /* sticky error code (err.h) */
 	char errstr[192];              /* what went wrong */
 };
@@ -57,10 +69,12 @@ struct pause {
 
 /* One round: stop the VM, read every vCPU, resume it -- with the guard armed from the stop to the
  * resume. 0: *n samples in out, *pz what the round cost; 1: the round was lost because the pause
- * watchdog resumed the VM while we were held up (the VM runs, counted, warned); -1: failed
- * (ss->err). */
+ * watchdog resumed the VM while we were held up (the VM runs, counted, warned); 2: the VM is
+ * stopped by someone else (ss->held): nothing read, nothing resumed (counted, warned once per
+ * episode; the next round looks again); -1: failed (ss->err). */
 int session_sample(struct session *ss, struct sample *out, int *n, struct pause *pz);
-/* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. */
+/* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. A VM
+ * someone else holds stopped is left so: the connection is closed without D;1. */
 int session_close(struct session *ss);
 /* Append the attach summary lines (attach, accel, vcpu_threads, gdbstub) to the key value text. */
 void session_kv(const struct session *ss, char *out, size_t cap);

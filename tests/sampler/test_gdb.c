@@ -4,6 +4,7 @@
 #include "../../sampler/err.h"
 #include "../../sampler/gdb.h"
 #include "../../sampler/qmp.h"
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -460,6 +461,219 @@ static void test_busy(void)
 	busy_case(path);
 }
 
+
+/* ---- the operator's stop: what the stub said unasked, and the probe that tells who holds the VM ---- */
+
+/* A client on a socketpair whose far end the test writes to and reads from itself. */
+static struct gdb *pair_client(int *far)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	struct gdb *g = calloc(1, sizeof *g);
+	rsp_dec_init(&g->dec);
+	g->conn.fd = sv[0];
+	strcpy(g->conn.where, "pair");
+	g->req_ms = 1000;
+	*far = sv[1];
+	return g;
+}
+
+static size_t far_read(int far, char *buf, size_t cap)
+{
+	ssize_t n = recv(far, buf, cap - 1, MSG_DONTWAIT);
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0 ? (size_t)n : 0;
+}
+
+static void put(int far, const char *bytes)
+{
+	CHECK(write(far, bytes, strlen(bytes)) == (ssize_t)strlen(bytes));
+}
+
+static void test_operator_stop(void)
+{
+	int far, sig = -1;
+	char got[64];
+	running_test = "operator stop";
+	alarm(30);
+	struct gdb *g = pair_client(&far);
+	CHECK(gdb_take_unasked(g, &sig) == 0 && sig == -1); /* nothing said: nobody stopped it */
+	put(far, "+"); /* a late ack is not a stop */
+	CHECK(gdb_take_unasked(g, &sig) == 0);
+	put(far, "$T02thread:p01.01;#03"); /* QMP `stop` while it ran: QEMU's unasked stop reply */
+	CHECK(gdb_take_unasked(g, &sig) == 1 && sig == 2 && g->owed);
+	CHECK(strstr(gdb_stop_reason(sig), "paused") != NULL);
+	CHECK(strstr(gdb_stop_reason(0x18), "migration") != NULL && strstr(gdb_stop_reason(3), "shut down"));
+	put(far, "$O6869#2f$T03thread:p01.01;#04"); /* console output, then a shutdown */
+	CHECK(gdb_take_unasked(g, &sig) == 1 && sig == 3);
+
+	/* Still stopped by someone: the 0x03 is discarded, qC answered alone. The owed '+' goes
+	 * first (QEMU 7.2 drops a 0x03 while a reply of its waits for an ack). */
+	put(far, "+$QCp01.01#f4");
+	g->running = 1;
+	CHECK(gdb_probe_stop(g) == 0 && g->running == 1);
+	far_read(far, got, sizeof got);
+	CHECK_STR(got, "+\x03$qC#b4");
+	/* Running again: our 0x03 stops it, its stop reply first. Nothing owed now ('$' cleared it)?
+	 * QC's reply is owed: so '+' again. */
+	put(far, "$T02thread:p01.01;#03+$QCp01.01#f4");
+	CHECK(gdb_probe_stop(g) == 1 && g->running == 0);
+	far_read(far, got, sizeof got);
+	CHECK_STR(got, "+\x03$qC#b4");
+	/* Nothing owed (just after our `c`): no '+', which would stop a running VM by itself. */
+	CHECK(gdb_cont(g) == 0 && !g->owed);
+	far_read(far, got, sizeof got);
+	put(far, "$T02thread:p01.01;#03+$QCp01.01#f4");
+	CHECK(gdb_probe_stop(g) == 1);
+	far_read(far, got, sizeof got);
+	CHECK_STR(got, "\x03$qC#b4");
+	/* QEMU gone: an error, never "stopped by someone". */
+	close(far);
+	CHECK(gdb_take_unasked(g, &sig) == -1 && g->err == ERR_EOF);
+	alarm(0);
+	close(g->conn.fd);
+	free(g);
+}
+
+static void test_parse_status(void)
+{
+	char st[24];
+	CHECK(gdb_parse_status("VM status: running\r\n", st, sizeof st) == 0 && !st[0]);
+	CHECK(gdb_parse_status("VM status: paused\r\n", st, sizeof st) == 1 && !st[0]);
+	CHECK(gdb_parse_status("VM status: paused (postmigrate)\r\n", st, sizeof st) == 1);
+	CHECK_STR(st, "postmigrate");
+	CHECK(gdb_parse_status("VM status: paused (guest-panicked)", st, sizeof st) == 1);
+	CHECK_STR(st, "guest-panicked");
+	CHECK(gdb_parse_status("VM status: paused (single step mode)\r\n", st, sizeof st) == 1 && !st[0]);
+	CHECK(gdb_parse_status("VM status: paused (Bad State!)", st, sizeof st) == -1);
+	CHECK(gdb_parse_status("VM status: paused (an-exceedingly-long-state-name)", st, sizeof st) == 1 && !st[0]);
+	CHECK(gdb_parse_status("", st, sizeof st) == -1);
+	CHECK(gdb_parse_status("unknown command: 'info'", st, sizeof st) == -1);
+}
+
+/* ---- the connection phase: one total deadline, and a signal ends it ---- */
+
+static void slow_stub(int fd, const char *req)
+{
+	nap_ms(150); /* each reply well inside the per-request timeout */
+	if (!strncmp(req, "qSupported", 10)) {
+		send_pkt(fd, "PacketSize=1000;multiprocess+"); /* no qXfer: the default x86_64 layout */
+		return;
+	}
+	if (strstr(req, "ThreadInfo")) {
+		static int n;
+		char m[32];
+		snprintf(m, sizeof m, "mp01.%02x", ++n % 250 + 1); /* never "l" */
+		send_pkt(fd, m);
+		return;
+	}
+	handshake_stub(fd, req);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void test_connect_deadline(void)
+{
+	running_test = "connect deadline";
+	struct gdb *g = stub_start(slow_stub, 1000);
+	alarm(60);
+	g->conn.deadline_ms = conn_now_ms() + 1000;
+	int rc = gdb_handshake(g);
+	CHECK(rc == -1 && g->err == ERR_TIMEOUT && strstr(g->errstr, "--connect-timeout"));
+	if (rc != -1 || g->err != ERR_TIMEOUT) fprintf(stderr, "deadline: rc %d: %s\n", rc, g->errstr);
+	alarm(0);
+	stub_stop(g);
+
+	running_test = "signal while connecting";
+	static volatile sig_atomic_t stop;
+	struct sigaction sa = { .sa_handler = on_usr1 }, old; /* no SA_RESTART, as record_signals */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, &old);
+	g = stub_start(slow_stub, 1000);
+	g->conn.intr = &stop;
+	pid_t me = getpid(), k = fork();
+	if (k == 0) {
+		nap_ms(400);
+		kill(me, SIGUSR1);
+		_exit(0);
+	}
+	alarm(60);
+	stop = 1; /* what record_stop is once a handler ran */
+	rc = gdb_handshake(g);
+	alarm(0);
+	waitpid(k, NULL, 0);
+	CHECK(rc == -1 && g->err == ERR_INTR);
+	if (rc != -1 || g->err != ERR_INTR) fprintf(stderr, "intr: rc %d: %s\n", rc, g->errstr);
+	sigaction(SIGUSR1, &old, NULL);
+	stub_stop(g);
+}
+
+/* ---- two gdbsample at the same instant on one stub ---- */
+
+/* A listener as QEMU's: it accepts one client, serves it for hold_ms, then looks whether another
+ * connection waits in its backlog -- one there would be accepted next, pausing the VM. Exit 0 if
+ * none, 1 if one. */
+static pid_t qemu_like(int lfd, int hold_ms)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int c = accept(lfd, NULL, NULL);
+		nap_ms(hold_ms);
+		close(c);
+		fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
+		int more = accept(lfd, NULL, NULL);
+		_exit(more >= 0);
+	}
+	return pid;
+}
+
+static void race_case(const char *path)
+{
+	int port = 0, lfd = listener(path, &port), go[2];
+	pid_t q = qemu_like(lfd, GDB_ACCEPT_MS + 500), kids[2]; /* past the loser's give-up */
+	CHECK(pipe(go) == 0); /* after forking q: only we and the two clients hold it */
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			static struct gdb g;
+			char b;
+			close(go[1]);
+			if (read(go[0], &b, 1) < 0) _exit(3); /* both start at the same instant */
+			int rc = gdb_connect(&g, NULL, port, path);
+			if (rc == 0) nap_ms(GDB_ACCEPT_MS + 300); /* attached: hold it, as a sampling run */
+			_exit(rc == 0 ? 0 : strstr(g.errstr, "in use by another client") ? 1 : 2);
+		}
+	}
+	close(go[0]);
+	close(go[1]); /* go */
+	int st[2], qs;
+	for (int i = 0; i < 2; i++) waitpid(kids[i], &st[i], 0);
+	waitpid(q, &qs, 0);
+	int won = (WEXITSTATUS(st[0]) == 0) + (WEXITSTATUS(st[1]) == 0);
+	int busy = (WEXITSTATUS(st[0]) == 1) + (WEXITSTATUS(st[1]) == 1);
+	CHECK(won == 1 && busy == 1);
+	CHECK(WIFEXITED(qs) && WEXITSTATUS(qs) == 0); /* nothing left queued behind the winner */
+	if (won != 1 || busy != 1 || WEXITSTATUS(qs)) fprintf(stderr, "race %s: %d won, %d busy, queued %d\n",
+							       path ? "unix" : "tcp", won, busy, WEXITSTATUS(qs));
+	close(lfd);
+	if (path) unlink(path);
+}
+
+static void test_simultaneous_clients(void)
+{
+	char path[64];
+	running_test = "two clients at once (tcp)";
+	alarm(60);
+	race_case(NULL);
+	running_test = "two clients at once (unix)";
+	snprintf(path, sizeof path, "/tmp/gdbsample-race-%d.sock", (int)getpid());
+	race_case(path);
+	alarm(0);
+}
+
 void test_gdb(void)
 {
 	signal(SIGALRM, on_alarm);
@@ -471,4 +685,8 @@ void test_gdb(void)
 	test_qmp_events_forever();
 	test_handshake_bounds();
 	test_busy();
+	test_operator_stop();
+	test_parse_status();
+	test_connect_deadline();
+	test_simultaneous_clients();
 }

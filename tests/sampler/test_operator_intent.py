@@ -1,0 +1,265 @@
+"""gdbsample never resumes a VM behind its operator's back, nor loses its guard to a kill by name,
+and notices a hot-plugged vCPU. On QEMU 7.2 and 10.0: one guest per version for the whole module
+(started without -gdb, with a QMP socket; the -p tests open a stub on it with HMP `gdbserver`, the
+--qmp tests let gdbsample open its own), stopped by its pid at the end. Every gdbsample is waited
+for or signalled by its own pid; kills by name are emulated on gdbsample's own process tree only
+(a real `killall` would hit other users' runs on a shared host)."""
+import os
+import signal
+import subprocess
+import time
+
+import conftest
+import pytest
+from guest import Guest, free_port
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+_guests = {}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    yield _guests
+    for g in _guests.values():
+        g.stop()
+    _guests.clear()
+
+
+@pytest.fixture
+def vm(qemu, pool):
+    """This version's shared guest: 2 vCPUs running `work chain 6`, room for a third (hot-plug)."""
+    if qemu not in pool:
+        g = Guest(conftest.KERNEL, smp=2, gdb=False, qmp=True, qemu=qemu, extra=["-smp", "2,maxcpus=3"])
+        pool[qemu] = g
+        g.start()
+        g.work("chain 6")
+    g = pool[qemu]
+    assert conftest.qmp_status(g.qmp_path) == "running"
+    return g
+
+
+def status(g):
+    return conftest.qmp_status(g.qmp_path)
+
+
+class Stub:
+    """A gdbstub opened on the guest for a -p run (HMP gdbserver), closed afterwards."""
+
+    def __init__(self, g):
+        self.g = g
+        self.port = free_port()
+        assert "Waiting for gdb connection" in conftest.hmp(g.qmp_path, f"gdbserver tcp:127.0.0.1:{self.port}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        conftest.hmp(self.g.qmp_path, "gdbserver none")
+
+
+def start(args):
+    return subprocess.Popen([GDBSAMPLE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_status(g, want, timeout=10):
+    end = time.monotonic() + timeout
+    s = status(g)
+    while s != want and time.monotonic() < end:
+        time.sleep(0.05)
+        s = status(g)
+    return s
+
+
+def stop_that_holds(g, p, tries=8):
+    """QMP `stop` (what `virsh suspend` sends) until one holds: the VM still paused 0.5-0.8 s later.
+    A stop that lands while gdbsample itself holds the VM for a sample (or in the tens of
+    microseconds between its look and its stop byte) is a no-op in QEMU and cannot be seen; its
+    resume then undoes it (docs/attach.md). At -r 10 that window is a few percent of the time
+    on a loaded host, so eight tries all lost is vanishingly unlikely -- while an unfixed
+    gdbsample resumes every stop within one period (0.1 s): this never returns there."""
+    for i in range(tries):
+        assert p.poll() is None, p.communicate()
+        conftest.qmp(g.qmp_path, "stop")
+        time.sleep(0.5)
+        # paused at three looks 0.15 s apart: not one of gdbsample's own ~5 ms pauses seen by chance
+        if all(status(g) == "paused" and not time.sleep(0.15) for _ in range(3)):
+            return i
+        time.sleep(0.2)
+    pytest.fail(f"no QMP stop held in {tries} tries: gdbsample resumed the VM every time")
+
+
+@conftest.ON_EACH_QEMU
+@pytest.mark.parametrize("how", ["p", "qmp"])
+def test_operator_stop_is_never_undone(vm, how):
+    """A QMP stop mid-run: gdbsample says so, samples nothing and keeps the VM paused; after `cont`
+    it samples again. A second stop, then SIGINT: gdbsample ends (exit 0, report written) and
+    leaves the VM paused -- it was the operator's pause."""
+    stub = Stub(vm) if how == "p" else None
+    conn = ["-p", str(stub.port)] if stub else ["--qmp", vm.qmp_path]
+    try:
+        p = start(conn + ["-e", vm.kernel, "-r", "10", "-f", "folded"])
+        try:
+            time.sleep(0.6)
+            stop_that_holds(vm, p)
+            conftest.qmp(vm.qmp_path, "cont")
+            time.sleep(0.6)  # six rounds: it notices the VM runs and samples again
+            stop_that_holds(vm, p)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, err
+        assert "not sampling it, and leaving it stopped" in err, err
+        assert "the VM runs again: sampling goes on" in err, err
+        assert "left the VM stopped as we found it" in err, err
+        assert "chain6" in out, out
+        assert status(vm) == "paused"  # the operator's pause survived gdbsample's exit
+    finally:
+        if stub:
+            stub.__exit__()
+        if status(vm) != "running":
+            conftest.qmp(vm.qmp_path, "cont")
+    assert wait_status(vm, "running") == "running"
+
+
+def migrate_that_holds(g, p, tries=5):
+    """Migrate the VM away (to a pipe that discards it) until the source VM stays in `postmigrate`.
+    As with a `stop`, a migration whose final stop lands while gdbsample holds the VM for a sample
+    is invisible, and gdbsample's resume runs the VM again (docs/attach.md): then migrate again.
+    An unfixed gdbsample resumes after every migration: this fails there."""
+    for i in range(tries):
+        assert p.poll() is None, p.communicate()
+        conftest.qmp(g.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
+        end = time.monotonic() + 30
+        while conftest.qmp(g.qmp_path, "query-migrate").get("status") not in ("completed", "failed"):
+            assert time.monotonic() < end, "the migration did not end"
+            time.sleep(0.05)
+        if all(status(g) == "postmigrate" and not time.sleep(0.15) for _ in range(3)):
+            return i
+    pytest.fail(f"no migration in {tries} left the VM in postmigrate: gdbsample ran it again every time")
+
+
+@conftest.ON_EACH_QEMU
+def test_migration_mid_run_is_not_undone(vm):
+    """A migration mid-run (T18 from the stub) ends the source VM in `postmigrate`; an unfixed
+    gdbsample's next `c` ran the migrated-away guest again. Then `dump` on the postmigrate VM
+    (QEMU's run state read through the stub, on 10.0 too): stacks printed, the VM left so."""
+    with Stub(vm) as stub:
+        try:
+            p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "10", "-q"])
+            try:
+                time.sleep(1.0)
+                migrate_that_holds(vm, p)
+                p.send_signal(signal.SIGINT)
+                out, err = p.communicate(timeout=60)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            assert p.returncode == 0, err
+            assert status(vm) == "postmigrate"
+            r = subprocess.run([GDBSAMPLE, "dump", "-p", str(stub.port), "-e", vm.kernel], capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            assert "in state postmigrate before gdbsample came" in r.stderr, r.stderr
+            assert r.stdout.startswith("cpu0"), r.stdout
+            assert status(vm) == "postmigrate"
+        finally:
+            if status(vm) != "running":
+                conftest.qmp(vm.qmp_path, "cont")
+    assert wait_status(vm, "running") == "running"
+
+
+def test_dump_on_a_paused_vm_leaves_it_paused(vm):
+    """`dump` on a VM paused before gdbsample came (QEMU 7.2, which greets a client whose connection
+    stopped a running VM, and greets none here): the stacks, and the VM still paused. (QEMU >= 8.1
+    greets nobody: there -p cannot tell; docs/attach.md.)"""
+    conftest.qmp(vm.qmp_path, "stop")
+    try:
+        with Stub(vm) as stub:
+            r = subprocess.run([GDBSAMPLE, "dump", "-p", str(stub.port), "-e", vm.kernel], capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            assert "paused before gdbsample came" in r.stderr, r.stderr
+            assert "cpu0" in r.stdout and "cpu1" in r.stdout, r.stdout
+            time.sleep(0.3)
+            assert status(vm) == "paused"
+    finally:
+        conftest.qmp(vm.qmp_path, "cont")
+    assert wait_status(vm, "running") == "running"
+
+
+def tree(pid):
+    """pid and its descendants (from /proc), with their process names."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    st = f.read()
+            except OSError:
+                continue
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        try:
+            with open(f"/proc/{q}/comm") as f:
+                out.append((q, f.read().strip()))
+        except OSError:
+            continue
+        todo += kids.get(q, [])
+    return out
+
+
+def test_kill_by_name_spares_the_guard(vm):
+    """`killall -9 gdbsample`, emulated on this run's process tree: every process *named*
+    gdbsample gets SIGKILL at once. The guard has a name of its own, so it survives, resumes the
+    VM and closes the gdbstub gdbsample opened through QMP; the next --qmp run is not refused.
+    (Unfixed, the guard was named gdbsample too: the stub stayed open -- every time.)"""
+    cmd = ["--qmp", vm.qmp_path, "-e", vm.kernel, "-r", "200", "-q"]
+    for i in range(2):
+        p = start(cmd)
+        try:
+            end = time.monotonic() + 30
+            while len(tree(p.pid)) < 2:  # the guard is forked once the stub is open
+                assert p.poll() is None and time.monotonic() < end, p.communicate()
+                time.sleep(0.02)
+            time.sleep(0.3 + 0.2 * i)  # sampling by now, mostly
+            procs = tree(p.pid)
+            assert [c for q, c in procs if q != p.pid] == ["gdbsguard"], procs
+            for q, c in procs:
+                if c == "gdbsample":
+                    os.kill(q, signal.SIGKILL)
+            p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert wait_status(vm, "running") == "running", f"round {i}"
+        end = time.monotonic() + 10
+        while any(line.startswith("gdb:") for line in conftest.hmp(vm.qmp_path, "info chardev").splitlines()):
+            assert time.monotonic() < end, f"round {i}: the gdbstub gdbsample opened is still open"
+            time.sleep(0.05)
+    r = subprocess.run([GDBSAMPLE] + cmd + ["-d", "0.5"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+@conftest.ON_EACH_QEMU
+def test_hotplugged_vcpu_is_named(vm):
+    """A vCPU hot-plugged mid-run (QMP device_add): gdbsample warns while running, and again at the
+    end, that it was not sampled. (Unfixed: not a word.) Last in the module: the guest keeps it."""
+    with Stub(vm) as stub:
+        p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "20", "-d", "3"])
+        time.sleep(1.0)
+        conftest.qmp(vm.qmp_path, "device_add", {"driver": "qemu64-x86_64-cpu", "id": "hot2", "socket-id": 0,
+                                                   "core-id": 2, "thread-id": 0})
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "a vCPU was hot-plugged during the run (gdbstub thread 3): it is not sampled" in err, err
+    assert "1 vCPU hot-plugged during the run was not sampled" in err, err
+    assert "samples of 2 vCPUs" in err, err
+    assert status(vm) == "running"
