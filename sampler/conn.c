@@ -1,6 +1,7 @@
 /* conn.c: byte transport to the gdbstub -- TCP with TCP_NODELAY, or a unix socket -- with bounded
  * connects and writes, and what the host's kernel says about the far end. */
 #include "conn.h"
+#include "textnum.h"
 #include "err.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -218,10 +219,10 @@ void conn_close(struct conn *c)
 int conn_parse_hostport(const char *s, char *host, size_t hostcap, int *port)
 {
 	const char *colon = strrchr(s, ':');
-	char *end;
+	uint64_t p;
 	if (!colon || colon == s || (size_t)(colon - s) >= hostcap) return -1;
-	long p = strtol(colon + 1, &end, 10);
-	if (*end || colon[1] == 0 || p < 1 || p > 65535) return -1;
+	/* digits only: strtol took " 80" and "+80" (found by the issue-22 parser pass) */
+	if (textnum_decz(colon + 1, 65535, &p) < 0 || p < 1) return -1;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = 0;
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:1234 */

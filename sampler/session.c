@@ -84,6 +84,8 @@ static void kfind_note(const struct session *ss)
 		(double)k->longest_ns / 1e6, k->over, k->rescued, (double)k->elapsed_ns / 1e9);
 }
 
+#define FIND_MIN_S 120.0 /* the least time finding the kernel in the guest may take (seconds) */
+
 int session_open(struct session *ss, const struct opts *o)
 {
 	memset(ss, 0, sizeof *ss);
@@ -97,8 +99,8 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->stopped_since = pace_now(); /* at the latest: connecting (below) stops the VM */
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
-	/* One deadline for the whole connection phase -- the monitor, connect, handshake, finding
-	 * the kernel -- and every signal that ends a run ends it too (record_stop): a stub that
+	/* One deadline for the whole connection phase -- the monitor, connect, handshake -- and
+	 * every signal that ends a run ends it too (record_stop): a stub that
 	 * answers each request just inside its timeout must not hold gdbsample for minutes. */
 	long long deadline = conn_now_ms() + (long long)(o->connect_timeout * 1000);
 	if (kind != ATTACH_GDBSTUB &&
@@ -152,6 +154,11 @@ int session_open(struct session *ss, const struct opts *o)
 	struct opts *mo = (struct opts *)o;
 	ss->ncpu = cli_cpus(mo, ss->g.ncpu, ss->cpus);
 	if (ss->ncpu < 0) return fail(ss, ERR_USAGE, mo->errstr);
+	/* Finding the kernel reads megabytes in slices (a bare -p: ~15 MB; the KASLR search with a vCPU
+	 * in a module: ~500 candidates), and a loaded host takes seconds more than a quiet one: it gets
+	 * a deadline of its own, FIND_MIN_S or --connect-timeout if longer, from here. */
+	double find_s = o->connect_timeout > FIND_MIN_S ? o->connect_timeout : FIND_MIN_S;
+	ss->g.conn.deadline_ms = conn_now_ms() + (long long)(find_s * 1000);
 	if (!o->nelf && kfind_kernel(ss) < 0) return -1;                  /* a bare -p: the kernel from memory */
 	if (!o->nelf && ss->kf.found && !o->quiet) kfind_note(ss);
 	if (ss->img.syms.n && locate_kernel(ss) < 0) return -1;            /* KASLR, tables, unwinders */

@@ -263,7 +263,7 @@ static void test_fallback(void)
 	struct unwind_in in;
 	struct unwind_out out;
 	uint64_t f[32];
-	struct fp_ctx fc = { NULL, NULL, 0x10000, NULL };
+	struct fp_ctx fc = { .span = 0x10000 };
 	struct unwinder fpu = { UM_FP, &fc, fp_step };
 	build_table(&t);
 	orcu = (struct unwinder){ UM_ORC, &t, orc_step };

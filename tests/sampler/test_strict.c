@@ -1,12 +1,14 @@
 /* test_strict.c: numbers read from text are read whole or refused (textnum.c, the map parser). */
 #include "check.h"
 #include "../../sampler/cli.h"
+#include "../../sampler/conn.h"
 #include "../../sampler/symbols.h"
 #include "../../sampler/task.h"
 #include "../../sampler/textnum.h"
 #include "../../sampler/writer.h"
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 
 static void test_textnum(void)
 {
@@ -174,7 +176,7 @@ static void test_report_header(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	struct writer *w = report_writer_new(f, NULL, 8);
-	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 0, NULL, "via qmp\x1b[2J", "kernel evil\nname.elf" };
+	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 0, NULL, "via qmp\x1b[2J", "kernel evil\nname.elf", NULL };
 	w->finish(w, &ri);
 	w->free(w);
 	fclose(f);
@@ -182,9 +184,28 @@ static void test_report_header(void)
 	free(buf);
 }
 
+/* -H HOST:PORT: the port is digits only, 1-65535 (strtol took " 80" and "+80") */
+static void test_hostport(void)
+{
+	char host[64];
+	int port = 7;
+	CHECK(conn_parse_hostport("127.0.0.1:1234", host, sizeof host, &port) == 0 && port == 1234 &&
+	      !strcmp(host, "127.0.0.1"));
+	CHECK(conn_parse_hostport("[::1]:65535", host, sizeof host, &port) == 0 && port == 65535 && !strcmp(host, "::1"));
+	port = 7;
+	CHECK(conn_parse_hostport("host: 80", host, sizeof host, &port) == -1 && port == 7);
+	CHECK(conn_parse_hostport("host:+80", host, sizeof host, &port) == -1);
+	CHECK(conn_parse_hostport("host:80 ", host, sizeof host, &port) == -1);
+	CHECK(conn_parse_hostport("host:0", host, sizeof host, &port) == -1);
+	CHECK(conn_parse_hostport("host:65536", host, sizeof host, &port) == -1);
+	CHECK(conn_parse_hostport("host:", host, sizeof host, &port) == -1);
+	CHECK(conn_parse_hostport(":80", host, sizeof host, &port) == -1);
+}
+
 void test_strict(void)
 {
 	test_textnum();
+	test_hostport();
 	test_map_strict();
 	test_comm_cost();
 	test_cli_values();

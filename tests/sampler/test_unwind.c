@@ -22,7 +22,7 @@ static enum unwind_pc kind_of(const void *arg, uint64_t pc, int *adj)
 	*adj = adj_now;
 	return !kind_pc || pc == kind_pc ? kind_now : PC_BODY;
 }
-static struct fp_ctx fpc = { kind_of, NULL, 16384, NULL };
+static struct fp_ctx fpc = { .pc_kind = kind_of, .span = 16384 };
 static struct unwinder fpu = { UM_FP, &fpc, fp_step };
 
 static void set_reg(struct unwind_in *in, int r, uint64_t v)
@@ -242,7 +242,7 @@ static void test_aarch64(void)
 	struct unwind_in in;
 	struct unwind_out out;
 	uint64_t f[64];
-	struct fp_ctx a64 = { kind_of, NULL, 16384, after_call_of };
+	struct fp_ctx a64 = { .pc_kind = kind_of, .span = 16384, .after_call = after_call_of };
 	struct unwinder a64u = { UM_FP, &a64, fp_step };
 
 	/* Between `sub sp, sp, #0x40; stp x29, x30, [sp]` and `mov x29, sp`: the return address in
