@@ -69,10 +69,16 @@ crosscheck: deps all
 	  --kernel $(BUILD)/$(if $(filter aarch64,$(firstword $(ARCH))),aarch64/)kernel.elf \
 	  --smp $(SMP) --out $(BUILD)/crosscheck$(if $(filter aarch64,$(firstword $(ARCH))),-aarch64)
 
+# The C unit tests run beside pytest, as in `make check` (half their time is a fake stub's
+# timeouts; pytest starts with tests/analysis, which boot no QEMU); their output follows pytest's,
+# and either failing fails the run. pytest lists its slowest tests, for whoever trims the suite.
 test: deps all
-	$(MAKE) --no-print-directory unit-test
 	-$(MAKE) --no-print-directory speedscope-app    # npm unreachable: its test skips, saying why
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	@$(MAKE) --no-print-directory unit-test > $(BUILD)/test-unit.log 2>&1 & unit=$$!; \
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests; py=$$?; \
+	wait $$unit; u=$$?; cat $(BUILD)/test-unit.log; \
+	[ $$u = 0 ] || echo "test: the C unit tests failed" >&2; \
+	[ $$py = 0 ] && [ $$u = 0 ]
 
 unit-test: kernel-unit sampler-unit
 

@@ -162,8 +162,9 @@ def wait_running(path, timeout=3.0):
 # -- `make check`: the tests that start no QEMU, build nothing big, drive no viewer app -------
 # Tests that boot a guest are marked `qemu`: every test using a guest fixture automatically, and
 # modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. Tests that build
-# something big (the Debian package) or drive a viewer installed under BUILD (the speedscope
-# app in headless Chromium) are marked `slow`, with `pytestmark = pytest.mark.slow`.
+# something big (the Debian package), drive a real browser (the speedscope app, the flame graph
+# in headless Chromium) or run gdb over every instruction of the kernel's entry code are marked
+# `slow`, with `pytestmark = pytest.mark.slow` or on the test.
 # `make check` runs `-m "not qemu and not slow"`: the edit-compile loop's tests, in seconds.
 GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
 

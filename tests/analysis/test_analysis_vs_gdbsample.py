@@ -1,7 +1,7 @@
 """report and fold --group-by-cpu against gdbsample's own C writers (sampler/report.c, fold.c) on the
 same samples: tests/analysis/replay.c feeds a capture through them (and sampler/capture.c's reader),
 on the synthetic captures (version 1, version 2 with exact frames, version 3 with tasks) and on a
-real version 3 capture recorded by build/gdbsample from the test kernel under QEMU."""
+real version 4 capture recorded by build/gdbsample from the test kernel under QEMU."""
 import os
 import subprocess
 
@@ -62,7 +62,7 @@ def test_real_capture(replay, boot, tmp_path):
     assert r.returncode == 0, r.stderr
     info = run("info", cap)
     assert info.returncode == 0 and "file intact" in info.stdout
-    assert "format      version 3, x86_64\n" in info.stdout               # the C writer's version
+    assert "format      version 4, x86_64\n" in info.stdout               # the C writer's version
     assert "tasks       testkernel" in info.stdout                         # whose tasks it named
     assert "kaslr       offset 0x" in info.stdout and "methods     " in info.stdout
     rep = run("report", cap, "-e", conftest.KERNEL)

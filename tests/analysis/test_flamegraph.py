@@ -270,6 +270,7 @@ def near(a, b, tol=6):
     return all(abs(p - q) <= tol for p, q in zip(a, b))
 
 
+@pytest.mark.slow  # drives a real browser: make test, not make check
 def test_chromium_renders_a_flame_graph_with_titles(chromium, tmp_path):
     svg = flamegraph(BASE)
     path = tmp_path / "base.svg"
@@ -286,6 +287,7 @@ def test_chromium_renders_a_flame_graph_with_titles(chromium, tmp_path):
     assert 'id="fg-title"' in dom and ">Flame Graph</text>" in dom
 
 
+@pytest.mark.slow  # drives a real browser: make test, not make check
 def test_chromium_click_zooms_into_a_frame(chromium, tmp_path):
     svg = flamegraph(BASE)
     click = ('<script type="text/ecmascript"><![CDATA[\n'
@@ -320,6 +322,7 @@ def test_chromium_click_zooms_into_a_frame(chromium, tmp_path):
     assert "hash_block..</text>" in svg
 
 
+@pytest.mark.slow  # drives a real browser: make test, not make check
 def test_chromium_diff_shows_red_and_blue(chromium, tmp_path):
     svg = flamegraph(NEW, "--diff", BASE)
     path = tmp_path / "diff.svg"

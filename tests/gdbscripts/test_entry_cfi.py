@@ -117,6 +117,7 @@ def check_against_pushes(path, fde, depth, ra, rsp):
     return insns
 
 
+@pytest.mark.slow  # ~9 s a build of gdb over every instruction: make test, not make check
 @pytest.mark.parametrize("build", sorted(BUILDS))
 def test_cfi_of_every_entry_stub_and_trap_common_matches_their_pushes(build):
     """Static: the exact state at every instruction of all 256 stubs (error-code vectors too,

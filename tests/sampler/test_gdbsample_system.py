@@ -239,7 +239,7 @@ def test_capture_file_is_readable(boot, tmp_path):
         hdr, samples, summary = capture_samples(out)
         if len(samples) >= 200:  # the idle share below: sd 3.5 pp at 200, its bounds are +-20 pp
             break
-    assert hdr == {"version": 3, "arch": 1, "ncpu": 2, "rate": 200}
+    assert hdr == {"version": 4, "arch": 1, "ncpu": 2, "rate": 200}
     assert len(samples) >= 200, summary
     fields = dict(line.split(" ", 1) for line in summary.splitlines() if " " in line)
     assert len(samples) == int(fields["samples"]) + int(fields["idle"]), summary  # every sample is in it
