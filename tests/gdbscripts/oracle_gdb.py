@@ -6,7 +6,8 @@ Run as (see test_sample_oracle.py):
 
 Each iteration: `target remote` (connecting pauses the VM), record every vCPU's backtrace with
 GDB's unwinders (gdbscripts/sample.py's record_stacks), `disconnect` (the VM stays paused), then
-`gdbsample dump` reads the same paused state and resumes the VM with `D;1`. A short random run
+`gdbsample dump` reads the same paused state and leaves it paused (another client paused it: the
+operator's intent, issue 22), so the driver resumes it with a bare `c` (stubresume.py). A short random run
 lets the next stop land somewhere else. A stop at a random time nearly always finds a spinning
 workload in its loop, so every ORACLE_TICK_EVERY-th stop (0: none) is instead a breakpoint at
 the entry of sched_tick on vCPU ORACLE_TICK_CPU: the stack then crosses the interrupt entry and
@@ -27,8 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE_PY = os.path.join(HERE, "..", "..", "gdbscripts", "sample.py")
 
 
-def load_sample():
-    spec = importlib.util.spec_from_file_location("gs_sample", SAMPLE_PY)
+def load_sample(path=SAMPLE_PY, name="gs_sample"):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -59,6 +60,7 @@ def stop_in_tick(cpu):
 
 def main():
     sample = load_sample()
+    stubresume = load_sample(os.path.join(HERE, "stubresume.py"), "stubresume")
     port = os.environ["ORACLE_PORT"]
     stops = int(os.environ.get("ORACLE_STOPS", "100"))
     dump_cmd = [os.environ["ORACLE_GDBSAMPLE"], "dump", "-p", port, "-e", gdb.current_progspace().filename]
@@ -78,6 +80,7 @@ def main():
             finally:
                 sample.disconnect()  # the VM stays paused for gdbsample
             r = subprocess.run(dump_cmd, capture_output=True, text=True, timeout=30)
+            stubresume.resume(port)  # dump left the VM paused, as it must: GDB paused it
             row = {"stop": i, "tick": tick, "gdb": {c: [n for _, n in fr] for c, (_, fr) in stacks.items()},
                    "dump": parse_dump(r.stdout), "dump_rc": r.returncode, "dump_err": r.stderr[-500:]}
             log.write(json.dumps(row) + "\n")

@@ -63,4 +63,4 @@ def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path, bui
     assert in_chain >= 0.9 * STOPS, "the chain task was not on its vCPU in most stops"
     assert ticks_through >= 0.8 * (STOPS // TICK_EVERY), "too few interrupt stops reached the chain"
     assert share >= AGREEMENT, f"{share:.2%} of frames equal; first differences: {unequal[:5]}"
-    assert g.cmd("uptime").startswith("up ")  # the last dump resumed the VM
+    assert g.cmd("uptime").startswith("up ")  # the driver resumed the VM after the last dump

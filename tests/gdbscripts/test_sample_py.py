@@ -4,6 +4,7 @@ import re
 import subprocess
 
 import gdbrun
+import stubresume
 import conftest
 import pytest
 from guest import free_port
@@ -81,7 +82,9 @@ def test_stop_mode_records_one_stop_and_leaves_the_vm_paused(boot):
         pytest.fail(f"{gdbrun.GDBSAMPLE} is missing: run `make gdbsample`")
     d = subprocess.run([gdbrun.GDBSAMPLE, "dump", "-p", str(g.gdbport)], capture_output=True, text=True,
                        timeout=30)
-    assert d.returncode == 0, d.stderr  # reads the same paused state and resumes it
+    assert d.returncode == 0, d.stderr  # reads the same paused state...
+    assert gdbrun.qmp_run_state(g.qmp_path) == "paused"  # ...and leaves it so: GDB paused it (issue 22)
+    stubresume.resume(g.gdbport)
     assert g.cmd("uptime").startswith("up ")
 
 
