@@ -320,6 +320,17 @@ def _ensure_tool(path, package):
                               f"(run `make deps`): {out.strip()[-300:]}")
 
 
+def pack_tree(stage):
+    """The gzipped newc cpio of everything under stage, owned by root, in sorted order and with no
+    timestamp in the gzip header: the same tree always packs to the same bytes."""
+    names = subprocess.run(["find", ".", "-mindepth", "1"], cwd=stage, capture_output=True,
+                           check=True).stdout.split(b"\n")
+    listing = b"\n".join(sorted(n for n in names if n)) + b"\n"
+    archive = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=stage,
+                             input=listing, capture_output=True, check=True).stdout
+    return gzip.compress(archive, mtime=0)
+
+
 def build_initramfs(build):
     """build/initramfs-<hash>.cpio.gz (busybox-static + INIT + workloads), built once per content."""
     _ensure_tool(BUSYBOX, "busybox-static")
@@ -347,12 +358,7 @@ def build_initramfs(build):
             with open(p, "w") as f:
                 f.write(text)
             os.chmod(p, 0o755)
-        names = subprocess.run(["find", ".", "-mindepth", "1"], cwd=stage, capture_output=True,
-                               check=True).stdout.split(b"\n")
-        listing = b"\n".join(sorted(n for n in names if n)) + b"\n"
-        archive = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=stage,
-                                 input=listing, capture_output=True, check=True).stdout
-        _install(gzip.compress(archive, mtime=0), out)
+        _install(pack_tree(stage), out)
         for old in glob.glob(os.path.join(build, "initramfs-*.cpio.gz")):
             if old != out:
                 os.unlink(old)

@@ -26,7 +26,6 @@ its console on this terminal.
 """
 import argparse
 import glob
-import gzip
 import hashlib
 import os
 import re
@@ -194,12 +193,7 @@ def build_initramfs(build, files):
             with open(p, "w") as f:
                 f.write(text)
             os.chmod(p, 0o755)
-        names = subprocess.run(["find", ".", "-mindepth", "1"], cwd=stage, capture_output=True,
-                               check=True).stdout.split(b"\n")
-        listing = b"\n".join(sorted(n for n in names if n)) + b"\n"
-        archive = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=stage,
-                                 input=listing, capture_output=True, check=True).stdout
-        lg._install(gzip.compress(archive, mtime=0), out)
+        lg._install(lg.pack_tree(stage), out)
         for old in glob.glob(os.path.join(build, SERIES, "initramfs-*.cpio.gz")):
             if old != out:
                 os.unlink(old)

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 
 from linuxguest import (OVERLAY, ROOT, UNREACHABLE, LinuxGuestError, _apt, _apt_errors, _apt_failed,
-                        _apt_options, _install)
+                        _apt_options, _install, pack_tree)
 
 OUT_OF_TREE = {                                # module name -> its source directory (Kbuild + .c)
     "hotmod": os.path.join(ROOT, "tests", "linux", "hotmod"),
@@ -319,11 +319,6 @@ def overlay_cpio(files, boot):
             shutil.copyfile(path, os.path.join(d, f"{name}.ko"))
         with open(os.path.join(d, "boot.list"), "w") as f:
             f.write("".join(f"{n} {p}".rstrip() + "\n" for n, p in boot))
-        names = subprocess.run(["find", ".", "-mindepth", "1"], cwd=stage, capture_output=True,
-                               check=True).stdout.split(b"\n")
-        listing = b"\n".join(sorted(n for n in names if n)) + b"\n"
-        archive = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=stage,
-                                 input=listing, capture_output=True, check=True).stdout
-        return gzip.compress(archive, mtime=0)
+        return pack_tree(stage)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
