@@ -154,8 +154,8 @@ clean:
 # initramfs, cached under $(BUILD)/linux.
 .PHONY: linux-image
 linux-image:
-	$(PY) tools/linuxguest.py fetch --build $(BUILD)/linux
-	$(PY) tools/linuxguest_arm64.py fetch --build $(BUILD)/linux
+	$(PY) tools/linuxguest.py fetch --build $(abspath $(BUILD))/linux
+	$(PY) tools/linuxguest_arm64.py fetch --build $(abspath $(BUILD))/linux
 
 # make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
 # Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.

@@ -87,6 +87,7 @@ def _download(opts, cwd, names):
 
 def fetch(build, refresh=False):
     """The cached() dict, downloading linux-image-arm64's image and busybox-static:arm64 once."""
+    build = os.path.abspath(build)  # apt reads a relative Dir:: from /, not from here
     have = cached(build)
     if have and not refresh:
         return have
