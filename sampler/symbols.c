@@ -31,30 +31,67 @@ void syms_mark(struct symtab *t, const char *name, uint64_t addr)
 	mark(t, name, addr);
 }
 
-static int syms_unsafe(char c)
+/* The length (1-4) of the well-formed UTF-8 sequence at p, its code point in *cp; 0 if the byte at
+ * p starts none (a stray continuation, an overlong form, a surrogate, past U+10FFFF, cut short). */
+static int utf8_at(const unsigned char *p, uint32_t *cp)
 {
-	unsigned char u = (unsigned char)c;
-	return c == ';' || (u < 0x20 && c != '\t') || u == 0x7f;
+	static const uint32_t min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+	if (!n) return 0;
+	uint32_t c = n == 1 ? p[0] : p[0] & (0x7f >> n);
+	for (int i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+	*cp = c;
+	return n;
 }
 
-/* Bytes needed for name as every output writes a frame: ';' (it splits a folded frame), control
- * bytes but tab, and DEL as \xNN -- gdbsample-analyze's folded.safe_name, which also escapes what
- * is not UTF-8 -- so folded and report text keep one record a line whatever the ELF holds. */
-static size_t escaped_len(const char *name)
+/* Whether a code point is written escaped: ';' (it splits a folded frame), control characters but
+ * tab, DEL and C1, U+2028/U+2029 (line ends to JavaScript and Unicode), U+FFFE/U+FFFF (XML refuses
+ * them) -- gdbsample-analyze's folded.safe_name, character for character. */
+static int unsafe_cp(uint32_t c)
+{
+	return c == ';' || (c < 0x20 && c != '\t') || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 ||
+	       c == 0xfffe || c == 0xffff;
+}
+
+/* Write name escaped at o (NULL: only count), as every output writes a frame: the characters above
+ * as \xNN (up to U+00FF) or \uNNNN, and each byte that is not UTF-8 as \xNN, so that folded and
+ * report text keep one record a line, and gdbsample-analyze reads what any ELF holds. Returns the
+ * bytes written, not counting the NUL (written when o is not NULL). */
+size_t syms_escape(char *o, const char *name)
 {
 	size_t len = 0;
-	for (const char *c = name; *c; c++) len += syms_unsafe(*c) ? 4 : 1;
+	char tmp[8];
+	for (const unsigned char *c = (const unsigned char *)name; *c;) {
+		uint32_t cp = 0;
+		int n = utf8_at(c, &cp);
+		int k;
+		if (!n) k = snprintf(tmp, sizeof tmp, "\\x%02x", *c), n = 1;
+		else if (unsafe_cp(cp)) k = snprintf(tmp, sizeof tmp, cp <= 0xff ? "\\x%02x" : "\\u%04x", cp);
+		else k = 0;
+		if (o) {
+			if (k) memcpy(o + len, tmp, (size_t)k);
+			else memcpy(o + len, c, (size_t)n);
+		}
+		len += k ? (size_t)k : (size_t)n;
+		c += n;
+	}
+	if (o) o[len] = 0;
 	return len;
+}
+
+static size_t escaped_len(const char *name)
+{
+	return syms_escape(NULL, name);
 }
 
 /* Write name escaped at o (escaped_len(name) + 1 bytes); returns the byte after its NUL. */
 static char *escape_into(char *o, const char *name)
 {
-	for (const char *c = name; *c; c++)
-		if (syms_unsafe(*c)) o += snprintf(o, 5, "\\x%02x", (unsigned char)*c);
-		else *o++ = *c;
-	*o++ = 0;
-	return o;
+	return o + syms_escape(o, name) + 1;
 }
 
 /* Append a symbol whose name (and module) sit in one allocation the table now owns. */

@@ -89,6 +89,9 @@ enum unwind_pc syms_pc_kind(const struct symtab *t, uint64_t pc, int *adj);
 int syms_idle(const struct symtab *t, uint64_t pc);
 /* A symbol's display name: "name", or perf's "name [module]" for a module's. */
 void syms_name(const struct sym *s, char *out, size_t cap);
+/* name as every output writes a frame (gdbsample-analyze's folded.safe_name) at o, or only counted
+ * when o is NULL; returns its length (o needs one byte more, for the NUL). */
+size_t syms_escape(char *o, const char *name);
 /* "name+0xoff" or "name+0xoff [module]": a frame at off bytes into s. */
 void syms_name_off(const struct sym *s, uint64_t off, char *out, size_t cap);
 /* Format addr as "sym+0xoff" (or hex if unknown) into out. */

@@ -72,8 +72,50 @@ static void test_text(void)
 	syms_free(&t);
 }
 
+/* Names as every output writes them: the expected column is gdbsample-analyze's folded.safe_name
+ * of the same bytes (read with surrogateescape), so the C and Python rules cannot drift apart. */
+static void test_escape(void)
+{
+	static const char *const cases[][2] = {
+		{ "plain_fn", "plain_fn" },
+		{ "a;b", "a\\x3bb" },
+		{ "tab\there", "tab\there" },
+		{ "nl\nx", "nl\\x0ax" },
+		{ "del\x7f", "del\\x7f" },
+		{ "c1\xc2\x85" "x", "c1\\x85x" },                /* C1 control: U+0085 */
+		{ "caf\xc3\xa9", "caf\xc3\xa9" },                 /* UTF-8 kept as is */
+		{ "ls\xe2\x80\xa8", "ls\\u2028" },
+		{ "ps\xe2\x80\xa9", "ps\\u2029" },
+		{ "nc\xef\xbf\xbe\xef\xbf\xbf", "nc\\ufffe\\uffff" },
+		{ "bad\xff", "bad\\xff" },                        /* not UTF-8: each byte as itself */
+		{ "cut\xe2\x80", "cut\\xe2\\x80" },
+		{ "cont\x80\x80", "cont\\x80\\x80" },
+		{ "over\xc0\xaf", "over\\xc0\\xaf" },              /* overlong '/' */
+		{ "sur\xed\xa0\x80", "sur\\xed\\xa0\\x80" },       /* an encoded surrogate */
+		{ "big\xf4\x90\x80\x80", "big\\xf4\\x90\\x80\\x80" }, /* past U+10FFFF */
+		{ "emoji\xf0\x9f\x94\xa5", "emoji\xf0\x9f\x94\xa5" },
+		{ "e2:\xe2" "A", "e2:\\xe2A" },
+		{ "\xf0\x80\x80\x80", "\\xf0\\x80\\x80\\x80" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char out[64];
+		size_t n = syms_escape(NULL, cases[i][0]);
+		CHECK(n == strlen(cases[i][1]) && n < sizeof out);
+		CHECK(syms_escape(out, cases[i][0]) == n);
+		CHECK_STR(out, cases[i][1]);
+	}
+	struct symtab t = { 0 };
+	CHECK(syms_add_mod(&t, 0x1000, 0x10, "f\xff", "m;") == 0);
+	syms_finish(&t);
+	char buf[64];
+	syms_name(syms_lookup(&t, 0x1000), buf, sizeof buf);
+	CHECK_STR(buf, "f\\xff [m\\x3b]");
+	syms_free(&t);
+}
+
 void test_symbols(void)
 {
 	test_map();
 	test_text();
+	test_escape();
 }
