@@ -130,6 +130,8 @@ int cmd_record(const struct opts *o)
 	stats_human(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
 	fputs(human, stderr);                                           /* the summary, always */
 	fputs(modline, stderr);                                         /* modules read, their costs */
+	ko_line(&ss.img.kos, modline, sizeof modline);
+	fputs(modline, stderr);                                         /* .ko files placed, what they gave */
 	w->free(w);
 	if (wfail) output_abort(&out);
 	else if (output_commit(&out) < 0) {                             /* into place, now complete */
