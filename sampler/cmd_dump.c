@@ -22,7 +22,7 @@ static void print_stack(const struct session *ss, const struct sample *s)
 		uint64_t a = s->frames[i];
 		int ret = i && !unwind_is_exact(s->exact, i);
 		const struct sym *sym = t ? syms_frame(t, a, ret) : NULL;
-		char line[128];
+		char line[512];
 		if (sym) syms_name_off(sym, a - sym->addr, buf, sizeof buf); /* "f+0x10 [module]" */
 		else snprintf(buf, sizeof buf, "??");
 		/* a module frame with its .ko's DWARF: the source line (of the call, for a return address) */

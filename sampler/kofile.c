@@ -4,6 +4,8 @@
 #include "err.h"
 #include "files.h"
 #include <dirent.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -539,8 +541,40 @@ int ko_srcline(struct koset *s, uint64_t pc, char *out, size_t cap)
 	int line = 0;
 	const char *f = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
 	if (!f || line <= 0) return -1;
-	snprintf(out, cap, "%s:%d", base(f), line);
+	size_t o = (size_t)snprintf(out, cap, "%s:%d", base(f), line);
 	k->lines++;
+	/* Inlined code: the functions the line is inlined from, innermost first, each with the line
+	 * of its call site (DW_TAG_inlined_subroutine's DW_AT_call_file/call_line, libdw's scopes). */
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(k->dm, pc, &bias), *scopes = NULL, *chain = NULL;
+	int n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0, first = -1;
+	for (int i = 0; i < n && first < 0; i++)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) first = i;
+	/* dwarf_getscopes continues past an inlined instance with its abstract definition's scopes;
+	 * the concrete callers are that instance's own parents (dwarf_getscopes_die) */
+	n = first >= 0 ? dwarf_getscopes_die(&scopes[first], &chain) : 0;
+	free(scopes);
+	scopes = chain;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = NULL;
+	for (int i = 0; i < n && o < cap; i++) {
+		Dwarf_Attribute a;
+		Dwarf_Word cl = 0, cf = 0;
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+		const char *nm = dwarf_diename(&scopes[i]);
+		if (!nm) { /* the abstract instance's name */
+			Dwarf_Die org;
+			if (dwarf_attr(&scopes[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &org))
+				nm = dwarf_diename(&org);
+		}
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl);
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &cf);
+		const char *cfn = files && cf < nfiles ? dwarf_filesrc(files, cf, NULL, NULL) : NULL;
+		o += (size_t)snprintf(out + o, cap - o, ", inlined %s from %s:%llu", nm ? nm : "?", cfn ? base(cfn) : "?",
+				      (unsigned long long)cl);
+	}
+	free(scopes);
 	return 0;
 }
 

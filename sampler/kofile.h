@@ -110,7 +110,8 @@ int ko_place(struct koset *s, const struct modset *mods, const struct symtab *na
 struct kofile *ko_find(struct koset *s, uint64_t pc);
 /* cfi_ctx.more: the CFI of the .ko that holds pc (arg: the koset), or NULL. */
 struct cfi_ctx *ko_cfi(void *arg, uint64_t pc);
-/* "file.c:42" for pc (a return address: give pc - 1) from its .ko's line table; 0, or -1. */
+/* "file.c:42" for pc (a return address: give pc - 1) from its .ko's line table, then for code
+ * inlined there ", inlined FUNC from caller.c:LINE" per level, innermost first; 0, or -1. */
 int ko_srcline(struct koset *s, uint64_t pc, char *out, size_t cap);
 /* The summary line ("" without .ko files). */
 void ko_line(const struct koset *s, char *out, size_t cap);

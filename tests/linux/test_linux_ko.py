@@ -106,7 +106,7 @@ def test_dump_gives_module_frames_their_source_lines(runs):
     checked = 0
     for r in runs["dumps"]:
         for cpu in r.stdout.split("\ncpu"):
-            frames = re.findall(r"#(\d+)\s+0x[0-9a-f]+ (\S+)\+0x[0-9a-f]+(?: \[(\w+)\])?(?: at (\S+):(\d+))?\n", cpu + "\n")
+            frames = re.findall(r"#(\d+)\s+0x[0-9a-f]+ (\S+)\+0x[0-9a-f]+(?: \[(\w+)\])?(?: at ([^\s:]+):(\d+)(?:, inlined [^\n]*)?)?\n", cpu + "\n")
             for k, (i, fn, mod, f, n) in enumerate(frames):
                 assert bool(f) == (mod == "hotmod"), (fn, cpu)  # a line exactly for module frames
                 if fn == "hotmod_spin" and i == "0":

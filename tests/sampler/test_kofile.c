@@ -5,6 +5,7 @@
 #include "../../sampler/kofile.h"
 #include "../../sampler/err.h"
 #include "../../sampler/files.h"
+#include <gelf.h>
 #include <stdlib.h>
 
 static void test_parsers(void)
@@ -96,24 +97,44 @@ static void test_refusals(void)
 	ko_free(&s);
 }
 
-#define T0 0xffffffffc0360000ull /* where the "guest" loaded .text */
-#define T1 0xffffffffc0361000ull /* ...and .text.unlikely */
+#define T0 0xffffffffc0360000ull /* where the "guest" loaded section 1 (.text); section n at T0 + n * 64 KiB */
+#define SEC(n) (T0 + 0x10000ull * ((n) - 1))
 
-static void guest(struct symtab *names, struct module *m, struct modset *ms, uint64_t leafsize)
+/* The guest's symbols of ko_mini: its own functions where SEC() puts their sections (ko_leaf
+ * with size leafsize); *mid and *cold: where ko_mid and ko_cold run. */
+static void guest(const struct kofile *k, struct symtab *names, struct module *m, struct modset *ms,
+		  uint64_t leafsize, uint64_t *mid, uint64_t *cold)
 {
 	memset(names, 0, sizeof *names);
-	syms_add_mod(names, T0 + 0x00, leafsize, "ko_leaf", "ko_mini");
-	syms_add_mod(names, T0 + 0x25, 12, "ko_mid", "ko_mini");
-	syms_add_mod(names, T1, 9, "ko_cold", "ko_mini");
-	syms_add_mod(names, T0 + 0x25, 12, "other", "another"); /* another module's: not matched */
+	Elf *e = elf_memory((char *)k->buf, k->len);
+	Elf_Scn *scn = NULL;
+	int n = 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !(d = elf_getdata(scn, NULL))) continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym y;
+			gelf_getsym(d, (int)i, &y);
+			const char *nm = elf_strptr(e, sh.sh_link, y.st_name);
+			if (GELF_ST_TYPE(y.st_info) != STT_FUNC || !nm) continue;
+			uint64_t a = SEC(y.st_shndx) + y.st_value;
+			syms_add_mod(names, a, strcmp(nm, "ko_leaf") ? y.st_size : leafsize, nm, "ko_mini");
+			if (!strcmp(nm, "ko_mid")) *mid = a;
+			if (!strcmp(nm, "ko_cold")) *cold = a;
+			n++;
+		}
+	}
+	elf_end(e);
+	syms_add_mod(names, *mid, 12, "other", "another");        /* another module's: not matched */
 	syms_add(names, 0xffffffff81000000ull, 0x100, "ko_leaf");  /* the core's: not matched */
 	syms_finish(names);
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "ko_mini");
 	m->addr = 0xffffffffc0370000ull;
 	m->text[0][0] = T0;
-	m->text[0][1] = T1 + 0x1000;
-	m->nsyms = 3;
+	m->text[0][1] = SEC(32);
+	m->nsyms = (uint32_t)n;
 	memset(ms, 0, sizeof *ms);
 	ms->m = m;
 	ms->n = 1;
@@ -128,22 +149,28 @@ static void test_place(void)
 	struct symtab names;
 	struct module m;
 	struct modset ms;
-	char line[128];
+	char line[512];
+	uint64_t mid = 0, cold = 0;
 	CHECK(ko_add_file(&s, "ko_mini.ko", buf, len) == 0);
-	guest(&names, &m, &ms, 37);
+	guest(&s.k[0], &names, &m, &ms, 0, &mid, &cold);
+	CHECK(mid && cold);
 	CHECK(ko_place(&s, &ms, &names) == 0 && s.k[0].placed);
 	CHECK(s.k[0].nbases == 2 && s.k[0].match.matched == 3);
-	CHECK(ko_srcline(&s, T0 + 0x25, line, sizeof line) == 0 && !strncmp(line, "ko_mini.c:", 10));
-	int mid = atoi(line + 10);
-	CHECK(mid == 16 || mid == 17); /* ko_mid's opening line or its body */
-	CHECK(ko_srcline(&s, T1 + 1, line, sizeof line) == 0 && !strncmp(line, "ko_mini.c:2", 11)); /* ko_cold, ~21 */
+	CHECK(ko_srcline(&s, mid, line, sizeof line) == 0 && !strncmp(line, "ko_mini.c:", 10));
+	int l = atoi(line + 10);
+	CHECK(l >= 15 && l <= 23); /* in ko_mid, or ko_inl inlined into it */
+	CHECK(ko_srcline(&s, cold + 1, line, sizeof line) == 0 && !strncmp(line, "ko_mini.c:2", 11)); /* ~26 */
 	CHECK(ko_srcline(&s, T0 - 1, line, sizeof line) == -1); /* not in the module */
+	int inl = 0; /* ko_inl's code inside ko_mid: its line, then where ko_mid calls it */
+	for (uint64_t pc = mid; pc < mid + 16; pc++)
+		if (ko_srcline(&s, pc, line, sizeof line) == 0 && strstr(line, ", inlined ko_inl from ko_mini.c:22")) inl++;
+	CHECK(inl > 0);
 	/* CFI: an FDE for each function, at its guest address */
-	struct cfi_ctx *c = ko_cfi(&s, T0 + 0x26);
+	struct cfi_ctx *c = ko_cfi(&s, mid + 1);
 	CHECK(c != NULL && s.steps == 1);
-	const struct cfi_rule *r = c ? cfi_rule_at(c, T0 + 0x26 - c->bias) : NULL;
+	const struct cfi_rule *r = c ? cfi_rule_at(c, mid + 1 - c->bias) : NULL;
 	CHECK(r && r->found && r->usable && r->cfa_reg == 7);
-	r = c ? cfi_rule_at(c, T1 + 2 - c->bias) : NULL;
+	r = c ? cfi_rule_at(c, cold + 2 - c->bias) : NULL;
 	CHECK(r && r->found);
 	CHECK(ko_cfi(&s, 0xffffffff81000010ull) == NULL);
 	ko_line(&s, line, sizeof line);
@@ -158,7 +185,7 @@ static void test_place(void)
 	/* another build: a function of another size */
 	buf = mini(&len);
 	CHECK(ko_add_file(&s, "ko_mini.ko", buf, len) == 0);
-	guest(&names, &m, &ms, 40);
+	guest(&s.k[0], &names, &m, &ms, 999, &mid, &cold);
 	CHECK(ko_place(&s, &ms, &names) == -1 && s.err == ERR_MISMATCH && !s.k[0].placed);
 	CHECK(strstr(s.errstr, "not the build of ko_mini the guest runs") && strstr(s.errstr, "1 of another size"));
 	syms_free(&names);
