@@ -6,7 +6,7 @@
 FUZZ_CC        ?= clang
 FUZZ_SECONDS   ?= 60
 # One harness per parser: fuzz/fuzz_NAME.c, seeds in fuzz/corpus/NAME, fixed crashes in fuzz/crashes/NAME.
-FUZZ_HARNESSES := rsp stop threads arch symmap capture qmp vmlinuz orc cfi conn knet btf insn textnum kallsyms
+FUZZ_HARNESSES := rsp stop threads arch symmap capture qmp vmlinuz orc cfi conn knet btf insn textnum kallsyms ko
 FUZZ_DIR       := $(BUILD)/fuzz
 FUZZ_SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS    := $(SAMPLER_CFLAGS) -O1 -Wno-unknown-warning-option $(FUZZ_SAN)
@@ -67,7 +67,7 @@ ASAN_CC    := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=all -fno-
 ASAN_ENV   := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 asan-test:
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) kernel $(ASAN_BUILD)/tests/sampler/cfi_frames.elf \
-	  $(ASAN_BUILD)/tests/sampler/cfi_frames_a64.elf
+	  $(ASAN_BUILD)/tests/sampler/cfi_frames_a64.elf $(ASAN_BUILD)/tests/sampler/ko_mini.ko
 	$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CC="$(ASAN_CC)" $(ASAN_BUILD)/gdbsample \
 	  $(ASAN_BUILD)/sampler-tests $(ASAN_BUILD)/kernel-host-tests $(ASAN_BUILD)/kernel-pmu-tests \
 	  $(addprefix $(ASAN_BUILD)/fuzz-replay/fuzz_,$(FUZZ_HARNESSES))

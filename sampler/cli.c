@@ -211,7 +211,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 				return bad(o, "-d: bad duration '%.40s' (0.001 to 10000000 seconds)%s", optarg, "");
 			break;
 		case 'e':
-			if (o->nelf == CLI_MAX_ELF) return bad(o, "-e: given more than %s times%s", "4", "");
+			if (o->nelf == CLI_MAX_ELF) return bad(o, "-e: given more than %s times%s", "16", "");
 			if (!*optarg) return bad(o, "-e: empty file name%s%s", "", "");
 			o->elf[o->nelf++] = optarg;
 			break;

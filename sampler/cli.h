@@ -7,7 +7,7 @@
 enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
 enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE };
 enum { UNWIND_AUTO, UNWIND_FP, UNWIND_CFI, UNWIND_ORC };
-#define CLI_MAX_ELF 4            /* -e given this many times at most (an image and a map) */
+#define CLI_MAX_ELF 16           /* -e given this many times at most (an image, a map, .ko files) */
 
 struct opts {
 	int cmd;                 /* CMD_* */
@@ -21,7 +21,7 @@ struct opts {
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */
-	const char *elf[CLI_MAX_ELF]; /* -e: kernel ELF, vmlinuz, and/or symbol map */
+	const char *elf[CLI_MAX_ELF]; /* -e: kernel ELF, vmlinuz, symbol map, .ko files, directories */
 	int nelf;                /* how many -e */
 	int unwind;              /* --unwind UNWIND_* */
 	int64_t kaslr;           /* --kaslr-offset */

@@ -20,10 +20,16 @@ static void print_stack(const struct session *ss, const struct sample *s)
 	       s->flags & SF_PARTIAL ? " (stack truncated)" : "", s->flags & SF_UNRELIABLE ? " unreliable" : "");
 	for (int i = 0; i < s->n; i++) {
 		uint64_t a = s->frames[i];
-		const struct sym *sym = t ? syms_frame(t, a, i && !unwind_is_exact(s->exact, i)) : NULL;
+		int ret = i && !unwind_is_exact(s->exact, i);
+		const struct sym *sym = t ? syms_frame(t, a, ret) : NULL;
+		char line[512];
 		if (sym) syms_name_off(sym, a - sym->addr, buf, sizeof buf); /* "f+0x10 [module]" */
 		else snprintf(buf, sizeof buf, "??");
-		printf("  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);
+		/* a module frame with its .ko's DWARF: the source line (of the call, for a return address) */
+		if (ko_srcline((struct koset *)&ss->img.kos, ret ? a - 1 : a, line, sizeof line) == 0)
+			printf("  #%-2d 0x%016llx %s at %s\n", i, (unsigned long long)a, buf, line);
+		else
+			printf("  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);
 	}
 }
 

@@ -6,6 +6,7 @@
 #include "kallsyms.h"
 #include "vmlinuz.h"
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static const char *base(const char *p)
 {
@@ -229,6 +230,7 @@ static int image_kallsyms(struct image *im, const char *path)
 int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os)
 {
 	const char *elfpath = NULL;
+	int nkos = 0;
 	memset(im, 0, sizeof *im);
 	im->want_os = want_os;
 	snprintf(im->os.why, sizeof im->os.why, "a symbol map has no types to find the task layout in (BTF "
@@ -239,17 +241,28 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 		size_t len;
 		char why[160];
 		const char *p = paths[i];
+		struct stat st;
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) { /* searched for each loaded module's NAME.ko */
+			if (ko_add_dir(&im->kos, p) < 0) {
+				ERR_SET(im, im->kos.err, "%s", im->kos.errstr);
+				return -1;
+			}
+			nkos++;
+			continue;
+		}
 		if (file_read(p, FILE_MAX_IMAGE, &buf, &len, why, sizeof why) < 0) {
 			ERR_SET(im, ERR_USAGE, "-e %s", why);
 			return -1;
 		}
 		int is_elf = len >= 4 && !memcmp(buf, ELFMAG, SELFMAG), is_bz = vmlinuz_is_bzimage(buf, len);
 		int is_a64 = a64img_kind(buf, len) != A64IMG_NONE;
-		if (is_elf && len >= 18 && buf[16] == ET_REL && buf[17] == 0) { /* e_type: a .ko (or a .o) */
-			free(buf);
-			ERR_SET(im, ERR_USAGE, "-e %s: a relocatable object (a kernel module?): loaded modules' names "
-				"and ORC are read from guest memory; .ko files are not taken yet", base(p));
-			return -1;
+		if (is_elf && len >= 18 && buf[16] == ET_REL && buf[17] == 0) { /* e_type: a .ko (kofile.c) */
+			if (ko_add_file(&im->kos, p, buf, len) < 0) {
+				ERR_SET(im, im->kos.err, "%s", im->kos.errstr);
+				return -1;
+			}
+			nkos++;
+			continue;
 		}
 		if ((is_elf || is_bz || is_a64) && (im->elfbuf || im->a64name[0])) {
 			free(buf);
@@ -303,6 +316,10 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 			what_add(im, "%s%s%s", base(p), "");
 		}
 	}
+	if (nkos == npaths) { /* module files alone: the kernel is found in guest memory (kfind.c) */
+		im->only_kos = 1;
+		return 0;
+	}
 	if (im->a64buf && place_a64(im) < 0) return -1;
 	if (!im->syms.n && im->elf && image_kallsyms(im, elfpath) < 0) return -1;
 	if (!im->syms.n) {
@@ -335,5 +352,6 @@ void image_free(struct image *im)
 	free(im->elfbuf);
 	free(im->a64buf);
 	syms_free(&im->syms);
+	ko_free(&im->kos);
 	memset(im, 0, sizeof *im);
 }

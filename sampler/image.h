@@ -5,12 +5,13 @@
 #include <gelf.h>
 #include "arm64img.h"
 #include "guestos.h"
+#include "kofile.h"
 #include "modules.h"
 #include "symbols.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"
 
-#define IMAGE_MAX_FILES 4
+#define IMAGE_MAX_FILES 16 /* -e given at most: a kernel image, a map, and .ko files or directories */
 
 /* What to load besides names and text. */
 enum { IMG_WANT_ORC = 1, IMG_WANT_CFI = 2 };
@@ -40,12 +41,15 @@ struct image {
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */
 	int has_btf;                /* the image has .BTF (a Linux kernel) */
 	struct mod_layout modl;     /* struct module's layout from it (modl.ok, else modl.why) */
+	struct koset kos;           /* .ko files and directories given (kofile.h) */
+	int only_kos;               /* every -e was a .ko or a directory: the kernel is the guest's */
 	char what[256];             /* what was loaded, for the report: "vmlinuz-6.1 (xz) + kallsyms" */
 	int err;                    /* sticky error code */
 	char errstr[160];           /* what went wrong */
 };
 
-/* Load one to IMAGE_MAX_FILES files (at most one ELF or vmlinuz, at most one map). */
+/* Load one to IMAGE_MAX_FILES files (at most one ELF or vmlinuz, at most one map; .ko files and
+ * directories of them go to kos). */
 int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os);
 /* Apply the KASLR offsets (kaslr.h): names and text move to the guest's addresses, the image's
  * tables subtract the text's offset from every pc they look up. */

@@ -371,6 +371,10 @@ static int install(struct slicer *s, struct found *f)
 			s->st->orc = 1;
 		}
 	}
+	if (c->btf) { /* struct module's layout: the loaded modules are read as with an image */
+		im->has_btf = 1;
+		mods_layout_btf(&im->modl, c->btf, c->btflen);
+	}
 	if (ss->o->os == OS_NONE) return 0;
 	if (!c->btf)
 		snprintf(im->os.why, sizeof im->os.why, "the guest's kallsyms name no __start_BTF/__stop_BTF (a kernel "

@@ -234,6 +234,7 @@ int session_modules_refresh(struct session *ss, const struct sample *s, int n)
 	if (cpu >= 0) r.cpu = cpu;
 	int rc = cpu >= 0 ? mods_walk(&ss->mods, &ss->img.syms, mods_rd, &r) : 0;
 	mods_stop_done(&r);
+	if (rc == 0 && cpu >= 0) ko_locate(ss, cpu, 0); /* files of modules loaded since */
 	if (rc == -2 || gdb_cont(&ss->g) < 0) goto fail;
 	guard_leave(&ss->guard);
 	ss->mods_walked_ns = pace_now();
@@ -424,7 +425,7 @@ int locate_kernel(struct session *ss)
 	if (stub_pac_mask(ss, r.cpu) < 0) return -1;
 	if (!im->has_orc && o->unwind != UNWIND_FP && o->unwind != UNWIND_CFI && guest_orc(ss, r.cpu) < 0)
 		return -1;
-	if (cpu >= 0 && locate_modules(ss, r.cpu) < 0) return -1;
+	if (cpu >= 0 && (locate_modules(ss, r.cpu) < 0 || ko_locate(ss, r.cpu, 1) < 0)) return -1;
 	return choose_methods(ss);
 }
 

@@ -40,7 +40,8 @@ $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SAMPLER_LIBS)
 
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
-		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf
+		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf \
+		       $(BUILD)/tests/sampler/ko_mini.ko
 	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
 
 # An ELF with known CFI for the CFI unwinder's test (its path is compiled into test_cfi.o).
@@ -86,3 +87,8 @@ sampler-bench: $(BUILD)/gdbsample $(BUILD)/rtt
 $(BUILD)/ksdump: tests/sampler/tools/ksdump.c $(SAMPLER_LIB_OBJS)
 	$(CC) $(SAMPLER_CFLAGS) -o $@ $^ $(SAMPLER_LIBS)
 all: $(BUILD)/ksdump
+# A stand-in kernel module (ET_REL with .modinfo and DWARF) for test_kofile.c.
+$(BUILD)/tests/sampler/ko_mini.ko: tests/sampler/data/ko_mini.c
+	@mkdir -p $(dir $@)
+	$(CC) -c -g -O1 -fno-asynchronous-unwind-tables -fno-pie -o $@ $<
+$(BUILD)/tests/sampler/test_kofile.o: SAMPLER_CFLAGS += -DKO_MINI='"$(BUILD)/tests/sampler/ko_mini.ko"'

@@ -159,8 +159,9 @@ int session_open(struct session *ss, const struct opts *o)
 	 * a deadline of its own, FIND_MIN_S or --connect-timeout if longer, from here. */
 	double find_s = o->connect_timeout > FIND_MIN_S ? o->connect_timeout : FIND_MIN_S;
 	ss->g.conn.deadline_ms = conn_now_ms() + (long long)(find_s * 1000);
-	if (!o->nelf && kfind_kernel(ss) < 0) return -1;                  /* a bare -p: the kernel from memory */
-	if (!o->nelf && ss->kf.found && !o->quiet) kfind_note(ss);
+	int bare = !o->nelf || ss->img.only_kos;                          /* no kernel given (.ko files only) */
+	if (bare && kfind_kernel(ss) < 0) return -1;                      /* a bare -p: the kernel from memory */
+	if (bare && ss->kf.found && !o->quiet) kfind_note(ss);
 	if (ss->img.syms.n && locate_kernel(ss) < 0) return -1;            /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
 				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };

@@ -83,6 +83,9 @@ void session_warn(const struct session *ss, const char *fmt, ...);
 /* locate.c: find the kernel in the guest (KASLR offsets; ORC tables from guest memory when only
  * a map was given) and choose the unwinders; VM stopped. */
 int locate_kernel(struct session *ss);
+/* The .ko files (kofile.h) after a walk of the modules list: checked (first) and placed; 0, or -1
+ * (ss->err) at the first when a file given is for another kernel or another build. */
+int ko_locate(struct session *ss, int cpu, int first);
 /* Walk the modules list again if a sample met a kernel pc no module or core text holds (at most
  * every MODS_RESCAN_NS): stop, read, resume under the guard. 0 (also when nothing was due), -1
  * on a connection error (ss->err). */

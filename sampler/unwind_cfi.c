@@ -175,7 +175,11 @@ enum uw_step cfi_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, st
 {
 	struct cfi_ctx *x = ctx;
 	const struct uw_arch *a = w->arch;
-	const struct cfi_rule *ru = cfi_rule_at(x, (f->exact ? f->pc : f->pc - 1) - x->bias);
+	uint64_t at = f->exact ? f->pc : f->pc - 1;
+	struct cfi_ctx *o = x->more ? x->more(x->more_arg, at) : NULL;
+	if (o) x = o;
+	else if (!x->eh && !x->dbg) return US_NOINFO; /* only modules' tables (a distro kernel's) */
+	const struct cfi_rule *ru = cfi_rule_at(x, at - x->bias);
 	if (!ru || !ru->found) return US_NOINFO;
 	if (f->sp_low && ru->cfa_reg == a->sp) return US_NOINFO; /* after an aarch64 frame-record step */
 	if (!ru->usable || !((f->regs.valid >> ru->cfa_reg) & 1)) goto bad;

@@ -31,6 +31,10 @@ struct cfi_ctx {
 	struct cfi_rule *rules;  /* ...and the rules */
 	size_t n, cap;           /* entries used, slots (a power of two) */
 	uint64_t hits, compiled; /* cache hits, rules compiled through libdw */
+	/* Another table for pc (a kernel module's, kofile.h), or NULL: this one (modules' CFI is
+	 * asked first; a ctx with no tables of its own answers only through it) */
+	struct cfi_ctx *(*more)(void *arg, uint64_t pc);
+	void *more_arg;
 	int err;                 /* sticky error code */
 	char errstr[128];        /* what went wrong */
 };

@@ -38,6 +38,7 @@ void test_guard(void);
 void test_stats(void);
 void test_kaslr(void);
 void test_modules(void);
+void test_kofile(void);
 void test_task(void);
 void test_strict(void);
 void test_output(void);

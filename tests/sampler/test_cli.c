@@ -53,7 +53,8 @@ static void test_flags(void)
 	CHECK(parse(&o, "--unwind orc -e k -p 1 --kaslr-offset 1000 --max-pause 0.5") == 0 && o.unwind == UNWIND_ORC &&
 	      o.kaslr == 0x1000 && o.have_kaslr && o.max_pause == 0.5);
 	CHECK(parse(&o, "-p 1 --kaslr-offset 123") == -1 && strstr(o.errstr, "page-aligned"));
-	CHECK(parse(&o, "-p 1 -e a -e b -e c -e d -e e") == -1 && strstr(o.errstr, "more than 4 times"));
+	CHECK(parse(&o, "-p 1 -ea -eb -ec -ed -ee -ef -eg -eh -ei -ej -ek -el -em -en -eo -ep -eq") == -1 &&
+	      strstr(o.errstr, "more than 16 times")); /* an image, a map and .ko files */
 	char *spaced[] = { "gdbsample", "-p", " 80", NULL }; /* strtol would take it */
 	CHECK(cli_parse(&o, 3, spaced) == -1 && strstr(o.errstr, "-p: bad value"));
 	CHECK(parse(&o, "-h") == 0 && o.help);

@@ -24,6 +24,7 @@ int main(void)
 	test_stats();
 	test_kaslr();
 	test_modules();
+	test_kofile();
 	test_task();
 	test_strict();
 	test_output();

@@ -1,0 +1,617 @@
+/* kofile.c: kernel module files (-e NAME.ko, or a directory of them) -- each loaded module's DWARF
+ * (source lines) and CFI, its sections placed where the guest loaded them, through libdwfl. */
+#include "kofile.h"
+#include "err.h"
+#include "files.h"
+#include <dirent.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+/*
+ * A .ko is ET_REL: its sections have no addresses, its symbols are offsets into their section,
+ * and its DWARF and CFI need relocating against the sections' load addresses. The kernel lays a
+ * module's sections out as it loads it (layout_sections: by flags, then order), so gdbsample
+ * never guesses that layout: each section's base is derived from the module's own symbols as
+ * the guest keeps them (mod->kallsyms, modules.c: runtime addresses) -- base = guest address -
+ * st_value, for every .ko function found there by name, the base most of them agree on. Sections
+ * with no function in the guest (.init.text once freed, data) are left unloaded. libdwfl then
+ * relocates the DWARF (Dwfl_Callbacks.section_address, as for a live kernel's modules), and its
+ * .debug_frame feeds the CFI unwinder (unwind_cfi.c) and its line table `dump`.
+ *
+ * The file is checked before it is used: .modinfo's vermagic must name the guest's release (read
+ * from its linux_banner), and every function found in the guest must have the size the .ko says
+ * -- another build of the module (same kernel, changed source) is refused, not placed wrongly.
+ */
+
+/* ---- pure parts ---- */
+
+int ko_modinfo(const uint8_t *p, size_t len, const char *key, char *out, size_t cap)
+{
+	size_t kl = strlen(key);
+	for (size_t i = 0; i < len;) {
+		const uint8_t *z = memchr(p + i, 0, len - i);
+		size_t n = z ? (size_t)(z - (p + i)) : len - i;
+		if (n > kl && p[i + kl] == '=' && !memcmp(p + i, key, kl)) {
+			size_t v = n - kl - 1;
+			if (v >= cap) v = cap - 1;
+			memcpy(out, p + i + kl + 1, v);
+			out[v] = 0;
+			return 0;
+		}
+		i += n + 1;
+	}
+	return -1;
+}
+
+static int word(const char *s, size_t len, char *out, size_t cap)
+{
+	size_t i = 0, n = 0;
+	while (i < len && s[i] == ' ') i++;
+	while (i + n < len && s[i + n] && s[i + n] != ' ' && s[i + n] != '\n') n++;
+	if (!n || n >= cap) return -1;
+	for (size_t k = 0; k < n; k++)
+		if ((unsigned char)s[i + k] <= 0x20 || (unsigned char)s[i + k] >= 0x7f) return -1;
+	memcpy(out, s + i, n);
+	out[n] = 0;
+	return 0;
+}
+
+int ko_vermagic_release(const char *vermagic, char *out, size_t cap)
+{
+	return word(vermagic, strlen(vermagic), out, cap);
+}
+
+int ko_banner_release(const char *banner, size_t len, char *out, size_t cap)
+{
+	static const char pre[] = "Linux version ";
+	if (len < sizeof pre || memcmp(banner, pre, sizeof pre - 1)) return -1;
+	return word(banner + sizeof pre - 1, len - (sizeof pre - 1), out, cap);
+}
+
+static int bycount(const void *a, const void *b)
+{
+	const struct ko_base *x = a, *y = b;
+	if (x->shndx != y->shndx) return x->shndx < y->shndx ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int ko_section_bases(const struct ko_sym *ks, size_t nk, const struct ko_gsym *gs, size_t ng,
+		     struct ko_base *out, int cap, struct ko_match *m)
+{
+	struct ko_base *c = malloc((nk ? nk : 1) * sizeof *c); /* one candidate per matched symbol */
+	size_t nc = 0;
+	memset(m, 0, sizeof *m);
+	if (!c) return -1;
+	for (size_t i = 0; i < nk; i++)
+		for (size_t j = 0; j < ng; j++)
+			if (!strcmp(ks[i].name, gs[j].name)) {
+				c[nc++] = (struct ko_base){ ks[i].shndx, gs[j].addr - ks[i].value, 1 };
+				if (ks[i].size && gs[j].size && ks[i].size != gs[j].size) m->sizes_differ++;
+				break;
+			}
+	qsort(c, nc, sizeof *c, bycount);
+	int n = 0;
+	for (size_t i = 0; i < nc;) { /* per section: the base the most symbols give */
+		size_t e = i, best = i, bestn = 0, total = 0;
+		while (e < nc && c[e].shndx == c[i].shndx) {
+			size_t r = e;
+			while (r < nc && c[r].shndx == c[e].shndx && c[r].addr == c[e].addr) r++;
+			if (r - e > bestn) bestn = r - e, best = e;
+			total += r - e;
+			e = r;
+		}
+		if (n < cap) out[n++] = (struct ko_base){ c[best].shndx, c[best].addr, (uint32_t)bestn };
+		m->matched += (uint32_t)bestn;
+		m->disagree += (uint32_t)(total - bestn);
+		i = e;
+	}
+	free(c);
+	return n;
+}
+
+/* ---- files ---- */
+
+static const char *base(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static Elf_Scn *section(Elf *e, const char *name, GElf_Shdr *sh)
+{
+	size_t shstr;
+	Elf_Scn *s = NULL;
+	if (elf_getshdrstrndx(e, &shstr)) return NULL;
+	while ((s = elf_nextscn(e, s))) {
+		const char *n;
+		if (gelf_getshdr(s, sh) && (n = elf_strptr(e, shstr, sh->sh_name)) && !strcmp(n, name)) return s;
+	}
+	return NULL;
+}
+
+/* Why buf is not a usable kernel module, or NULL; name and vermagic filled in. */
+static const char *ko_check(const uint8_t *buf, size_t len, char *name, size_t ncap, char *vm, size_t vcap)
+{
+	Elf *e = NULL;
+	GElf_Ehdr eh;
+	size_t nsec = 0;
+	const char *why = NULL;
+	if (len >= 64 && !memcmp(buf, ELFMAG, SELFMAG) && buf[EI_CLASS] == ELFCLASS64 && buf[EI_DATA] == ELFDATA2LSB) {
+		uint64_t shoff = 0; /* Elf64_Ehdr e_shoff (0x28), e_shentsize (0x3a), e_shnum (0x3c) */
+		for (int i = 7; i >= 0; i--) shoff = shoff << 8 | buf[0x28 + i];
+		uint64_t shsz = (uint64_t)(buf[0x3a] | buf[0x3b] << 8) * (uint64_t)(buf[0x3c] | buf[0x3d] << 8);
+		if (shoff > len || shsz > len - shoff) {
+			why = "truncated (its section headers lie past the end of the file)";
+			goto out;
+		}
+	}
+	e = elf_memory((char *)buf, len);
+	if (!e || !gelf_getehdr(e, &eh) || elf_getshdrnum(e, &nsec) || !nsec) {
+		why = "not an ELF file, or its headers are cut short";
+		goto out;
+	}
+	if (eh.e_type != ET_REL) {
+		why = "not a relocatable object (ET_REL), as a kernel module is";
+		goto out;
+	}
+	if (eh.e_shoff > len || nsec > (len - eh.e_shoff) / (eh.e_shentsize ? eh.e_shentsize : 1)) {
+		why = "truncated (its section headers lie past the end of the file)";
+		goto out;
+	}
+	Elf_Scn *s = NULL;
+	int has_symtab = 0;
+	while ((s = elf_nextscn(e, s))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(s, &sh)) {
+			why = "a section header does not read";
+			goto out;
+		}
+		if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > len || sh.sh_size > len - sh.sh_offset)) {
+			why = "truncated (a section's bytes lie past the end of the file)";
+			goto out;
+		}
+		has_symtab |= sh.sh_type == SHT_SYMTAB;
+	}
+	GElf_Shdr sh;
+	Elf_Scn *mi = section(e, ".modinfo", &sh);
+	Elf_Data *d = mi ? elf_getdata(mi, NULL) : NULL;
+	if (!d || !d->d_buf || ko_modinfo(d->d_buf, d->d_size, "vermagic", vm, vcap) < 0) {
+		why = "no .modinfo with a vermagic (not a kernel module)";
+		goto out;
+	}
+	if (ko_modinfo(d->d_buf, d->d_size, "name", name, ncap) < 0 || !name[0]) {
+		why = "no name= in its .modinfo (built before Linux 5.3?)";
+		goto out;
+	}
+	for (char *c = name; *c; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f || *c == '/') {
+			why = "its .modinfo name is not a module name";
+			goto out;
+		}
+	if (!has_symtab) why = "no symbol table (stripped): nothing to place it by";
+out:
+	if (e) elf_end(e);
+	return why;
+}
+
+int ko_add_file(struct koset *s, const char *path, uint8_t *buf, size_t len)
+{
+	char name[MODS_NAME + 1] = "", vm[128] = "";
+	const char *why = ko_check(buf, len, name, sizeof name, vm, sizeof vm);
+	if (why) {
+		free(buf);
+		ERR_SET(s, ERR_FORMAT, "-e %s: %s", base(path), why);
+		return -1;
+	}
+	for (int i = 0; i < s->n; i++)
+		if (!s->k[i].from_dir && !strcmp(s->k[i].name, name)) {
+			free(buf);
+			ERR_SET(s, ERR_USAGE, "-e %s: a second file for module %s (give one)", base(path), name);
+			return -1;
+		}
+	struct kofile *nk = realloc(s->k, (size_t)(s->n + 1) * sizeof *nk);
+	if (!nk) {
+		free(buf);
+		ERR_SET(s, ERR_SYS, "out of memory");
+		return -1;
+	}
+	s->k = nk;
+	struct kofile *k = &s->k[s->n++];
+	memset(k, 0, sizeof *k);
+	snprintf(k->path, sizeof k->path, "%s", path);
+	snprintf(k->name, sizeof k->name, "%s", name);
+	snprintf(k->vermagic, sizeof k->vermagic, "%s", vm);
+	k->buf = buf;
+	k->len = len;
+	return 0;
+}
+
+int ko_add_dir(struct koset *s, const char *path)
+{
+	if (s->ndirs == KO_MAX_FILES) {
+		ERR_SET(s, ERR_USAGE, "-e %s: too many directories", base(path));
+		return -1;
+	}
+	if (!(s->dirs[s->ndirs] = strdup(path))) {
+		ERR_SET(s, ERR_SYS, "out of memory");
+		return -1;
+	}
+	s->ndirs++;
+	return 0;
+}
+
+static int release_of(const struct kofile *k, char *rel, size_t cap)
+{
+	return ko_vermagic_release(k->vermagic, rel, cap);
+}
+
+int ko_check_release(struct koset *s)
+{
+	if (!s->release[0]) return 0;
+	for (int i = 0; i < s->n; i++) {
+		char rel[KO_RELEASE] = "";
+		struct kofile *k = &s->k[i];
+		if (k->from_dir || (release_of(k, rel, sizeof rel) == 0 && !strcmp(rel, s->release))) continue;
+		ERR_SET(s, ERR_MISMATCH, "-e %s: built for Linux %s (vermagic '%.60s'), but the guest runs %s",
+			base(k->path), rel[0] ? rel : "(unknown)", k->vermagic, s->release);
+		return -1;
+	}
+	return 0;
+}
+
+/* Module file names use '-' and '_' alike (kbuild turns '-' into '_' in the module's name). */
+static int same_modname(const char *file, size_t n, const char *mod)
+{
+	if (strlen(mod) != n) return 0;
+	for (size_t i = 0; i < n; i++) {
+		char a = file[i] == '-' ? '_' : file[i], b = mod[i] == '-' ? '_' : mod[i];
+		if (a != b) return 0;
+	}
+	return 1;
+}
+
+/* dir searched (depth first, names sorted: deterministic) for NAME.ko; 0 found (path), -1 not. */
+static int find_in(const char *dir, const char *mod, int depth, char *path, size_t cap)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort), found = -1;
+	if (n < 0) return -1;
+	for (int i = 0; i < n; i++) {
+		const char *nm = ents[i]->d_name;
+		size_t l = strlen(nm);
+		char p[1024];
+		struct stat st;
+		if (found == 0 || nm[0] == '.') continue;
+		snprintf(p, sizeof p, "%s/%s", dir, nm);
+		if (stat(p, &st) < 0) continue;
+		if (S_ISREG(st.st_mode) && l > 3 && !strcmp(nm + l - 3, ".ko") && same_modname(nm, l - 3, mod)) {
+			snprintf(path, cap, "%s", p);
+			found = 0;
+		} else if (S_ISDIR(st.st_mode) && depth > 0 && strcmp(nm, "source") && strcmp(nm, "build")) {
+			found = find_in(p, mod, depth - 1, path, cap); /* build/source: the headers' trees */
+		}
+	}
+	for (int i = 0; i < n; i++) free(ents[i]);
+	free(ents);
+	return found;
+}
+
+static struct kofile *file_for(struct koset *s, const char *mod)
+{
+	for (int i = 0; i < s->n; i++)
+		if (!strcmp(s->k[i].name, mod)) return &s->k[i];
+	return NULL;
+}
+
+/* A module seen for the first time: its NAME.ko from the directories, if one is there. */
+static struct kofile *from_dirs(struct koset *s, const char *mod)
+{
+	char path[1024];
+	for (int d = 0; d < s->ndirs; d++) {
+		if (find_in(s->dirs[d], mod, KO_DIR_DEPTH, path, sizeof path) < 0) continue;
+		uint8_t *buf;
+		size_t len;
+		char why[160];
+		if (file_read(path, FILE_MAX_IMAGE, &buf, &len, why, sizeof why) < 0) return NULL;
+		int n = s->n;
+		int err = s->err;
+		if (ko_add_file(s, path, buf, len) < 0) { /* a bad file in a tree: skipped */
+			if (!err) s->err = 0;
+			return NULL;
+		}
+		struct kofile *k = &s->k[n];
+		k->from_dir = 1;
+		char rel[KO_RELEASE] = "";
+		if (s->release[0] && (release_of(k, rel, sizeof rel) < 0 || strcmp(rel, s->release))) {
+			k->refused = 1;
+			s->skipped++;
+		}
+		return k;
+	}
+	return NULL;
+}
+
+/* ---- placement through libdwfl ---- */
+
+static int find_elf(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr b, char **file, Elf **elfp)
+{
+	(void)mod;
+	(void)name;
+	(void)b;
+	(void)file;
+	struct kofile *k = *ud;
+	uint8_t *copy = malloc(k->len); /* libdwfl relocates in place: a copy per placement */
+	if (!copy) return -1;
+	memcpy(copy, k->buf, k->len);
+	*elfp = elf_memory((char *)copy, k->len);
+	if (!*elfp) {
+		free(copy);
+		return -1;
+	}
+	k->work = copy;
+	return -1; /* no file descriptor: *elfp is it */
+}
+
+static int no_debuginfo(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr b, const char *file,
+			const char *link, GElf_Word crc, char **out)
+{
+	(void)mod, (void)ud, (void)name, (void)b, (void)file, (void)link, (void)crc, (void)out;
+	return -1; /* the .ko holds its own DWARF */
+}
+
+static int sec_addr(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr b, const char *sec,
+		    GElf_Word shndx, const GElf_Shdr *sh, Dwarf_Addr *addr)
+{
+	(void)mod, (void)name, (void)b, (void)sec, (void)sh;
+	const struct kofile *k = *ud;
+	*addr = (Dwarf_Addr)-1; /* not placed: not in accessible memory (freed .init.text, data) */
+	for (int i = 0; i < k->nbases; i++)
+		if (k->bases[i].shndx == shndx) *addr = k->bases[i].addr;
+	return 0;
+}
+
+static const Dwfl_Callbacks callbacks = { find_elf, no_debuginfo, sec_addr, NULL };
+
+static void unplace(struct kofile *k)
+{
+	if (k->has_cfi) { /* the tables are libdwfl's: only the rule cache is ours */
+		k->cfi.eh = k->cfi.dbg = NULL;
+		k->cfi.dw = NULL;
+		cfi_free(&k->cfi);
+	}
+	if (k->dwfl) dwfl_end(k->dwfl);
+	free(k->work);
+	k->work = NULL;
+	k->dwfl = NULL;
+	k->dm = NULL;
+	k->has_cfi = 0;
+	k->placed = 0;
+	k->modaddr = 0;
+}
+
+/* The .ko's function symbols (names point into its string table; valid while e lives). */
+static size_t ko_syms(Elf *e, struct ko_sym **out)
+{
+	Elf_Scn *s = NULL;
+	size_t n = 0;
+	*out = NULL;
+	while ((s = elf_nextscn(e, s))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize || !(d = elf_getdata(s, NULL)))
+			continue;
+		size_t cnt = sh.sh_size / sh.sh_entsize;
+		struct ko_sym *v = malloc((cnt ? cnt : 1) * sizeof *v);
+		if (!v) return 0;
+		for (size_t i = 0; i < cnt; i++) {
+			GElf_Sym y;
+			const char *nm;
+			if (!gelf_getsym(d, (int)i, &y) || GELF_ST_TYPE(y.st_info) != STT_FUNC || y.st_shndx == SHN_UNDEF ||
+			    y.st_shndx >= SHN_LORESERVE || !(nm = elf_strptr(e, sh.sh_link, y.st_name)) || !nm[0])
+				continue;
+			v[n++] = (struct ko_sym){ nm, y.st_shndx, y.st_value, y.st_size };
+		}
+		*out = v;
+		return n;
+	}
+	return 0;
+}
+
+/* Place k for loaded module m: 0 placed, 1 refused (not the build loaded: k->refused, why in
+ * s->errstr if explicit), -1 out of memory. */
+static int place(struct koset *s, struct kofile *k, const struct module *m, const struct symtab *names)
+{
+	Elf *e = elf_memory((char *)k->buf, k->len);
+	struct ko_sym *ks = NULL;
+	struct ko_gsym *gs = NULL;
+	size_t nk = e ? ko_syms(e, &ks) : 0, ng = 0;
+	int rc = 1;
+	gs = malloc(((size_t)m->nsyms + 1) * sizeof *gs);
+	if (!gs) goto out;
+	for (size_t i = 0; i < names->n && ng < (size_t)m->nsyms + 1; i++) {
+		const struct sym *y = &names->syms[i];
+		int in = 0;
+		for (int r = 0; r < 2; r++) in |= y->addr >= m->text[r][0] && y->addr < m->text[r][1];
+		if (in && y->mod && !strcmp(y->mod, m->name)) gs[ng++] = (struct ko_gsym){ y->name, y->addr, y->size };
+	}
+	k->nbases = ko_section_bases(ks, nk, gs, ng, k->bases, KO_MAX_SECS, &k->match);
+	if (k->nbases <= 0 || k->match.sizes_differ || k->match.disagree) {
+		k->refused = 1;
+		if (!k->from_dir)
+			ERR_SET(s, ERR_MISMATCH, "-e %s: not the build of %s the guest runs (%s; %u of %zu functions "
+				"matched, %u of another size, %u at another offset)", base(k->path), m->name,
+				k->nbases <= 0 ? "none of its functions is among the module's symbols in the guest"
+					       : "its functions differ from the loaded ones",
+				k->match.matched, nk, k->match.sizes_differ, k->match.disagree);
+		goto out;
+	}
+	rc = -1;
+	k->dwfl = dwfl_begin(&callbacks);
+	if (!k->dwfl) goto out;
+	dwfl_report_begin(k->dwfl);
+	k->dm = dwfl_report_module(k->dwfl, m->name, m->text[0][0], m->text[0][1]);
+	void **ud = NULL;
+	if (!k->dm || !dwfl_module_info(k->dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL) || !ud) goto out;
+	*ud = k;
+	dwfl_report_end(k->dwfl, NULL, NULL);
+	Dwarf_Addr bias = 0;
+	Dwarf_CFI *dbg = dwfl_module_dwarf_cfi(k->dm, &bias), *eh = NULL;
+	Dwarf_Addr ebias = 0;
+	if (!dbg) eh = dwfl_module_eh_cfi(k->dm, &ebias);
+	if (dbg || eh) {
+		memset(&k->cfi, 0, sizeof k->cfi);
+		k->cfi.nregs = uw_arch_x86_64.nregs;
+		GElf_Ehdr eh0;
+		if (e && gelf_getehdr(e, &eh0) && eh0.e_machine == EM_AARCH64) k->cfi.nregs = uw_arch_aarch64.nregs;
+		k->cfi.dbg = dbg;
+		k->cfi.eh = eh;
+		k->cfi.bias = dbg ? bias : ebias;
+		k->has_cfi = 1;
+	}
+	k->placed = 1;
+	k->modaddr = m->addr;
+	k->lo = m->text[0][0];
+	k->hi = m->text[0][1];
+	rc = 0;
+out:
+	if (rc < 0) unplace(k);
+	free(ks);
+	free(gs);
+	if (e) elf_end(e);
+	return rc;
+}
+
+int ko_place(struct koset *s, const struct modset *mods, const struct symtab *names)
+{
+	for (int i = 0; i < s->n; i++) /* gone, or loaded again elsewhere */
+		if (s->k[i].placed) {
+			int live = 0;
+			for (int j = 0; j < mods->n; j++)
+				live |= mods->m[j].addr == s->k[i].modaddr && !strcmp(mods->m[j].name, s->k[i].name);
+			if (!live) unplace(&s->k[i]);
+		}
+	for (int j = 0; j < mods->n; j++) {
+		const struct module *m = &mods->m[j];
+		if (!m->addr) continue;
+		struct kofile *k = file_for(s, m->name);
+		if (!k && s->ndirs) k = from_dirs(s, m->name);
+		if (!k || k->placed || k->refused) continue;
+		int rc = place(s, k, m, names);
+		if (rc < 0) {
+			ERR_SET(s, ERR_SYS, "%s: libdwfl could not take it: %s", base(k->path), dwfl_errmsg(-1));
+			return -1;
+		}
+		if (rc == 1 && !k->from_dir) return -1;
+		if (rc == 1) s->skipped++;
+	}
+	uint64_t missing = 0;
+	for (int i = 0; i < s->n; i++) {
+		int live = 0;
+		for (int j = 0; j < mods->n; j++) live |= mods->m[j].addr && !strcmp(mods->m[j].name, s->k[i].name);
+		missing += !live && !s->k[i].from_dir;
+	}
+	s->not_loaded = missing;
+	return 0;
+}
+
+struct kofile *ko_find(struct koset *s, uint64_t pc)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->k[i].placed && pc >= s->k[i].lo && pc < s->k[i].hi) return &s->k[i];
+	return NULL;
+}
+
+struct cfi_ctx *ko_cfi(void *arg, uint64_t pc)
+{
+	struct koset *s = arg;
+	struct kofile *k = ko_find(s, pc);
+	if (!k || !k->has_cfi) return NULL;
+	k->steps++;
+	s->steps++;
+	return &k->cfi;
+}
+
+int ko_srcline(struct koset *s, uint64_t pc, char *out, size_t cap)
+{
+	struct kofile *k = ko_find(s, pc);
+	Dwfl_Line *l = k ? dwfl_module_getsrc(k->dm, pc) : NULL;
+	int line = 0;
+	const char *f = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+	if (!f || line <= 0) return -1;
+	size_t o = (size_t)snprintf(out, cap, "%s:%d", base(f), line);
+	k->lines++;
+	/* Inlined code: the functions the line is inlined from, innermost first, each with the line
+	 * of its call site (DW_TAG_inlined_subroutine's DW_AT_call_file/call_line, libdw's scopes). */
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(k->dm, pc, &bias), *scopes = NULL, *chain = NULL;
+	int n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0, first = -1;
+	for (int i = 0; i < n && first < 0; i++)
+		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) first = i;
+	/* dwarf_getscopes continues past an inlined instance with its abstract definition's scopes;
+	 * the concrete callers are that instance's own parents (dwarf_getscopes_die) */
+	n = first >= 0 ? dwarf_getscopes_die(&scopes[first], &chain) : 0;
+	free(scopes);
+	scopes = chain;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = NULL;
+	for (int i = 0; i < n && o < cap; i++) {
+		Dwarf_Attribute a;
+		Dwarf_Word cl = 0, cf = 0;
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+		const char *nm = dwarf_diename(&scopes[i]);
+		if (!nm) { /* the abstract instance's name */
+			Dwarf_Die org;
+			if (dwarf_attr(&scopes[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &org))
+				nm = dwarf_diename(&org);
+		}
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl);
+		dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &cf);
+		const char *cfn = files && cf < nfiles ? dwarf_filesrc(files, cf, NULL, NULL) : NULL;
+		o += (size_t)snprintf(out + o, cap - o, ", inlined %s from %s:%llu", nm ? nm : "?", cfn ? base(cfn) : "?",
+				      (unsigned long long)cl);
+	}
+	free(scopes);
+	return 0;
+}
+
+void ko_line(const struct koset *s, char *out, size_t cap)
+{
+	size_t o = 0;
+	int placed = 0, given = 0;
+	uint64_t lines = 0;
+	out[0] = 0;
+	if (!s->n && !s->ndirs) return;
+	for (int i = 0; i < s->n; i++) {
+		placed += s->k[i].placed;
+		given += !s->k[i].from_dir;
+		lines += s->k[i].lines;
+	}
+	o += (size_t)snprintf(out + o, cap - o, "gdbsample: .ko files: %d given, %d found in %d director%s, %d placed (",
+			      given, s->n - given, s->ndirs, s->ndirs == 1 ? "y" : "ies", placed);
+	for (int i = 0, first = 1; i < s->n && o < cap; i++)
+		if (s->k[i].placed) {
+			o += (size_t)snprintf(out + o, cap - o, "%s%s: %d section%s from %u functions", first ? "" : "; ",
+					      s->k[i].name, s->k[i].nbases, s->k[i].nbases == 1 ? "" : "s",
+					      s->k[i].match.matched);
+			first = 0;
+		}
+	if (o < cap)
+		snprintf(out + o, cap - o, "), for modules not loaded %llu, skipped in directories %llu; CFI "
+			 "lookups %llu, source lines %llu\n", (unsigned long long)s->not_loaded,
+			 (unsigned long long)s->skipped, (unsigned long long)s->steps, (unsigned long long)lines);
+}
+
+void ko_free(struct koset *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		unplace(&s->k[i]);
+		free(s->k[i].buf);
+	}
+	for (int i = 0; i < s->ndirs; i++) free(s->dirs[i]);
+	free(s->k);
+	memset(s, 0, sizeof *s);
+}
