@@ -182,7 +182,12 @@ def test_make_demo_runs_from_a_clean_clone(tmp_path):
     r = subprocess.run(["make", "-j2", "demo"], cwd=clone, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout
-    assert re.search(r"^verdict: consistent", out, re.M), out[-3000:]
+    # consistent; or, on a host busy enough that the vCPUs advanced unequally, inconclusive with
+    # the wait measured and a line saying it is not a failure -- never `differs`
+    verdicts = re.findall(r"^verdict: (\w+)$", out, re.M)  # one per architecture
+    assert verdicts and set(verdicts) <= {"consistent", "inconclusive"}, out[-3000:]
+    notes = re.findall(r"^compare is inconclusive, not a failure: .*waited \d+ % of the window", out, re.M)
+    assert len(notes) == verdicts.count("inconclusive"), out[-3000:]
     for path in ("demo/flamegraph.svg", "demo/external.speedscope.json", "demo/external.folded"):
         assert path in out and (clone / path).stat().st_size > 0, path
     assert re.search(r"==> done in (\d+) s", out), out[-500:]  # how long it took: said, never judged
