@@ -201,3 +201,17 @@ def test_busiest_waited_picks_the_busy_threads():
     assert crosscheck.busiest_waited(before, after, 1, 1000) == 0.1
     assert crosscheck.busiest_waited(before, {1: (1, 1)}, 2, 1000) is None  # threads gone
     assert crosscheck.busiest_waited(before, after, 2, 0) is None
+
+
+def test_an_inconclusive_compare_is_not_a_failure_and_says_the_wait():
+    """compare's exit 4 becomes crosscheck's (and the demo's) 0 with a line giving the measured
+    wait; 0 and 1 stay as they are, with no line."""
+    res = crosscheck.Result("/nonexistent")
+    res.status, res.vcpu_waited = crosscheck.COMPARE_INCONCLUSIVE, 0.314
+    note = crosscheck.inconclusive_note(res)
+    assert note.startswith("compare is inconclusive, not a failure: ") and "waited 31 % of the window" in note
+    res.vcpu_waited = None
+    assert "no schedstat" in crosscheck.inconclusive_note(res)
+    for status in (0, 1):
+        res.status = status
+        assert crosscheck.inconclusive_note(res) is None
