@@ -62,7 +62,8 @@ demo: deps all
 	$(if $(filter x86_64,$(KARCHES)),$(PY) tools/demo.py --arch x86_64 --kernel $(BUILD)/kernel.elf)
 	$(if $(filter aarch64,$(KARCHES)),$(PY) tools/demo.py --arch aarch64 --kernel $(BUILD)/aarch64/kernel.elf)
 
-# The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs).
+# The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs;
+# inconclusive, too unequal vCPU progress to tell, exits 0 with a line saying so).
 # ARCH=aarch64: on QEMU virt, where the in-guest source is the PMU (x86_64 under TCG: the tick).
 crosscheck: deps all
 	$(PY) tools/crosscheck.py --arch $(firstword $(ARCH)) \

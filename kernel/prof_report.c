@@ -85,6 +85,7 @@ void prof_report(struct out *o, const struct prof_run *run)
 {
 	struct chain *tab = kzalloc(PROF_MAX_CHAINS * sizeof(struct chain));	/* never on the stack */
 	uint64_t total = 0, idle = 0, left_out = 0;
+	uint64_t per_cpu[MAX_CPUS] = {0};	/* samples in the report, by the CPU that took them */
 	int nchains = 0;
 	if (!tab) {
 		out_puts(o, "profile: out of memory for the chain table\n");
@@ -100,6 +101,7 @@ void prof_report(struct out *o, const struct prof_run *run)
 				continue;
 			}
 			total++;
+			per_cpu[cpu]++;
 			uint64_t leaf;
 			const char *name = leaf_of(r->frames[0], &leaf);
 			struct chain *c = 0;
@@ -136,6 +138,11 @@ void prof_report(struct out *o, const struct prof_run *run)
 	out_printf(o, "profiled %lu ms\n", run->ms);
 	out_printf(o, "%lu samples on %d cpus, %lu dropped, source %s\n", total, run->cpus, run->dropped,
 		   source_name(run));
+	/* Each CPU's share: its guest time may have advanced unequally (its host thread waited), and
+	 * `compare` weighs an external profile by these to compare like with like. */
+	for (int cpu = 0; cpu < MAX_CPUS; cpu++)
+		if (run->buf[cpu])
+			out_printf(o, "cpu %d: %lu samples\n", cpu, per_cpu[cpu]);
 	if (total == 0) {
 		if (run->pid >= 0)
 			out_printf(o, "no samples: pid %d did not run during the window (it may have slept the whole time)\n",

@@ -97,10 +97,13 @@ def main():
         print(res.compare_text.split("\ntop ")[0].rstrip())
         verdict = res.compare_text.strip().splitlines()[-1]
         for line in res.compare_text.splitlines():
-            if line.startswith(("total variation", "tick-blind", "differs on")):
+            if line.startswith(("total variation", "tick-blind", "differs on", "inconclusive:")):
                 print(line)
-        colour = GREEN if res.status == 0 else RED
+        note = crosscheck.inconclusive_note(res)
+        colour = GREEN if res.status == 0 else DIM if note else RED
         print(f"{BOLD}{colour}{verdict}{RESET}")
+        if note:
+            print(note)
 
         step(f"write {os.path.relpath(a.out)}/")
         os.makedirs(a.out, exist_ok=True)
@@ -124,7 +127,7 @@ def main():
     print(f"  {rel['capture']:<34} the raw capture: `analysis/gdbsample-analyze info {rel['capture']}`")
     print(f"  {rel['inguest']:<34} the in-guest report; {rel['compare']}: compare's full output")
     step(f"done in {time.monotonic() - t0:.0f} s — {verdict}")
-    return res.status
+    return 0 if note else res.status
 
 
 if __name__ == "__main__":

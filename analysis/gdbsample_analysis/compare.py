@@ -23,12 +23,19 @@ Overall `consistent` needs no `differs` row and a total variation distance <= --
 sampling noise alone reaches at the 95th percentile for these sample sizes (a few hundred in-guest
 samples give ~0.08 by chance), both computed on the functions that are neither tick-blind nor
 tick-shifted, renormalised.
+Like with like (vcpus.py): when both inputs say which vCPU took each sample, the external shares
+are each vCPU's external profile weighted by that vCPU's share of the in-guest samples, so vCPU
+threads that got unequal host time cannot make two true profiles differ. When that weighted
+comparison is not consistent but the vCPUs' progress was measurably unequal, the verdict is
+`inconclusive` (exit 4) if the pair is consistent with the external samples counted as only as
+many independent ones as the slowest vCPU's progress allows; docs/compare.md has the statistics.
 """
-from . import common, filters, output, profiles, stats
+from . import common, filters, output, profiles, stats, vcpus
 from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 
 HELP = "compare an in-guest `profile` report with an external profile (capture, folded or report)"
 EXIT_CONSISTENT, EXIT_DIFFERS = 0, 1
+EXIT_INCONCLUSIVE = 4   # not consistent, but within what unequal vCPU progress blurs (3 is a damaged capture)
 OTHER = "(other)"
 OTHER_OFF = "(other, interrupts off)"
 MIN_SHARE = 0.005       # functions under 0.5 % on both sides are pooled into (other)
@@ -167,6 +174,23 @@ def chain_table(a, b, n):
     return out
 
 
+class Verdict:
+    """One judgement of a pair of profiles (b possibly reweighted by vCPU)."""
+
+    def __init__(self, a, b, args):
+        self.rows = categories(a, b)
+        classify(self.rows, a, b)
+        self.kept, self.n_in, self.n_ext = judge(self.rows, a, b, args.tolerance)
+        kin, kext = [r.k_in for r in self.kept], [r.k_ext for r in self.kept]
+        p = [k / self.n_in if self.n_in else 0 for k in kin]
+        q = [k / self.n_ext if self.n_ext else 0 for k in kext]
+        self.distance = stats.tvd(p, q)
+        self.chi, self.df, self.pvalue = stats.chi2_homogeneity(kin, kext)
+        self.differs = [r.name for r in self.kept if r.verdict == "differs"]
+        self.noise = stats.tvd_noise95(kin, kext)
+        self.consistent = not self.differs and self.distance <= args.max_tvd + self.noise
+
+
 def run(args):
     out = output.Output(None, (args.inguest, args.external, args.elf))  # stdout, not >> an input
     try:
@@ -182,44 +206,57 @@ def run(args):
         if prof.total == 0:   # a damaged capture with nothing before the damage: 3
             raise Failure("%s has no samples to compare" % prof.name,
                           EXIT_DAMAGED if prof.damaged else EXIT_USAGE)
-    rows = categories(a, b)
-    classify(rows, a, b)
-    kept, n_in, n_ext = judge(rows, a, b, args.tolerance)
-    p = [r.k_in / n_in if n_in else 0 for r in kept]
-    q = [r.k_ext / n_ext if n_ext else 0 for r in kept]
-    distance = stats.tvd(p, q)
-    chi, df, pvalue = stats.chi2_homogeneity([r.k_in for r in kept], [r.k_ext for r in kept])
-    differs = [r.name for r in kept if r.verdict == "differs"]
-    noise = stats.tvd_noise95([r.k_in for r in kept], [r.k_ext for r in kept])
-    consistent = not differs and distance <= args.max_tvd + noise
+    weighting, unweighted_why = vcpus.plan(a, b)
+    shown = vcpus.reweight(b, weighting) if weighting else b
+    v = Verdict(a, shown, args)
+    blurred = None  # the judgement with the contention's loss of independent samples allowed for
+    if not v.consistent and weighting and weighting.credible():
+        blurred = Verdict(a, vcpus.reweight(b, weighting, weighting.size / weighting.design), args)
+    verdict = ("consistent" if v.consistent else
+               "inconclusive" if blurred is not None and blurred.consistent else "differs")
 
     out.write("in-guest: %s (%s, %d samples%s)\n" % (a.name, a.source, a.total,
               ", %d windows" % a.windows if a.windows > 1 else ""))
-    out.write("external: %s (%s, %d samples)\n\n" % (b.name, b.source, b.total))
-    out.write("\n".join(format_table(rows, a, b)) + "\n")
-    if len(kept) < len(rows):
+    out.write("external: %s (%s, %d samples)\n" % (b.name, b.source, b.total))
+    if weighting:
+        out.write("\n".join(weighting.lines()) + "\n")
+    elif a.by_cpu is not None and len(a.by_cpu) > 1 or b.per_cpu is not None and len(b.per_cpu) > 1:
+        out.write("not weighted by vCPU: %s\n" % unweighted_why)
+    out.write("\n")
+    out.write("\n".join(format_table(v.rows, a, shown)) + "\n")
+    if len(v.kept) < len(v.rows):
         out.write("(shares are of all samples; DIFF and interval of the agree/differs rows are on shares "
                   "renormalised without the %s and tick-shifted rows)\n" % blind_label(a))
     out.write("\n")
     if args.chains:
-        out.write("\n".join(chain_table(a, b, args.chains)) + "\n\n")
-    cover = n_in / a.total if a.total else 0
+        out.write("\n".join(chain_table(a, shown, args.chains)) + "\n\n")
+    cover = v.n_in / a.total if a.total else 0
     out.write("total variation distance %.3f (limit %.3f + %.3f that sampling noise reaches 1 time in 20) over the "
               "functions that are neither %s nor tick-shifted (%.0f %% of in-guest samples)\n"
-              % (distance, args.max_tvd, noise, blind_label(a), 100 * cover))
-    if df:
+              % (v.distance, args.max_tvd, v.noise, blind_label(a), 100 * cover))
+    if v.df:
         out.write("chi-square %.1f, %d degrees of freedom, p = %.3g (a test of exact equality: with "
-                  "thousands of samples it also catches differences below the tolerance)\n" % (chi, df, pvalue))
-    blind = [r.name for r in rows if r.verdict == blind_label(a)]
+                  "thousands of samples it also catches differences below the tolerance)\n" % (v.chi, v.df, v.pvalue))
+    blind = [r.name for r in v.rows if r.verdict == blind_label(a)]
     if blind and blind_label(a) == "tick-blind":
         out.write("tick-blind: %s (interrupts off: the in-guest tick cannot sample there)\n" % ", ".join(blind))
     elif blind:
         out.write("blind: %s (interrupts off: the in-guest source's own handler, which it cannot sample)\n"
                   % ", ".join(blind))
-    if differs:
-        out.write("differs on: %s\n" % ", ".join(differs))
-    out.write("verdict: %s\n" % ("consistent" if consistent else "differs"))
+    if v.differs:
+        out.write("differs on: %s\n" % ", ".join(v.differs))
+    if blurred is not None:
+        out.write("%s: with the external samples counted as %.0f independent ones (the slowest vCPU advanced at "
+                  "1/%.1f of the fastest's rate, so its stops clump), total variation distance %.3f against a limit "
+                  "of %.3f%s\n" % ("inconclusive" if blurred.consistent else "still differs",
+                                    weighting.size / weighting.design, weighting.design, blurred.distance,
+                                    args.max_tvd + blurred.noise,
+                                    ", differs on: " + ", ".join(blurred.differs) if blurred.differs else ""))
+    elif weighting and weighting.unequal and not v.consistent:
+        out.write("vCPU progress %.1f times unequal: more than contention is credited with (%.0f), so it does "
+                  "not excuse the difference\n" % (weighting.design, vcpus.MAX_DESIGN))
+    out.write("verdict: %s\n" % verdict)
     out.commit()
     if a.damaged or b.damaged:
         return EXIT_DAMAGED
-    return EXIT_CONSISTENT if consistent else EXIT_DIFFERS
+    return {"consistent": EXIT_CONSISTENT, "differs": EXIT_DIFFERS, "inconclusive": EXIT_INCONCLUSIVE}[verdict]

@@ -12,6 +12,8 @@ HEADER = re.compile(r"^profiled ([0-9]{1,18}) ms$")
 COUNTS = re.compile(r"^([0-9]{1,18}) samples on ([0-9]{1,18}) cpus, ([0-9]{1,18}) dropped, source (.+)$")
 LEAF = re.compile(r"^([0-9]{1,18}(?:\.[0-9])?)% ([0-9]{1,18}) (\S+)$")
 CALLER = re.compile(r"^ {8}<- (\S+)$")
+# the in-guest profile's samples by the CPU that took them (one line per CPU, after the counts)
+CPU = re.compile(r"^cpu ([0-9]{1,4}): ([0-9]{1,18}) samples$")
 NOTE = re.compile(r"^\(([0-9]{1,18}) (?:more chains not shown|samples left out: .*)\)$")
 # gdbsample's lines before the first chain: how it attached, the kernel, and (capture version 3)
 # one `task P% COUNT NAME pid P tgid T, user U%` line per task
@@ -38,8 +40,16 @@ class Profile:
         self.windows = 0            # reports summed (a text input may hold several)
         self.ms = 0                 # profiled time, summed over reports
         self.damaged = False        # a capture read only up to a damaged chunk
+        self.by_cpu = None          # vCPU -> samples, when the input says (reports: `cpu N:` lines)
+        self.per_cpu = None         # vCPU -> its own Profile, when the input holds each sample's vCPU
 
-    def add(self, chain, count, irqoff=0):
+    def add(self, chain, count, irqoff=0, cpu=None):
+        if cpu is not None:         # also into that vCPU's own profile
+            self.by_cpu[cpu] = self.by_cpu.get(cpu, 0) + count
+            sub = self.per_cpu.get(cpu)
+            if sub is None:
+                sub = self.per_cpu[cpu] = Profile("%s vCPU %d" % (self.name, cpu))
+            sub.add(chain, count, irqoff)
         self.total += count
         self.leaf[chain[0]] = self.leaf.get(chain[0], 0) + count
         self.chains[chain] = self.chains.get(chain, 0) + count
@@ -51,7 +61,7 @@ def parse_reports(text, name):
     """One or more `profile` / `gdbsample -f report` reports (serial noise around them is fine)."""
     prof = Profile(name)
     lines = [ln.rstrip("\r") for ln in text.split("\n")]   # lines end at \n only, as folded.py's
-    i, sources = 0, set()
+    i, sources, by_cpu = 0, set(), {}
     while i < len(lines):
         h = HEADER.match(lines[i].strip())
         if not h:
@@ -65,11 +75,13 @@ def parse_reports(text, name):
         total, shown = int(c.group(1)), 0
         sources.add(c.group(4))
         i += 2
-        chain = None
+        chain, cpus = None, {}
         while i < len(lines):
             line = lines[i].rstrip()
-            lm, cm = LEAF.match(line), CALLER.match(line)
-            if lm:
+            lm, cm, um = LEAF.match(line), CALLER.match(line), CPU.match(line)
+            if um and chain is None:
+                cpus[int(um.group(1))] = cpus.get(int(um.group(1)), 0) + int(um.group(2))
+            elif lm:
                 if chain:
                     prof.add(tuple(chain[1:]), chain[0])
                 chain = [int(lm.group(2)), function_of(lm.group(3))]
@@ -87,21 +99,35 @@ def parse_reports(text, name):
             raise Failure("%s: a report's chains add up to %d samples, more than its %d" % (name, shown, total))
         prof.unshown += total - shown
         prof.total += total - shown
+        if cpus and sum(cpus.values()) != total:
+            raise Failure("%s: a report's cpu lines add up to %d samples, not its %d" % (name, sum(cpus.values()), total))
+        if by_cpu is not None and cpus:     # every report must say, or the sum would be wrong
+            for c, n in cpus.items():
+                by_cpu[c] = by_cpu.get(c, 0) + n
+        else:
+            by_cpu = None
     if not prof.windows:
         raise Failure("%s: no report found (expected a 'profiled N ms' line)" % name)
     prof.source = ", ".join(sorted(sources))
+    prof.by_cpu = by_cpu
     return prof
 
 
 def from_folded(stacks, name):
     prof = Profile(name)
     prof.source = "folded"
+    rows = []
     for stack, count in stacks.items():
         frames = [f for f in stack.split(";") if f]
-        if frames and re.fullmatch(r"cpu\d+", frames[0]):
-            frames = frames[1:]
+        cpu = None
+        if frames and re.fullmatch(r"cpu[0-9]{1,4}", frames[0]):
+            cpu, frames = int(frames[0][3:]), frames[1:]
         if frames:
-            prof.add(tuple(function_of(f) for f in reversed(frames)), count)
+            rows.append((tuple(function_of(f) for f in reversed(frames)), count, cpu))
+    if rows and all(cpu is not None for _, _, cpu in rows):   # grouped by CPU (fold --group-by-cpu)
+        prof.by_cpu, prof.per_cpu = {}, {}
+    for chain, count, cpu in rows:
+        prof.add(chain, count, cpu=cpu if prof.per_cpu is not None else None)
     return prof
 
 
@@ -120,11 +146,12 @@ def from_capture(path, syms, args):
         prof.source += ", comm %r" % args.comm
     raw = {}
     for s in flt.apply(cap.samples()):
-        k = (s.frames, s.exact, bool(s.flags & FLAG_IRQOFF))
+        k = (s.frames, s.exact, bool(s.flags & FLAG_IRQOFF), s.cpu)
         raw[k] = raw.get(k, 0) + 1
-    for (frames, exact, off), n in raw.items():
+    prof.by_cpu, prof.per_cpu = {}, {}
+    for (frames, exact, off, cpu), n in raw.items():
         chain = tuple(syms.frame_name(a, is_return(i, exact)) for i, a in enumerate(frames))
-        prof.add(chain, n, n if off else 0)
+        prof.add(chain, n, n if off else 0, cpu)
     prof.damaged = common.loss_status(cap) != common.EXIT_OK
     return prof
 

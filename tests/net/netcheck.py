@@ -37,6 +37,8 @@ def shape(report):
             kinds.append("profiled")
         elif re.fullmatch(r"\d+ samples on \d+ cpus, \d+ dropped, source .+", line):
             kinds.append("samples")
+        elif re.fullmatch(r"cpu \d+: \d+ samples", line):
+            kinds.append("cpu")
         elif re.fullmatch(r"\d+\.\d% \d+ \S+", line):
             kinds.append("leaf")
         elif re.fullmatch(r" {8}<- \S+", line):
@@ -50,8 +52,8 @@ def shape(report):
 
 def form(report):
     """The grammar a report follows, as one string: header lines, then per chain `L` and one
-    `c` per caller, then `+` if chains were left out; e.g. "PS Lccc Lcc +"."""
-    text = "".join({"profiled": "P", "samples": "S", "leaf": " L", "caller": "c", "more": " +"}.get(k, " ?")
+    `c` per caller, then `+` if chains were left out; e.g. "PSCC Lccc Lcc +" (C: a CPU's count)."""
+    text = "".join({"profiled": "P", "samples": "S", "cpu": "C", "leaf": " L", "caller": "c", "more": " +"}.get(k, " ?")
                    for k in shape(report))
     return text
 

@@ -34,7 +34,7 @@ def test_profile_over_udp_has_the_serial_shape(g):
     r = subprocess.run([UDPSH, "--port", str(g.udp_port), "profile", "500", "all", "3"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    grammar = re.compile(r"PS( Lc*){1,3}( \+)?")
+    grammar = re.compile(r"PSCC( Lc*){1,3}( \+)?")
     assert grammar.fullmatch(netcheck.form(r.stdout)) and grammar.fullmatch(netcheck.form(serial)), (r.stdout, serial)
     assert netcheck.header(r.stdout) == netcheck.header(serial) == ("500", "2", "tick 100 Hz")
     for report in (r.stdout, serial):

@@ -182,7 +182,12 @@ def test_make_demo_runs_from_a_clean_clone(tmp_path):
     r = subprocess.run(["make", "-j2", "demo"], cwd=clone, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout
-    assert re.search(r"^verdict: consistent", out, re.M), out[-3000:]
+    # consistent; or, on a host busy enough that the vCPUs advanced unequally, inconclusive with
+    # the wait measured and a line saying it is not a failure -- never `differs`
+    verdicts = re.findall(r"^verdict: (\w+)$", out, re.M)  # one per architecture
+    assert verdicts and set(verdicts) <= {"consistent", "inconclusive"}, out[-3000:]
+    notes = re.findall(r"^compare is inconclusive, not a failure: .*waited \d+ % of the window", out, re.M)
+    assert len(notes) == verdicts.count("inconclusive"), out[-3000:]
     for path in ("demo/flamegraph.svg", "demo/external.speedscope.json", "demo/external.folded"):
         assert path in out and (clone / path).stat().st_size > 0, path
     assert re.search(r"==> done in (\d+) s", out), out[-500:]  # how long it took: said, never judged
@@ -196,3 +201,17 @@ def test_busiest_waited_picks_the_busy_threads():
     assert crosscheck.busiest_waited(before, after, 1, 1000) == 0.1
     assert crosscheck.busiest_waited(before, {1: (1, 1)}, 2, 1000) is None  # threads gone
     assert crosscheck.busiest_waited(before, after, 2, 0) is None
+
+
+def test_an_inconclusive_compare_is_not_a_failure_and_says_the_wait():
+    """compare's exit 4 becomes crosscheck's (and the demo's) 0 with a line giving the measured
+    wait; 0 and 1 stay as they are, with no line."""
+    res = crosscheck.Result("/nonexistent")
+    res.status, res.vcpu_waited = crosscheck.COMPARE_INCONCLUSIVE, 0.314
+    note = crosscheck.inconclusive_note(res)
+    assert note.startswith("compare is inconclusive, not a failure: ") and "waited 31 % of the window" in note
+    res.vcpu_waited = None
+    assert "no schedstat" in crosscheck.inconclusive_note(res)
+    for status in (0, 1):
+        res.status = status
+        assert crosscheck.inconclusive_note(res) is None

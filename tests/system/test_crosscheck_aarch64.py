@@ -47,7 +47,9 @@ def test_the_pmu_sees_irqoff_spin_and_agrees_with_gdbsample(a64_run):
     within 6 pp of the truth the task measured itself (`work time`) and of gdbsample's: at ~1000
     in-guest samples of the task the binomial sigma of a 30 % share is 1.45 pp, so 6 pp is > 4
     sigma (12 pp when the vCPU threads waited, as on x86_64). compare does not call it tick-blind:
-    it agrees, and the whole comparison is consistent."""
+    it agrees, and the whole comparison is consistent -- or, only when the vCPU threads waited for
+    a host core, inconclusive (never differs: seen beside two CPU hogs before compare weighed by
+    vCPU, 18/82 % of the in-guest samples on the two vCPUs against 50/50 outside, TVD 0.33)."""
     res = a64_run
     [truth] = res.phase_tsc.values()
     _, s_true = shares(truth, TASK)
@@ -58,6 +60,14 @@ def test_the_pmu_sees_irqoff_spin_and_agrees_with_gdbsample(a64_run):
     assert abs(s_in["irqoff_spin"] - s_true["irqoff_spin"]) <= bound, (s_in, s_true, res.vcpu_waited)
     assert abs(s_in["irqoff_spin"] - s_ext["irqoff_spin"]) <= bound, (s_in, s_ext, res.vcpu_waited)
     row = next(line for line in res.compare_text.splitlines() if line.startswith("irqoff_spin"))
+    if res.vcpu_waited is not None and res.vcpu_waited > CONTENDED and res.status == crosscheck.COMPARE_INCONCLUSIVE:
+        # compare weighs the external profile by each vCPU's in-guest samples (their threads' host
+        # time differed); what that cannot undo -- a waiting vCPU's stops clump -- it may call
+        # inconclusive, saying how unequal the progress was: never `differs`
+        assert re.search(r"^inconclusive: .* advanced at 1/[\d.]+ of the fastest", res.compare_text, re.M), \
+            res.compare_text
+        assert res.compare_text.strip().endswith("verdict: inconclusive"), res.compare_text
+        return
     assert row.rstrip().endswith("agree"), res.compare_text
     assert res.status == 0 and res.compare_text.strip().endswith("verdict: consistent"), res.compare_text
 

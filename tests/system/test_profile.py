@@ -13,6 +13,7 @@ from elftools.elf.elffile import ELFFile
 
 HEADER = re.compile(r"^profiled (\d+) ms\n(\d+) samples on (\d+) cpus, (\d+) dropped, source (.+)$", re.M)
 LEAF = re.compile(r"^(\d+\.\d)% (\d+) (\S+)$", re.M)
+CPU = re.compile(r"^cpu (\d+): (\d+) samples$", re.M)
 
 
 def parse(report):
@@ -20,6 +21,7 @@ def parse(report):
     m = HEADER.search(report)
     assert m, report
     head = dict(ms=int(m[1]), samples=int(m[2]), cpus=int(m[3]), dropped=int(m[4]), source=m[5])
+    head["by_cpu"] = {int(c): int(n) for c, n in CPU.findall(report)}  # the samples each CPU took
     chains = []
     for line in report.splitlines():
         lm = LEAF.match(line)
@@ -61,6 +63,8 @@ def test_every_form_of_the_command(boot):
         waited = crosscheck.busiest_waited(before, crosscheck.thread_schedstat(g.proc.pid), 2,
                                            time.monotonic_ns() - t0) or 0.0
         assert head["ms"] == ms and head["cpus"] == 2 and head["source"] == "tick 100 Hz", line
+        # one line per sampling CPU, adding up to the report's samples (compare weighs by them)
+        assert sorted(head["by_cpu"]) == [0, 1] and sum(head["by_cpu"].values()) == head["samples"], (line, head)
         assert len(chains) <= chains_max
         # 100 Hz on each CPU: about ms/10 samples per busy CPU (the chain task's CPU is busy). A
         # tick due while the vCPU thread waits for a host core is late, and the deadline re-armed
