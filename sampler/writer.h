@@ -1,6 +1,7 @@
 /* writer.h: the one interface every output shares -- add a sample, then write the result. */
 #ifndef WRITER_H
 #define WRITER_H
+#include "err.h"
 #include <stdint.h>
 #include <stdio.h>
 #include "sample.h"
@@ -29,7 +30,7 @@ struct writer {
 	/* Release everything. */
 	void (*free)(struct writer *w);
 	int err;                   /* sticky error code */
-	char errstr[128];          /* what went wrong */
+	char errstr[ERR_MAX];          /* what went wrong */
 };
 
 /* The text report shared with the in-guest `profile` (docs/report-format.md). */
