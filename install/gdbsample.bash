@@ -23,6 +23,9 @@ _gdbsample()
         --task-format)
             COMPREPLY=($(compgen -W 'comm comm-pid pid cpu' -- "$cur"))
             return ;;
+        --summary-format)
+            COMPREPLY=($(compgen -W 'human kv json' -- "$cur"))
+            return ;;
         --domain)
             COMPREPLY=($(compgen -W '$(virsh list --name 2>/dev/null)' -- "$cur"))
             return ;;

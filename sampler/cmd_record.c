@@ -68,7 +68,8 @@ int cmd_record(const struct opts *o)
 	static struct session ss;
 	static struct stats st; /* large (pause histogram): not on the stack */
 	static struct output out;
-	static char kv[4096], human[4096], kline[512], modline[512], koline[512];
+	static struct summary sum;                                      /* the run's counters, one table */
+	static char kv[65536], text[65536], kline[512];
 	struct pace p;
 	struct sinks k = { 0 };
 
@@ -100,11 +101,11 @@ int cmd_record(const struct opts *o)
 	}
 	int failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;   /* sample until -d or a signal */
 	progress_erase(stderr);                                         /* gone before anything else */
-	stats_kv(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
-	session_kv(&ss, kv, sizeof kv);                                 /* how the VM was reached, the image */
+	summary_init(&sum);
+	stats_summary(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, &sum);
+	session_summary(&ss, &sum);                                     /* modules, the VM, the image */
+	summary_kv(&sum, kv, sizeof kv);                                /* the capture's trailer */
 	session_image_line(&ss, kline, sizeof kline);
-	session_modules_line(&ss, modline, sizeof modline);
-	ko_line(&ss.img.kos, koline, sizeof koline);
 	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
 			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL };
 	char *modtext = session_modules_text(&ss);                      /* the capture names module frames */
@@ -118,20 +119,23 @@ int cmd_record(const struct opts *o)
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 		failed = ss.err;
 	}
-	if (ss.how[0] && !failed)
+	if (ss.how[0] && !failed && !o->quiet)
 		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is %s\n", ss.g.conn.where,
 			ss.held ? "left stopped as we found it" : "running");
 	if (ss.hotplugged && !o->quiet)
 		fprintf(stderr, "gdbsample: warning: %d vCPU%s hot-plugged during the run %s not sampled\n",
 			ss.hotplugged, ss.hotplugged > 1 ? "s" : "", ss.hotplugged > 1 ? "were" : "was");
-	if (ss.held_rounds)
+	if (ss.held_rounds && !o->quiet)
 		fprintf(stderr, "gdbsample: the VM was stopped by someone else %llu time%s; %llu sampling round%s "
 			"skipped meanwhile\n", (unsigned long long)ss.held_episodes, ss.held_episodes > 1 ? "s" : "",
 			(unsigned long long)ss.held_rounds, ss.held_rounds > 1 ? "s" : "");
-	stats_human(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
-	fputs(human, stderr);                                           /* the summary, always */
-	fputs(modline, stderr);                                         /* modules read, their costs */
-	fputs(koline, stderr);                                          /* .ko files placed, what they gave */
+	if (cli_summary_wanted(o)) {                                    /* unless -q; as asked */
+		text[0] = 0;
+		if (o->summary_format == SUMFMT_JSON) summary_json(&sum, text, sizeof text);
+		else if (o->summary_format == SUMFMT_KV) summary_kv(&sum, text, sizeof text);
+		else summary_human(&sum, text, sizeof text);
+		fputs(text, stderr);
+	}
 	w->free(w);
 	if (wfail) output_abort(&out);
 	else if (output_commit(&out) < 0) {                             /* into place, now complete */
