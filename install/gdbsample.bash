@@ -12,7 +12,7 @@ _gdbsample()
             _filedir
             return ;;
         -f)
-            COMPREPLY=($(compgen -W 'report folded capture' -- "$cur"))
+            COMPREPLY=($(compgen -W 'report folded capture svg speedscope' -- "$cur"))
             return ;;
         --unwind)
             COMPREPLY=($(compgen -W 'auto fp cfi orc' -- "$cur"))

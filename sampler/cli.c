@@ -29,7 +29,8 @@ const char cli_usage[] =
 	"                     fp, cfi or orc\n"
 	"  --kaslr-offset HEX the guest's KASLR offset (default: found by reading the guest)\n"
 	"  -o FILE            write the result to FILE (default stdout)\n"
-	"  -f FORMAT          report (default), folded or capture\n"
+	"  -f FORMAT          report (default), folded, capture, svg (a flame graph) or speedscope\n"
+	"                     (svg and speedscope through gdbsample-analyze; speedscope needs -e)\n"
 	"  --chains N         chains in the report (default 8)\n"
 	"  --max-frames N     frames per sample, 1-255 (default 64)\n"
 	"  --kernel-range LO:HI  kernel addresses, hex (default the upper half; for a kernel linked\n"
@@ -225,7 +226,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (!strcmp(optarg, "report")) o->format = FMT_REPORT;
 			else if (!strcmp(optarg, "folded")) o->format = FMT_FOLDED;
 			else if (!strcmp(optarg, "capture")) o->format = FMT_CAPTURE;
-			else return bad(o, "-f: unknown format '%.40s' (report, folded or capture)%s", optarg, "");
+			else if (!strcmp(optarg, "svg")) o->format = FMT_SVG;
+			else if (!strcmp(optarg, "speedscope")) o->format = FMT_SPEEDSCOPE;
+			else return bad(o, "-f: unknown format '%.40s' (report, folded, capture, svg or speedscope)%s", optarg, "");
 			have_format = 1;
 			break;
 		case 'q': o->quiet = 1; break;

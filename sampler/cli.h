@@ -6,7 +6,7 @@
 #include "task.h"
 
 enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
-enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE };
+enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE, FMT_SVG, FMT_SPEEDSCOPE };
 enum { UNWIND_AUTO, UNWIND_FP, UNWIND_CFI, UNWIND_ORC };
 enum { SUMFMT_HUMAN, SUMFMT_KV, SUMFMT_JSON }; /* --summary-format */
 #define CLI_MAX_ELF 16           /* -e given this many times at most (an image, a map, .ko files) */
