@@ -12,6 +12,7 @@ import tempfile
 import threading
 
 import conftest
+import pytest
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 QMP_GREETING = (b'{"QMP": {"version": {"qemu": {"micro": 15, "minor": 2, "major": 7}, "package": ""}, '
@@ -239,3 +240,22 @@ def test_quiet_is_quiet_and_summary_formats():
     kv = dict(ln.split(" ", 1) for ln in r.stderr.splitlines() if not ln.startswith("gdbsample: "))
     assert kv["vcpus"] == "1" and kv["attach"] == "gdbstub" and int(kv["samples"]) > 0, r.stderr
     assert "raw addresses" in r.stderr  # without -q the warning stays
+
+
+def test_libvirt_message_is_whole():
+    """libvirt's message, naming its socket, reaches stderr whole (it was cut at 128 bytes:
+    "...libvirt-sock': No such file or direct"). Needs a gdbsample built with libvirt, no daemon."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:  # short: pytest's tmp_path is too long
+        sock = os.path.join(d, "no-such-dir-" + "x" * 40, "libvirt-sock")
+        check_libvirt_message(sock)
+
+
+def check_libvirt_message(sock):
+    assert len(sock) < 108  # a unix socket path libvirt will try, not refuse as too long
+    r = run(["--domain", "nodomain", "--connect", "qemu:///system?socket=" + sock, "-d", "1"])
+    if "built without libvirt" in r.stderr:
+        pytest.skip("gdbsample was built without libvirt")
+    assert r.returncode == 1, r
+    line, = r.stderr.splitlines()
+    assert len(line) > 128 and line.rstrip().endswith("No such file or directory"), line
+    assert sock in line and "[...]" not in line, line
