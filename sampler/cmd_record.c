@@ -45,13 +45,15 @@ struct ext_plan {
 	const char *elf;       /* speedscope: the -e it names frames with */
 };
 
-/* The -e file gdbsample-analyze can name frames with: an ELF (file:line from DWARF), else a symbol
- * map (it reads no compressed vmlinuz); NULL if none. */
+/* The -e file gdbsample-analyze can name frames with: an ELF (file:line from DWARF; not a .ko),
+ * else a symbol map (it reads no compressed vmlinuz); NULL if none. */
 static const char *analyze_elf(const struct opts *o)
 {
 	const char *map = NULL;
 	for (int i = 0; i < o->nelf; i++) {
 		unsigned char b[4] = { 0 };
+		size_t len = strlen(o->elf[i]);
+		if (len > 3 && !strcmp(o->elf[i] + len - 3, ".ko")) continue; /* a module's, not the kernel's */
 		FILE *f = fopen(o->elf[i], "rb");
 		size_t n = f ? fread(b, 1, sizeof b, f) : 0;
 		if (f) fclose(f);
