@@ -45,7 +45,7 @@ def log(*a):
 
 
 def gdbsample_p50(exe, port, kernel, secs):
-    r = subprocess.run([exe, "-p", str(port), "-e", kernel, "-q", "-r", str(RATE), "-d", str(secs)],
+    r = subprocess.run([exe, "-p", str(port), "-e", kernel, "-q", "--summary", "-r", str(RATE), "-d", str(secs)],
                        capture_output=True, text=True, timeout=300)
     m = re.search(r"pause per sample p50 (\d+) us", r.stderr)
     if r.returncode != 0 or not m:

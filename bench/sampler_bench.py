@@ -111,7 +111,7 @@ def bench_unix(a, res):
         floor, ours = [], []
         for _ in range(a.rounds):
             floor.append(rtt(a.rtt, path, "floor", a.cycles)[0])
-            r = subprocess.run([a.gdbsample, "-u", path, "-e", KERNEL, "-q", "-r", str(RATE), "-d", str(a.secs)],
+            r = subprocess.run([a.gdbsample, "-u", path, "-e", KERNEL, "-q", "--summary", "-r", str(RATE), "-d", str(a.secs)],
                                capture_output=True, text=True, timeout=120)
             ours.append(summary(r.stderr)["p50"])
         res["unix"] = {"floor": statistics.median(floor), "gdbsample": statistics.median(ours)}

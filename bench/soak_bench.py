@@ -57,7 +57,7 @@ def run(a, rate, secs):
         time.sleep(0.5)
         up0, wall0 = guest_uptime_ms(g), time.monotonic()
         p = subprocess.Popen([a.gdbsample, "-p", str(g.gdbport), "-e", kernel, "-r", str(rate), "-d", str(secs),
-                              "-f", "capture", "-o", cap, "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              "-f", "capture", "-o", cap, "-q", "--summary"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         series = []
         while p.poll() is None:

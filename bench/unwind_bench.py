@@ -100,7 +100,7 @@ def bench_linux(a, res):
             floor, p50, hits, misses = [], [], 0, 0
             for _ in range(a.rounds):
                 floor.append(rtt_floor(a.rtt, lg.gdb_port, a.cycles, RATE))
-                r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", ks, "-q",
+                r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", ks, "-q", "--summary",
                                     "-r", str(RATE), "-d", str(a.secs)], capture_output=True, text=True, timeout=300)
                 if r.returncode != 0:
                     raise RuntimeError(r.stderr)

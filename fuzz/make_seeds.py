@@ -109,6 +109,11 @@ def qmp():
     put("qmp", "numbers", '[0, -1, 1.5e3, true, false, null, "a\\"b", {}, []]')
 
 
+def summary():
+    put("summary", "ascii", "gdbsample: %v samples of 2 vCPUs, a \"quote\" and a \\ backslash")
+    put("summary", "utf8", "caf\u00e9 \U0001f600 \t tab".encode() + b" \xff\xfe stray bytes \xe2\x82")
+
+
 def bzimage(payload):
     """A minimal bzImage: boot sector + one setup sector, then the payload (+ size_append)."""
     img = bytearray(1024)
@@ -213,5 +218,5 @@ if __name__ == "__main__":
     ap.add_argument("--x86-xml")
     ap.add_argument("--cfi-elf")
     a = ap.parse_args()
-    rsp(); stop(); threads(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf)
+    rsp(); stop(); threads(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf); summary()
     conn(); knet(); textnum(); kallsyms()

@@ -12,7 +12,7 @@ _gdbsample()
             _filedir
             return ;;
         -f)
-            COMPREPLY=($(compgen -W 'report folded capture' -- "$cur"))
+            COMPREPLY=($(compgen -W 'report folded capture svg speedscope' -- "$cur"))
             return ;;
         --unwind)
             COMPREPLY=($(compgen -W 'auto fp cfi orc' -- "$cur"))
@@ -22,6 +22,9 @@ _gdbsample()
             return ;;
         --task-format)
             COMPREPLY=($(compgen -W 'comm comm-pid pid cpu' -- "$cur"))
+            return ;;
+        --summary-format)
+            COMPREPLY=($(compgen -W 'human kv json' -- "$cur"))
             return ;;
         --domain)
             COMPREPLY=($(compgen -W '$(virsh list --name 2>/dev/null)' -- "$cur"))

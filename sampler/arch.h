@@ -1,6 +1,7 @@
 /* arch.h: per-architecture facts -- register names, frame-pointer layout, and the `g` layout. */
 #ifndef ARCH_H
 #define ARCH_H
+#include "err.h"
 #include <stdint.h>
 #include "unwind.h"
 
@@ -54,7 +55,7 @@ struct layout {
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s), optional (NULL) */
 	const struct reg *dwarf[UW_NREGS]; /* the register of each DWARF number, or NULL */
 	int err;                          /* sticky error code */
-	char errstr[128];                 /* what went wrong */
+	char errstr[ERR_MAX];                 /* what went wrong */
 };
 
 /* Architecture by our name ("x86_64") or gdb name ("i386:x86-64"); NULL if unknown. */

@@ -1,6 +1,7 @@
 /* arm64img.h: the arm64 kernel Image (raw, PE/"MZ"-headed) and EFI zboot images given with -e. */
 #ifndef ARM64IMG_H
 #define ARM64IMG_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +19,7 @@ struct a64img {
 	uint64_t btf_len;      /* its bytes (header + types + strings) */
 	const char *codec;     /* zboot: the payload's compression */
 	int err;               /* sticky error code */
-	char errstr[128];      /* what went wrong */
+	char errstr[ERR_MAX];      /* what went wrong */
 };
 
 /* A64IMG_IMAGE (magic "ARM\x64" at 0x38), A64IMG_ZBOOT ("MZ" then "zimg") or A64IMG_NONE. */

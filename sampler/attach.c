@@ -44,7 +44,7 @@ static int mon(struct attach *a, const char *cmd, struct jval *ret)
 	m.p = a->reply;
 	m.len = strlen(a->reply);
 	if (json_member(&m, "return", ret) < 0) {
-		char desc[100] = "no return value";
+		char desc[ERR_MAX] = "no return value";
 		if (json_path(&m, "error.desc", &x) == 0) json_str(&x, desc, sizeof desc);
 		ERR_SET(a, ERR_PROTO, "monitor: %s", desc);
 		return -1;
@@ -172,7 +172,9 @@ int attach_open(struct attach *a, int kind, const char *target, const char *uri,
 		a->opened = strstr(text, "Waiting for gdb connection") != NULL; /* else the port was taken */
 	}
 	if (!a->opened) {
-		ERR_SET(a, ERR_SYS, "QEMU could not open a gdbstub: %.80s", text);
+		for (char *c = text; *c; c++) /* HMP's lines, as one */
+			if (*c == '\r' || *c == '\n') *c = c[1] ? ' ' : 0;
+		ERR_SET(a, ERR_SYS, "QEMU could not open a gdbstub: %s", text);
 		goto fail;
 	}
 	release_monitor(a);
@@ -234,18 +236,21 @@ void attach_rescue(void *arg, int ours)
 	else execlp("virsh", "virsh", "-q", "qemu-monitor-command", a->target, "--hmp", line, (char *)NULL);
 }
 
-void attach_kv(const struct attach *a, const char *where, char *out, size_t cap)
+void attach_summary(const struct attach *a, const char *where, struct summary *t)
 {
-	size_t o = strlen(out);
-#define KV(...) do { if (o < cap) o += (size_t)snprintf(out + o, cap - o, __VA_ARGS__); } while (0)
-	KV("attach %s\n", attach_kind_name(a->kind));
-	if (a->kind != ATTACH_GDBSTUB) KV("attach_target %s\n", a->target);
-	KV("gdbstub %s\n", where);
-	KV("accel %s\n", a->kind == ATTACH_GDBSTUB ? "unknown" : a->accel);
+	summary_str(t, "attach", NULL, attach_kind_name(a->kind));
+	if (a->kind != ATTACH_GDBSTUB) summary_str(t, "attach_target", NULL, a->target);
+	else summary_null(t, "attach_target");
+	summary_str(t, "gdbstub", NULL, where);
+	summary_str(t, "accel", NULL, a->kind == ATTACH_GDBSTUB ? "unknown" : a->accel);
 	if (a->ncpu) {
-		KV("vcpu_threads ");
-		for (int i = 0; i < a->ncpu; i++) KV("%s%ld", i ? "," : "", a->tids[i]);
-		KV("\n");
+		char tids[GDB_MAX_CPUS * 21 + 1];
+		size_t o = 0;
+		tids[0] = 0;
+		for (int i = 0; i < a->ncpu && o < sizeof tids; i++)
+			o += (size_t)snprintf(tids + o, sizeof tids - o, "%s%ld", i ? "," : "", a->tids[i]);
+		summary_str(t, "vcpu_threads", NULL, tids);
+	} else {
+		summary_null(t, "vcpu_threads");
 	}
-#undef KV
 }

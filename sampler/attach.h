@@ -2,9 +2,11 @@
  * gdbstub on it for the session, and close it again on every way out. */
 #ifndef ATTACH_H
 #define ATTACH_H
+#include "err.h"
 #include <signal.h>
 #include "gdb.h"
 #include "qmp.h"
+#include "summary.h"
 #include "virt.h"
 
 enum { ATTACH_GDBSTUB, ATTACH_QMP, ATTACH_DOMAIN }; /* how the VM was reached */
@@ -23,7 +25,7 @@ struct attach {
 	int leave_paused;           /* attach_close must not `cont` a paused VM: someone else paused it */
 	char reply[QMP_BUF];        /* the last monitor reply (JSON) */
 	int err;                    /* sticky error code (err.h) */
-	char errstr[128];           /* what went wrong */
+	char errstr[ERR_MAX];           /* what went wrong */
 };
 
 /* Check the VM (running, vCPUs, accelerator, no gdbstub yet) and open a gdbstub on a free
@@ -39,8 +41,8 @@ int attach_close(struct attach *a);
 void attach_rescue(void *a, int ours);
 /* "qmp /path/qmp.sock" / "domain NAME" / "gdbstub 127.0.0.1:1234", for headers. */
 const char *attach_kind_name(int kind);
-/* Summary lines "attach qmp\nattach_target ...\naccel tcg\nvcpu_threads 1,2\ngdbstub ...\n" appended
- * at out + strlen(out). */
-void attach_kv(const struct attach *a, const char *where, char *out, size_t cap);
+/* Its summary rows (not shown to people): attach qmp, attach_target ..., gdbstub ..., accel tcg,
+ * vcpu_threads 1,2. */
+void attach_summary(const struct attach *a, const char *where, struct summary *t);
 
 #endif

@@ -1,6 +1,7 @@
 /* capture.h: the binary capture format -- versioned header, CRC-checked chunks of samples. */
 #ifndef CAPTURE_H
 #define CAPTURE_H
+#include "err.h"
 #include <stdint.h>
 #include <stdio.h>
 #include "sample.h"
@@ -54,7 +55,7 @@ struct capture_reader {
 	uint64_t offset;             /* file offset of the next chunk */
 	char summary[4096];          /* the summary chunk's text, if seen */
 	int err;                     /* sticky error code */
-	char errstr[128];            /* what went wrong (truncation, CRC, ...) */
+	char errstr[ERR_MAX];            /* what went wrong (truncation, CRC, ...) */
 };
 
 int capture_open(struct capture_reader *r, const char *path);

@@ -29,7 +29,8 @@ const char cli_usage[] =
 	"                     fp, cfi or orc\n"
 	"  --kaslr-offset HEX the guest's KASLR offset (default: found by reading the guest)\n"
 	"  -o FILE            write the result to FILE (default stdout)\n"
-	"  -f FORMAT          report (default), folded or capture\n"
+	"  -f FORMAT          report (default), folded, capture, svg (a flame graph) or speedscope\n"
+	"                     (svg and speedscope through gdbsample-analyze; speedscope needs -e)\n"
 	"  --chains N         chains in the report (default 8)\n"
 	"  --max-frames N     frames per sample, 1-255 (default 64)\n"
 	"  --kernel-range LO:HI  kernel addresses, hex (default the upper half; for a kernel linked\n"
@@ -48,8 +49,11 @@ const char cli_usage[] =
 	"  --connect-timeout SECONDS  give up if connecting and the handshake with the gdbstub take\n"
 	"                     longer, 0.1-3600 (default 10); finding the kernel in the guest then\n"
 	"                     gets 120 s, or SECONDS if longer\n"
-	"  -q, --quiet        no warnings and no live status line on stderr (the summary stays); the\n"
-	"                     status line is drawn only when stderr is a terminal\n"
+	"  -q, --quiet        nothing on stderr but errors: no warnings, no live status line (drawn\n"
+	"                     only when stderr is a terminal), no end-of-run summary\n"
+	"  --summary          print the end-of-run summary on stderr even with -q\n"
+	"  --summary-format F the summary as human (default), kv (key value lines, as in a capture)\n"
+	"                     or json (one object, docs/json.md); implies --summary\n"
 	"  --version          print gdbsample's version and exit\n"
 	"  -h, --help         print this help and exit\n";
 
@@ -135,7 +139,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
-       OPT_CONNTIMEOUT };
+       OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -159,6 +163,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "comm", required_argument, 0, OPT_COMM },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "quiet", no_argument, 0, 'q' },
+		{ "summary", no_argument, 0, OPT_SUMMARY },
+		{ "summary-format", required_argument, 0, OPT_SUMFMT },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -220,10 +226,20 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (!strcmp(optarg, "report")) o->format = FMT_REPORT;
 			else if (!strcmp(optarg, "folded")) o->format = FMT_FOLDED;
 			else if (!strcmp(optarg, "capture")) o->format = FMT_CAPTURE;
-			else return bad(o, "-f: unknown format '%.40s' (report, folded or capture)%s", optarg, "");
+			else if (!strcmp(optarg, "svg")) o->format = FMT_SVG;
+			else if (!strcmp(optarg, "speedscope")) o->format = FMT_SPEEDSCOPE;
+			else return bad(o, "-f: unknown format '%.40s' (report, folded, capture, svg or speedscope)%s", optarg, "");
 			have_format = 1;
 			break;
 		case 'q': o->quiet = 1; break;
+		case OPT_SUMMARY: o->summary = 1; break;
+		case OPT_SUMFMT:
+			if (!strcmp(optarg, "human")) o->summary_format = SUMFMT_HUMAN;
+			else if (!strcmp(optarg, "kv")) o->summary_format = SUMFMT_KV;
+			else if (!strcmp(optarg, "json")) o->summary_format = SUMFMT_JSON;
+			else return bad(o, "--summary-format: unknown format '%.40s' (human, kv or json)%s", optarg, "");
+			o->summary = 1;
+			break;
 		case 'h': o->help = 1; return 0;
 		case OPT_VERSION: o->version = 1; return 0;
 		case OPT_MAXF:
@@ -277,7 +293,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 				return bad(o, "--pid: expected a list like 1,5-7, got '%.40s'%s", optarg, "");
 			break;
 		case OPT_COMM: {
-			char why[100];
+			char why[256];
 			if (task_filter_comm(&o->filter, optarg, why, sizeof why) < 0)
 				return bad(o, "--comm: bad regular expression (%s)%s", why, "");
 			break;
@@ -319,6 +335,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
+	if (o->cmd != CMD_RECORD && o->summary)
+		return bad(o, "--summary and --summary-format are for record (%s prints no summary)%s",
+			   o->cmd == CMD_DUMP ? "dump" : "top", "");
 	if (o->cmd != CMD_RECORD && (o->out || have_format))
 		return bad(o, "%s writes to the terminal: -o and -f are for record%s", o->cmd == CMD_DUMP ? "dump" : "top", "");
 	if ((o->os == OS_LINUX || o->os == OS_TESTKERNEL) && !o->nelf)
@@ -328,6 +347,11 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if ((o->unwind == UNWIND_CFI || o->unwind == UNWIND_ORC) && !o->nelf)
 		return bad(o, "--unwind %s needs the kernel image (-e)%s", o->unwind == UNWIND_CFI ? "cfi" : "orc", "");
 	return 0;
+}
+
+int cli_summary_wanted(const struct opts *o)
+{
+	return o->summary || !o->quiet;
 }
 
 int cli_cpus(struct opts *o, int ncpu, int *out)

@@ -1,12 +1,14 @@
 /* cli.h: command-line parsing into an options struct (no I/O; errors in errstr). */
 #ifndef CLI_H
 #define CLI_H
+#include "err.h"
 #include <stdint.h>
 #include "task.h"
 
 enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
-enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE };
+enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE, FMT_SVG, FMT_SPEEDSCOPE };
 enum { UNWIND_AUTO, UNWIND_FP, UNWIND_CFI, UNWIND_ORC };
+enum { SUMFMT_HUMAN, SUMFMT_KV, SUMFMT_JSON }; /* --summary-format */
 #define CLI_MAX_ELF 16           /* -e given this many times at most (an image, a map, .ko files) */
 
 struct opts {
@@ -33,7 +35,9 @@ struct opts {
 	int have_range;          /* --kernel-range given */
 	const char *cpus;        /* --cpus LIST (validated against the vCPU count later) */
 	int idle;                /* --idle: report idle samples */
-	int quiet;               /* -q */
+	int quiet;               /* -q: nothing on stderr but errors (the summary too, unless asked for) */
+	int summary;             /* --summary or --summary-format: the end-of-run summary even with -q */
+	int summary_format;      /* --summary-format SUMFMT_*: for people (default), key value, JSON */
 	int chains;              /* --chains N */
 	int verify;              /* ELF check on (--no-verify clears) */
 	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
@@ -42,9 +46,11 @@ struct opts {
 	int help;                /* -h: print usage */
 	int version;             /* --version: print the version */
 	int err;                 /* sticky error code */
-	char errstr[128];        /* the one-line message for a bad flag */
+	char errstr[ERR_MAX];        /* the one-line message for a bad flag */
 };
 
+/* Whether the end-of-run summary is printed: unless -q, or when asked for. */
+int cli_summary_wanted(const struct opts *o);
 /* Parse argv; -1 with errstr on any bad flag or value. */
 int cli_parse(struct opts *o, int argc, char **argv);
 /* Expand a --cpus list ("0,2-3") into indexes < ncpu; returns count or -1 (errstr set). */

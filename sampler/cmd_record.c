@@ -1,5 +1,7 @@
 /* cmd_record.c: `gdbsample [record]` -- sample until -d or a signal, then write the report, the
  * folded stacks or the capture (to a temporary file renamed into place at the end). */
+#include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +39,54 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	h->task_os = (uint8_t)ss->img.os.os;
 }
 
-static struct writer *make_writer(const struct opts *o, struct session *ss, struct output *out, struct sinks *k)
+/* What -f svg / -f speedscope hand their data to. */
+struct ext_plan {
+	char tool[PATH_MAX];   /* gdbsample-analyze */
+	const char *elf;       /* speedscope: the -e it names frames with */
+};
+
+/* The -e file gdbsample-analyze can name frames with: an ELF (file:line from DWARF; not a .ko),
+ * else a symbol map (it reads no compressed vmlinuz); NULL if none. */
+static const char *analyze_elf(const struct opts *o)
+{
+	const char *map = NULL;
+	for (int i = 0; i < o->nelf; i++) {
+		unsigned char b[4] = { 0 };
+		size_t len = strlen(o->elf[i]);
+		if (len > 3 && !strcmp(o->elf[i] + len - 3, ".ko")) continue; /* a module's, not the kernel's */
+		FILE *f = fopen(o->elf[i], "rb");
+		size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+		if (f) fclose(f);
+		if (n == 4 && !memcmp(b, "\x7f" "ELF", 4)) return o->elf[i];
+		if (n && isxdigit(b[0]) && !map) map = o->elf[i];
+	}
+	return map;
+}
+
+/* -f svg and -f speedscope: refused before the VM is touched if they cannot be written. */
+static int ext_check(const struct opts *o, struct ext_plan *x)
+{
+	char exe[PATH_MAX];
+	const char *what = o->format == FMT_SVG ? "svg" : "speedscope";
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	if (ext_find_analyze(exe, x->tool, sizeof x->tool) < 0) {
+		fprintf(stderr, "gdbsample: -f %s is written by gdbsample-analyze, which is not beside gdbsample, in "
+			"../analysis or on PATH: install it, or record -f %s and convert later\n", what,
+			o->format == FMT_SVG ? "folded" : "capture");
+		return ERR_USAGE;
+	}
+	x->elf = o->format == FMT_SPEEDSCOPE ? analyze_elf(o) : NULL;
+	if (o->format == FMT_SPEEDSCOPE && !x->elf) {
+		fprintf(stderr, "gdbsample: -f speedscope names frames through gdbsample-analyze, which needs the "
+			"kernel ELF or a symbol map (System.map, /proc/kallsyms) with -e; -f svg needs neither\n");
+		return ERR_USAGE;
+	}
+	return 0;
+}
+
+static struct writer *make_writer(const struct opts *o, struct session *ss, struct output *out, struct sinks *k,
+				  const struct ext_plan *ext)
 {
 	const struct symtab *syms = session_syms(ss);
 	struct capture_header h;
@@ -47,6 +96,12 @@ static struct writer *make_writer(const struct opts *o, struct session *ss, stru
 		return k->all = capture_writer_new(out->fd, &h);
 	case FMT_FOLDED:
 		return k->text = fold_writer_new(out->f, syms, ss->img.os.os != OS_NONE ? o->task_format : TF_CPU);
+	case FMT_SVG:
+		return k->text = ext_writer_new(EXT_SVG, out->fd, ext->tool, syms,
+						ss->img.os.os != OS_NONE ? o->task_format : TF_CPU, NULL, NULL, NULL);
+	case FMT_SPEEDSCOPE:
+		capture_header_fill(&h, ss, o);
+		return k->all = ext_writer_new(EXT_SPEEDSCOPE, out->fd, ext->tool, NULL, 0, &h, ext->elf, o->out);
 	default:
 		return k->text = report_writer_new(out->f, syms, o->chains);
 	}
@@ -68,14 +123,19 @@ int cmd_record(const struct opts *o)
 	static struct session ss;
 	static struct stats st; /* large (pause histogram): not on the stack */
 	static struct output out;
-	static char kv[4096], human[4096], kline[512], modline[512], koline[512];
+	static struct summary sum;                                      /* the run's counters, one table */
+	static char kv[65536], text[65536], kline[512];
+	static struct ext_plan ext;
 	struct pace p;
 	struct sinks k = { 0 };
+	int failed = 0;
 
 	if (o->format == FMT_CAPTURE && !o->out && isatty(1)) {
 		fprintf(stderr, "gdbsample: -f capture writes binary data: give -o FILE\n");
 		return ERR_USAGE;
 	}
+	if ((o->format == FMT_SVG || o->format == FMT_SPEEDSCOPE) && (failed = ext_check(o, &ext)))
+		return failed;                                          /* gdbsample-analyze, and -e */
 	if (output_open(&out, o->out, o->elf, o->nelf) < 0) {          /* beside FILE, or stdout */
 		fprintf(stderr, "gdbsample: %s\n", out.errstr);
 		return out.err;
@@ -87,7 +147,7 @@ int cmd_record(const struct opts *o)
 		output_abort(&out);                                     /* FILE untouched */
 		return ss.err;
 	}
-	struct writer *w = make_writer(o, &ss, &out, &k);               /* report, folded or capture */
+	struct writer *w = make_writer(o, &ss, &out, &k, &ext);         /* report, folded, capture, svg... */
 	if (!w || w->err) {
 		fprintf(stderr, "gdbsample: %s\n", w ? w->errstr : "out of memory");
 		session_close(&ss);
@@ -98,13 +158,13 @@ int cmd_record(const struct opts *o)
 		k.tick = status_tick;
 		k.tick_ns = PROGRESS_PERIOD_NS;
 	}
-	int failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;   /* sample until -d or a signal */
+	failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;       /* sample until -d or a signal */
 	progress_erase(stderr);                                         /* gone before anything else */
-	stats_kv(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, kv, sizeof kv);
-	session_kv(&ss, kv, sizeof kv);                                 /* how the VM was reached, the image */
+	summary_init(&sum);
+	stats_summary(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, &sum);
+	session_summary(&ss, &sum);                                     /* modules, the VM, the image */
+	summary_kv(&sum, kv, sizeof kv);                                /* the capture's trailer */
 	session_image_line(&ss, kline, sizeof kline);
-	session_modules_line(&ss, modline, sizeof modline);
-	ko_line(&ss.img.kos, koline, sizeof koline);
 	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
 			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL };
 	char *modtext = session_modules_text(&ss);                      /* the capture names module frames */
@@ -118,20 +178,23 @@ int cmd_record(const struct opts *o)
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 		failed = ss.err;
 	}
-	if (ss.how[0] && !failed)
+	if (ss.how[0] && !failed && !o->quiet)
 		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is %s\n", ss.g.conn.where,
 			ss.held ? "left stopped as we found it" : "running");
 	if (ss.hotplugged && !o->quiet)
 		fprintf(stderr, "gdbsample: warning: %d vCPU%s hot-plugged during the run %s not sampled\n",
 			ss.hotplugged, ss.hotplugged > 1 ? "s" : "", ss.hotplugged > 1 ? "were" : "was");
-	if (ss.held_rounds)
+	if (ss.held_rounds && !o->quiet)
 		fprintf(stderr, "gdbsample: the VM was stopped by someone else %llu time%s; %llu sampling round%s "
 			"skipped meanwhile\n", (unsigned long long)ss.held_episodes, ss.held_episodes > 1 ? "s" : "",
 			(unsigned long long)ss.held_rounds, ss.held_rounds > 1 ? "s" : "");
-	stats_human(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, human, sizeof human);
-	fputs(human, stderr);                                           /* the summary, always */
-	fputs(modline, stderr);                                         /* modules read, their costs */
-	fputs(koline, stderr);                                          /* .ko files placed, what they gave */
+	if (cli_summary_wanted(o)) {                                    /* unless -q; as asked */
+		text[0] = 0;
+		if (o->summary_format == SUMFMT_JSON) summary_json(&sum, text, sizeof text);
+		else if (o->summary_format == SUMFMT_KV) summary_kv(&sum, text, sizeof text);
+		else summary_human(&sum, text, sizeof text);
+		fputs(text, stderr);
+	}
 	w->free(w);
 	if (wfail) output_abort(&out);
 	else if (output_commit(&out) < 0) {                             /* into place, now complete */

@@ -90,6 +90,7 @@ static int open_unix(struct conn *c, const char *path)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	/* A unix listener with a full backlog refuses a non-blocking connect with EAGAIN. */
 	if (c->fd < 0 || connect_bounded(c->fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
+		c->open_errno = errno;
 		ERR_SET(c, ERR_SYS, "cannot connect to %s: %s", path,
 			errno == EAGAIN ? "its backlog is full (busy with other clients)" : strerror(errno));
 		return -1;
@@ -119,6 +120,7 @@ static int open_tcp(struct conn *c, const char *host, int port)
 		errno = saved;
 	}
 	if (!ai) {
+		c->open_errno = errno;
 		ERR_SET(c, ERR_SYS, "cannot connect to %s: %s", c->where,
 			errno == ETIMEDOUT ? "no answer (its backlog is full, or a firewall drops it)" : strerror(errno));
 		freeaddrinfo(res);
@@ -135,6 +137,7 @@ int conn_open(struct conn *c, const char *host, int port, const char *path)
 {
 	c->fd = -1;
 	c->loopback = 0;
+	c->open_errno = 0;
 	if (path) return open_unix(c, path);
 	return open_tcp(c, host ? host : "127.0.0.1", port);
 }
@@ -231,6 +234,19 @@ int conn_parse_hostport(const char *s, char *host, size_t hostcap, int *port)
 	}
 	*port = (int)p;
 	return 0;
+}
+
+int conn_stub_hint(char *out, size_t cap, int open_errno, const char *host, int port, const char *path)
+{
+	out[0] = 0;
+	if (open_errno != ECONNREFUSED && !(path && open_errno == ENOENT)) return 0;
+	char gdb[300];
+	if (path) snprintf(gdb, sizeof gdb, "-gdb unix:%s,server=on,wait=off", path);
+	else if (port == 1234) snprintf(gdb, sizeof gdb, "-gdb tcp:%s:%d (or -s)", host ? host : "127.0.0.1", port);
+	else snprintf(gdb, sizeof gdb, "-gdb tcp:%s:%d", host ? host : "127.0.0.1", port);
+	snprintf(out, cap, "; no gdbstub listens there: start QEMU with %s, or let gdbsample open one in a "
+		 "running VM with --qmp QMP-SOCKET or --domain NAME (libvirt)", gdb);
+	return 1;
 }
 
 void conn_where(char *out, size_t cap, const char *host, int port, const char *path)

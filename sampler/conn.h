@@ -1,6 +1,7 @@
 /* conn.h: byte transport to the gdbstub -- TCP (TCP_NODELAY) or a unix socket. */
 #ifndef CONN_H
 #define CONN_H
+#include "err.h"
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -11,8 +12,9 @@ struct conn {
 	long long deadline_ms; /* CLOCK_MONOTONIC ms past which every wait gives up (0: none): the
 			        * connection phase's total deadline (--connect-timeout) */
 	volatile int *intr; /* if set and non-zero after a signal woke a wait: give up (ERR_INTR) */
+	int open_errno;    /* errno of a failed conn_open's connect (0: none; conn_stub_hint) */
 	int err;           /* sticky error code (err.h) */
-	char errstr[128];  /* what went wrong */
+	char errstr[ERR_MAX];  /* what went wrong */
 };
 
 #define CONN_CONNECT_MS 3000 /* connect(): a listener whose backlog is full drops our SYNs, and
@@ -31,6 +33,10 @@ void conn_close(struct conn *c);
 long long conn_now_ms(void);
 /* Split "HOST:PORT" into host and port; -1 if malformed. */
 int conn_parse_hostport(const char *s, char *host, size_t hostcap, int *port);
+/* What to do when nothing listens where a gdbstub was expected (open_errno ECONNREFUSED, or
+ * ENOENT for a socket path): "; " and the likely fixes -- start QEMU with -gdb (or -s), or open a
+ * stub in a running VM with --qmp / --domain -- in out, and 1; else "" and 0. Pure. */
+int conn_stub_hint(char *out, size_t cap, int open_errno, const char *host, int port, const char *path);
 /* "HOST:PORT" (host NULL = 127.0.0.1) or the socket path, as messages name the endpoint. */
 void conn_where(char *out, size_t cap, const char *host, int port, const char *path);
 

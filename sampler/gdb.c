@@ -1,6 +1,7 @@
 /* gdb.c: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
 #include "gdb.h"
 #include "err.h"
+#include "qmp.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -78,6 +79,29 @@ int gdb_resync(struct gdb *g)
 	return 0;
 }
 
+/* The first bytes of the connection (just read into rbuf) kept; 1 (error set) if they are a QEMU
+ * monitor's greeting: -u or -p given a QMP or HMP socket, which would answer no request. */
+static int not_a_stub(struct gdb *g)
+{
+	size_t k = sizeof g->first - g->firstlen < g->rlen ? sizeof g->first - g->firstlen : g->rlen;
+	memcpy(g->first + g->firstlen, g->rbuf, k);
+	g->firstlen += k;
+	int kind = qmp_peer_kind(g->first, g->firstlen);
+	const char *w = g->conn.where;
+	int unix_path = w[0] == '/' || w[0] == '.';
+	if (kind == QMP_PEER_QMP && unix_path)
+		ERR_SET(g, ERR_USAGE, "%s is QEMU's QMP monitor socket, not a gdbstub: give it with --qmp %s "
+			"(gdbsample then opens a gdbstub through it for the run)", w, w);
+	else if (kind == QMP_PEER_QMP)
+		ERR_SET(g, ERR_USAGE, "%s is QEMU's QMP monitor, not a gdbstub: --qmp takes a unix socket (QEMU "
+			"-qmp unix:PATH,server=on,wait=off), through which gdbsample opens a gdbstub for the run", w);
+	else if (kind == QMP_PEER_HMP)
+		ERR_SET(g, ERR_USAGE, "%s is QEMU's human monitor (HMP), not a gdbstub: start QEMU with -gdb, type "
+			"`gdbserver tcp:127.0.0.1:PORT` in that monitor, or give a QMP socket with --qmp", w);
+	g->not_stub = kind != 0;
+	return kind != 0;
+}
+
 enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 {
 	/* The deadline counts from the request, so that no stream of acks, console packets or stray
@@ -132,6 +156,7 @@ enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 		}
 		if (n == 0) return GDB_EV_TIMEOUT;
 		g->rlen = (size_t)n;
+		if (g->firstlen < sizeof g->first && not_a_stub(g)) return GDB_EV_ERROR;
 	}
 }
 
@@ -507,7 +532,9 @@ int gdb_connect(struct gdb *g, const char *host, int port, const char *path)
 		nap_10ms();
 	}
 	if (conn_open(&g->conn, host, port, path) < 0) {
-		take_conn_err(g);
+		char hint[512];
+		conn_stub_hint(hint, sizeof hint, g->conn.open_errno, host, port, path);
+		ERR_SET(g, g->conn.err ? g->conn.err : ERR_SYS, "%s%s", g->conn.errstr, hint);
 		if (lock >= 0) close(lock);
 		return -1;
 	}

@@ -1,6 +1,7 @@
 /* gdb.h: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
 #ifndef GDB_H
 #define GDB_H
+#include "err.h"
 #include "arch.h"
 #include "conn.h"
 #include "rsp.h"
@@ -73,6 +74,9 @@ struct gdb {
 	size_t conslen;                 /* its length */
 	int raced;                      /* a write the pause watchdog raced: call gdb_resync */
 	int packet_size;                /* PacketSize from qSupported */
+	char first[64];                 /* the first bytes the peer sent (a QEMU monitor's greeting?) */
+	size_t firstlen;                /* how many */
+	int not_stub;                   /* they were a QEMU monitor's greeting (error set) */
 	struct layout layout;           /* register layout from target.xml */
 	int ncpu;                       /* vCPUs (threads) */
 	int tids[GDB_MAX_CPUS];         /* thread id of vCPU i (QEMU: i + 1) */
@@ -83,7 +87,7 @@ struct gdb {
 	int (*gate)(void *arg, int enter);
 	void *gate_arg;                 /* its argument */
 	int err;                        /* sticky error code (err.h) */
-	char errstr[128];               /* what went wrong */
+	char errstr[ERR_MAX];               /* what went wrong */
 };
 
 /* Connect (QEMU stops the VM when a client connects). */

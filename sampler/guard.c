@@ -171,7 +171,7 @@ struct handover {
 	int ok;                     /* 1: connected */
 	struct conn conn;           /* the connection (fd replaced by the received one) */
 	int err;                    /* else gdb_connect's error */
-	char errstr[128];
+	char errstr[ERR_MAX];
 };
 
 static int send_handover(int sock, const struct handover *h, int fd)

@@ -2,6 +2,7 @@
  * stalls (stopped by a signal or a debugger, starved by the host) longer than --max-pause. */
 #ifndef GUARD_H
 #define GUARD_H
+#include "err.h"
 #include <stdint.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -41,7 +42,7 @@ struct guard {
 	uint64_t seen;              /* rescues the parent has acknowledged */
 	int writing;                /* the parent marked the state WRITING (guard_gate) */
 	int err;                    /* sticky error code */
-	char errstr[128];           /* what went wrong */
+	char errstr[ERR_MAX];           /* what went wrong */
 };
 
 /* Fork the guard in a session of its own (a signal to gdbsample's process group -- a closed

@@ -2,6 +2,7 @@
  * image and a map together: names, text, and whichever unwind tables the image carries. */
 #ifndef IMAGE_H
 #define IMAGE_H
+#include "err.h"
 #include <gelf.h>
 #include "arm64img.h"
 #include "guestos.h"
@@ -45,7 +46,7 @@ struct image {
 	int only_kos;               /* every -e was a .ko or a directory: the kernel is the guest's */
 	char what[256];             /* what was loaded, for the report: "vmlinuz-6.1 (xz) + kallsyms" */
 	int err;                    /* sticky error code */
-	char errstr[160];           /* what went wrong */
+	char errstr[ERR_MAX];           /* what went wrong */
 };
 
 /* Load one to IMAGE_MAX_FILES files (at most one ELF or vmlinuz, at most one map; .ko files and

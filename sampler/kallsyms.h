@@ -3,6 +3,7 @@
  * every symbol's address, type letter and name. Pure: bytes in, a table out. */
 #ifndef KALLSYMS_H
 #define KALLSYMS_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,7 +46,7 @@ struct kallsyms {
 	uint64_t at[KT_N];          /* where each table was found (addresses; at[KT_SEQS] 0 if none) */
 	uint64_t end;               /* the first byte after the last table */
 	int err;                    /* sticky error code */
-	char errstr[160];           /* what went wrong */
+	char errstr[ERR_MAX];           /* what went wrong */
 };
 
 /*

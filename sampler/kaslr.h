@@ -2,6 +2,7 @@
  * guest memory where the image says known bytes are. */
 #ifndef KASLR_H
 #define KASLR_H
+#include "err.h"
 #include <stdint.h>
 #include "symbols.h"
 
@@ -31,7 +32,7 @@ struct kaslr {
 	int match_pct;        /* KASLR_TEXT: percent of probed bytes that matched */
 	int candidates;       /* offsets tried */
 	int err;              /* sticky error code */
-	char errstr[160];     /* what went wrong */
+	char errstr[ERR_MAX];     /* what went wrong */
 };
 
 /* Read len bytes of guest memory at addr: 0 ok, -1 unreadable (unmapped), -2 the connection

@@ -4,6 +4,7 @@
  * Encoding and decoding are pure (bytes in, bytes out); kfind.c does the files and the checks. */
 #ifndef KCACHE_H
 #define KCACHE_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include "kallsyms.h"
@@ -29,7 +30,7 @@ struct kcache {
 	const uint8_t *btf;           /* .BTF, or NULL */
 	size_t btflen;
 	int err;                      /* sticky error code */
-	char errstr[128];             /* what was wrong with a file */
+	char errstr[ERR_MAX];             /* what was wrong with a file */
 };
 
 /* Encode c (with k's symbols at the running addresses, stext the running _stext) into a malloc'd

@@ -78,7 +78,7 @@ struct koset {
 	uint64_t steps;          /* CFI steps answered by .ko files */
 	int warned_missing;      /* the not-loaded warning was given */
 	int err;                 /* sticky error code */
-	char errstr[256];        /* what went wrong */
+	char errstr[ERR_MAX];    /* what went wrong */
 };
 
 /* ---- pure parts ---- */

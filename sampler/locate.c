@@ -252,28 +252,6 @@ fail:
 	return -1;
 }
 
-void session_modules_line(const struct session *ss, char *out, size_t cap)
-{
-	const struct modset *m = &ss->mods;
-	out[0] = 0;
-	if (!m->head) return;
-	int live = 0;
-	size_t syms = 0, orcs = 0;
-	for (int i = 0; i < m->n; i++)
-		if (m->m[i].addr) {
-			live++;
-			syms += m->m[i].nsyms;
-			orcs += m->m[i].has_orc ? m->m[i].orc.n : 0;
-		}
-	snprintf(out, cap, "gdbsample: modules: %d loaded (%zu symbols, %zu ORC entries; %s), walks %llu, "
-		 "loaded during the run %llu, unloaded %llu, list changed while read %llu, unreadable %llu, "
-		 "pcs in no module %llu; %llu bytes read in %llu stops, longest %.1f ms\n", live, syms, orcs,
-		 m->l.what, (unsigned long long)m->st.walks, (unsigned long long)m->st.loaded,
-		 (unsigned long long)m->st.unloaded, (unsigned long long)m->st.changed, (unsigned long long)m->st.bad,
-		 (unsigned long long)m->st.unknown_pcs, (unsigned long long)m->st.bytes,
-		 (unsigned long long)ss->mods_stops, (double)ss->mods_stop_max_ns / 1e6);
-}
-
 char *session_modules_text(const struct session *ss)
 {
 	const struct modset *m = &ss->mods;
@@ -427,52 +405,4 @@ int locate_kernel(struct session *ss)
 		return -1;
 	if (cpu >= 0 && (locate_modules(ss, r.cpu) < 0 || ko_locate(ss, r.cpu, 1) < 0)) return -1;
 	return choose_methods(ss);
-}
-
-void session_image_kv(const struct session *ss, char *out, size_t cap)
-{
-	size_t o = strlen(out);
-#define KV(...) do { if (o < cap) o += (size_t)snprintf(out + o, cap - o, __VA_ARGS__); } while (0)
-	if (!ss->img.syms.n) return;
-	KV("image %s\n", ss->img.what);
-	KV("unwind");
-	for (int k = 0; k < ss->nmethods; k++) KV("%s%s", k ? "," : " ", unwind_method_names[ss->methods[k]]);
-	KV("\n");
-	if (ss->img.has_orc)
-		KV("orc %s, %zu entries%s\n", orc_layout_names[ss->img.orc.layout], ss->img.orc.n,
-		   ss->orc_from_guest ? ", read from guest memory" : "");
-	int64_t k = ss->kaslr.slide, nk = ss->kaslr.names_slide;
-	KV("kaslr_offset %s0x%llx\nkaslr_how %s\n", k < 0 ? "-" : "", (unsigned long long)(k < 0 ? -k : k),
-	   kaslr_how_names[ss->kaslr.how]);
-	if (nk != k || ss->kaslr.names_how != ss->kaslr.how)
-		KV("kaslr_names_offset %s0x%llx\nkaslr_names_how %s\n", nk < 0 ? "-" : "",
-		   (unsigned long long)(nk < 0 ? -nk : nk), kaslr_how_names[ss->kaslr.names_how]);
-	if (ss->mods.head) {
-		int live = 0;
-		for (int i = 0; i < ss->mods.n; i++) live += ss->mods.m[i].addr != 0;
-		KV("modules %d\nmodules_layout %s\nmodules_loaded_during_run %llu\nmodules_unloaded %llu\n"
-		   "modules_unreadable %llu\nmodules_list_changed %llu\nmodules_stop_max_us %lld\n", live, ss->mods.l.what,
-		   (unsigned long long)ss->mods.st.loaded, (unsigned long long)ss->mods.st.unloaded,
-		   (unsigned long long)ss->mods.st.bad, (unsigned long long)ss->mods.st.changed,
-		   (long long)(ss->mods_stop_max_ns / 1000));
-	}
-	KV("task_os %s\n", guestos_names[ss->img.os.os]);
-	if (ss->img.os.os != OS_NONE) KV("task_layout %s\n", ss->img.os.what);
-	else KV("task_off %s\n", ss->img.os.why);
-#undef KV
-}
-
-void session_image_line(const struct session *ss, char *out, size_t cap)
-{
-	size_t o = 0;
-	out[0] = 0;
-	if (!ss->img.syms.n) return;
-	o += (size_t)snprintf(out + o, cap - o, "kernel %s, unwound by", ss->img.what);
-	for (int k = 0; k < ss->nmethods && o < cap; k++)
-		o += (size_t)snprintf(out + o, cap - o, "%s%s", k ? "," : " ", unwind_method_names[ss->methods[k]]);
-	if (o < cap && ss->kaslr.how != KASLR_NONE)
-		o += (size_t)snprintf(out + o, cap - o, ", kaslr offset 0x%llx (%s)", (unsigned long long)ss->kaslr.slide,
-				      kaslr_how_names[ss->kaslr.how]);
-	if (o < cap && ss->img.os.os != OS_NONE)
-		snprintf(out + o, cap - o, ", tasks %s", ss->img.os.what);
 }

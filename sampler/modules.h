@@ -1,6 +1,7 @@
 /* modules.h: a Linux guest's loaded kernel modules read from its memory -- names, text, symbols, ORC. */
 #ifndef MODULES_H
 #define MODULES_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include "symbols.h"
@@ -86,7 +87,7 @@ struct modset {
 	int want_walk;           /* an unknown pc was seen: walk again soon */
 	struct mod_stats st;
 	int err;                 /* sticky error code */
-	char errstr[160];        /* what went wrong */
+	char errstr[ERR_MAX];        /* what went wrong */
 };
 
 /* Read len bytes of guest memory: 0 ok, -1 unmapped, -2 the connection failed. */

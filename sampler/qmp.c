@@ -363,6 +363,17 @@ static int next_msg(struct qmp *q, long long deadline, int timeout_ms)
 	}
 }
 
+int qmp_peer_kind(const char *b, size_t n)
+{
+	const char *e = b + n, *p = ws(b, e);
+	static const char qmp[] = "{\"QMP\"", hmp[] = "QEMU ";
+	size_t left = (size_t)(e - p);
+	if (left >= sizeof qmp - 1 && !memcmp(p, qmp, sizeof qmp - 1)) return QMP_PEER_QMP;
+	if (left >= sizeof hmp - 1 && !memcmp(p, hmp, sizeof hmp - 1) && memmem(p, left, " monitor", 8))
+		return QMP_PEER_HMP;
+	return 0;
+}
+
 int qmp_open(struct qmp *q, const char *path)
 {
 	struct jval m, g;
@@ -404,7 +415,7 @@ int qmp_exec(struct qmp *q, const char *cmd)
 		m.len = q->mlen;
 		if (json_member(&m, "return", &x) == 0) return 0;
 		if (json_member(&m, "error", &x) == 0) {
-			char desc[100];
+			char desc[ERR_MAX];
 			struct jval d;
 			if (json_member(&x, "desc", &d) < 0 || json_str(&d, desc, sizeof desc) < 0)
 				snprintf(desc, sizeof desc, "(no description)");

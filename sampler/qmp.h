@@ -1,6 +1,7 @@
 /* qmp.h: a small QMP client (greeting, qmp_capabilities, commands) and the tiny JSON reader it uses. */
 #ifndef QMP_H
 #define QMP_H
+#include "err.h"
 #include <stddef.h>
 #include "conn.h"
 
@@ -27,6 +28,12 @@ int json_int(const struct jval *v, long long *out);
 /* 1 true, 0 false, -1 neither. */
 int json_bool(const struct jval *v);
 
+/* What the first bytes a peer sent unasked say it is (pure): QMP_PEER_QMP a QMP greeting
+ * ({"QMP": ...), QMP_PEER_HMP the human monitor's banner ("QEMU 7.2.15 monitor - type 'help'..."),
+ * 0 neither (or too few bytes to tell yet). A gdbstub sends nothing unasked but '+', '$'. */
+enum { QMP_PEER_QMP = 1, QMP_PEER_HMP = 2 };
+int qmp_peer_kind(const char *b, size_t n);
+
 #define QMP_BUF 65536
 
 struct qmp {
@@ -38,7 +45,7 @@ struct qmp {
 	unsigned long events;    /* asynchronous events skipped */
 	int reply_ms;            /* a command's reply is due within this (0: 10 s; tests shorten it) */
 	int err;                 /* sticky error code (err.h) */
-	char errstr[128];        /* what went wrong */
+	char errstr[ERR_MAX];        /* what went wrong */
 };
 
 /* Connect to the QMP socket at path, read the greeting, negotiate capabilities. */

@@ -1,6 +1,7 @@
 /* sample.h: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
 #ifndef SAMPLE_H
 #define SAMPLE_H
+#include "err.h"
 #include <stdint.h>
 #include "gdb.h"
 #include "symbols.h"
@@ -204,7 +205,7 @@ struct sampler {
 	int nv;                         /* vCPUs sampled */
 	struct vcpu *v;                 /* their state */
 	int err;                        /* sticky error code */
-	char errstr[128];               /* what went wrong */
+	char errstr[ERR_MAX];               /* what went wrong */
 };
 
 /* Prepare to sample the listed vCPU indexes. */

@@ -127,7 +127,13 @@ int session_open(struct session *ss, const struct opts *o)
 			 attach_kind_name(kind), ss->at.target, ss->at.accel, ss->at.ncpu, tids, ss->g.conn.where);
 		if (!o->quiet) fprintf(stderr, "gdbsample: attached %s\n", ss->how);
 	}
-	if (gdb_handshake(&ss->g) < 0) return fail(ss, ss->g.err, ss->g.errstr);
+	if (gdb_handshake(&ss->g) < 0) {
+		if (ss->g.not_stub) { /* a QEMU monitor: nothing was stopped, nothing to detach from */
+			guard_finish(&ss->guard, 1);
+			ss->attached = 0;
+		}
+		return fail(ss, ss->g.err, ss->g.errstr);
+	}
 	/* Was the VM paused before we came? With --qmp/--domain attach_open saw it running
 	 * (query-status) or refused it. Through a gdbstub alone, QEMU < 8.1 tells: it greets a
 	 * client whose connection stopped a running VM (gdb_handshake). QEMU >= 8.1 greets nobody and
@@ -147,9 +153,8 @@ int session_open(struct session *ss, const struct opts *o)
 			     "to anyone who can reach it", ss->g.conn.where);
 	const struct arch *ga = ss->g.layout.arch;
 	if (ss->img.syms.machine && ss->img.syms.machine != ga->elf_machine) {
-		char msg[96];
-		snprintf(msg, sizeof msg, "the kernel image is not for %s, which the guest is", ga->name);
-		return fail(ss, ERR_MISMATCH, msg);
+		ERR_SET(ss, ERR_MISMATCH, "the kernel image is not for %s, which the guest is", ga->name);
+		return -1;
 	}
 	struct opts *mo = (struct opts *)o;
 	ss->ncpu = cli_cpus(mo, ss->g.ncpu, ss->cpus);
@@ -162,6 +167,12 @@ int session_open(struct session *ss, const struct opts *o)
 	int bare = !o->nelf || ss->img.only_kos;                          /* no kernel given (.ko files only) */
 	if (bare && kfind_kernel(ss) < 0) return -1;                      /* a bare -p: the kernel from memory */
 	if (bare && ss->kf.found && !o->quiet) kfind_note(ss);
+	if (bare && !ss->kf.tried)                                         /* kfind said nothing: say why */
+		session_warn(ss, "no kernel image (-e): frames are raw addresses, because %s (give the kernel ELF, "
+			     "its vmlinuz or a System.map/kallsyms with -e)", ga->id != ARCH_X86_64 && ga->id != ARCH_AARCH64
+			     ? "gdbsample reads a kernel's names from guest memory on x86_64 and aarch64 only"
+			     : "no vCPU runs a kernel in the upper half, where gdbsample reads a Linux kernel's names "
+			       "from guest memory");
 	if (ss->img.syms.n && locate_kernel(ss) < 0) return -1;            /* KASLR, tables, unwinders */
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
 				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };
@@ -178,9 +189,8 @@ int session_open(struct session *ss, const struct opts *o)
 	}
 	if (ss->img.os.os == OS_NONE && ss->img.syms.n && o->os != OS_NONE) {
 		if (task_filter_on(&o->filter)) {
-			char msg[256];
-			snprintf(msg, sizeof msg, "--pid/--comm: task attribution is off: %s", ss->img.os.why);
-			return fail(ss, ERR_USAGE, msg);
+			ERR_SET(ss, ERR_USAGE, "--pid/--comm: task attribution is off: %s", ss->img.os.why);
+			return -1;
 		}
 		session_warn(ss, "task attribution off: %s", ss->img.os.why);
 	}
@@ -321,22 +331,6 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 	}
 	ERR_SET(ss, ss->s.err ? ss->s.err : ss->g.err, "%s", ss->s.err ? ss->s.errstr : ss->g.errstr);
 	return -1;
-}
-
-/* The rounds the held VM cost, and the vCPUs not sampled, as summary lines. */
-static void held_kv(const struct session *ss, char *out, size_t cap)
-{
-	size_t o = strlen(out);
-	if (o < cap)
-		snprintf(out + o, cap - o, "held_by_other %llu\nheld_rounds %llu\nvcpus_hotplugged %d\n",
-			 (unsigned long long)ss->held_episodes, (unsigned long long)ss->held_rounds, ss->hotplugged);
-}
-
-void session_kv(const struct session *ss, char *out, size_t cap)
-{
-	attach_kv(&ss->at, ss->g.conn.where, out, cap);
-	held_kv(ss, out, cap);
-	session_image_kv(ss, out, cap);
 }
 
 int session_close(struct session *ss)

@@ -1,6 +1,7 @@
 /* session.h: one attachment to a guest -- symbols, connection, ELF check, guard, sampler. */
 #ifndef SESSION_H
 #define SESSION_H
+#include "err.h"
 #include "attach.h"
 #include "cli.h"
 #include "gdb.h"
@@ -10,6 +11,7 @@
 #include "modules.h"
 #include "kfind.h"
 #include "sample.h"
+#include "summary.h"
 
 struct session {
 	const struct opts *o;          /* options */
@@ -54,7 +56,7 @@ struct session {
 	int next_tid;                  /* the thread id the next hot-plugged vCPU would get */
 	int64_t next_plug_ns;          /* when to look for one next */
 	int err;                       /* sticky error code (err.h) */
-	char errstr[192];              /* what went wrong */
+	char errstr[ERR_MAX];              /* what went wrong */
 };
 
 /* Load symbols, connect, check the ELF, start the guard and the sampler. VM left stopped. */
@@ -76,8 +78,10 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 /* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. A VM
  * someone else holds stopped is left so: the connection is closed without D;1. */
 int session_close(struct session *ss);
-/* Append the attach summary lines (attach, accel, vcpu_threads, gdbstub) to the key value text. */
-void session_kv(const struct session *ss, char *out, size_t cap);
+/* session_summary.c: the session's rows of the summary (after the run's, stats_summary): the
+ * modules line for people; how the VM was reached, a VM held by someone else, the image and
+ * unwinders as keys. */
+void session_summary(const struct session *ss, struct summary *t);
 /* Print a warning on stderr unless -q. */
 void session_warn(const struct session *ss, const char *fmt, ...);
 /* locate.c: find the kernel in the guest (KASLR offsets; ORC tables from guest memory when only
@@ -94,12 +98,8 @@ int ko_locate(struct session *ss, int cpu, int first);
 int session_modules_refresh(struct session *ss, const struct sample *s, int n);
 /* The module list for the capture (docs/capture-format.md, v4), malloc'd; NULL if none. */
 char *session_modules_text(const struct session *ss);
-/* The summary line for modules ("" if none were read). */
-void session_modules_line(const struct session *ss, char *out, size_t cap);
 /* The kernel symbols, or NULL without -e. */
 const struct symtab *session_syms(const struct session *ss);
-/* Append the image lines (image, unwind, kaslr_offset ...) to the key value text. */
-void session_image_kv(const struct session *ss, char *out, size_t cap);
 /* One line for the report header: what unwound and where the kernel was found, or "" */
 void session_image_line(const struct session *ss, char *out, size_t cap);
 

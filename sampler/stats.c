@@ -1,4 +1,4 @@
-/* stats.c: run statistics -- pause histogram, counters, and the end-of-run summary text. */
+/* stats.c: run statistics -- pause histogram, counters, and their rows of the end-of-run summary. */
 #include "stats.h"
 #include <stdio.h>
 #include <string.h>
@@ -41,122 +41,133 @@ static uint64_t late_count(const struct pace *p)
 	return p ? p->skipped : 0;
 }
 
-void stats_kv(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
-	      const struct pace *p, int ncpu, int rate_hz, char *out, size_t cap)
+/* A row whose label is "LABEL" + name + " %v" (the per-method and per-reason counters). */
+static void named_u64(struct summary *t, const char *keyfmt, const char *a, const char *b, const char *label, uint64_t v)
 {
-	double s = seconds(st);
-	size_t o = 0;
-#define KV(...) do { if (o < cap) o += (size_t)snprintf(out + o, cap - o, __VA_ARGS__); } while (0)
-	KV("duration_ns %lld\n", (long long)(st->end_ns - st->start_ns));
-	KV("vcpus %d\nrate_requested_hz %d\nrate_achieved_hz %.2f\n", ncpu, rate_hz,
-	   s > 0 ? (double)st->stops / s : 0.0);
-	KV("stops %llu\nsamples %llu\nidle %llu\ndropped %llu\n", (unsigned long long)st->stops,
-	   (unsigned long long)st->kept, (unsigned long long)st->idle, (unsigned long long)st->dropped);
-	KV("pause_p50_us %.0f\npause_p99_us %.0f\npause_max_us %lld\n", stats_pause_pct(st, 50),
-	   stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000));
-	KV("stopped_fraction %.5f\npaused_fraction %.5f\n", s > 0 ? (double)st->stopped_ns / 1e9 / s : 0.0,
-	   s > 0 ? (double)st->paused_ns / 1e9 / s : 0.0);
-	KV("prediction_hits %llu\nprediction_misses %llu\nround_trips %llu\n",
-	   (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->trips);
-	KV("mem_reads %llu\nmem_bytes %llu\n", (unsigned long long)ss->mem_reads, (unsigned long long)ss->mem_bytes);
-	KV("cross_page_reads %llu\ncross_page_failed %llu\n", (unsigned long long)ss->cross_reads,
-	   (unsigned long long)ss->cross_failed);
-	KV("idle_reused %llu\n", (unsigned long long)ss->idle_reused);
-	KV("hg_elided %llu\nhg_elided_wrong %llu\n", (unsigned long long)ss->hg_elided,
-	   (unsigned long long)ss->hg_wrong);
-	for (int i = 0; i < UW_NSTOPS; i++)
-		KV("unwind_stop_%s %llu\n", unwind_stop_names[i], (unsigned long long)ss->stops[i]);
-	for (int m = 0; m < UM_N; m++) KV("frames_%s %llu\n", unwind_method_names[m], (unsigned long long)ss->frames[m]);
-	for (int m = 0; m <= UM_N; m++)
-		for (int i = 0; i < UW_NSTOPS; i++)
-			if (ss->stops_by[m][i])
-				KV("unwind_stop_%s_%s %llu\n", m < UM_N ? unwind_method_names[m] : "none",
-				   unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
-	KV("text_reads %llu\nstale_windows %llu\n", (unsigned long long)ss->text_reads,
-	   (unsigned long long)ss->stale_windows);
-	if (ss->reg_reads) KV("reg_reads %llu\n", (unsigned long long)ss->reg_reads);
-	KV("errors_register %llu\nerrors_memory %llu\nerrors_rejected %llu\nno_stop_reply %llu\n",
-	   (unsigned long long)ss->reg_errors, (unsigned long long)ss->mem_errors,
-	   (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply);
-	KV("failed_rounds %llu\nnaks %lu\nretransmits %lu\nbad_checksums %lu\n",
-	   (unsigned long long)st->failed_stops, gs->naks, gs->retransmits, gs->badsum);
-	KV("deadlines_skipped %llu\nlateness_max_ns %lld\n", (unsigned long long)late_count(p),
-	   (long long)(p ? p->late_max_ns : 0));
-	KV("watchdog_rescues %llu\nwatchdog_longest_ns %lld\nwatchdog_lost_rounds %llu\n",
-	   (unsigned long long)st->rescues, (long long)st->rescue_max_ns, (unsigned long long)st->rescued_samples);
-	const struct task_stats *t = &ss->task;
-	if (t->verified + t->hits + t->misses + t->lost)
-		KV("task_verified %llu\ntask_hits %llu\ntask_misses %llu\ntask_renamed %llu\ntask_lost %llu\n"
-		   "task_reads %llu\ntask_bytes %llu\n", (unsigned long long)t->verified, (unsigned long long)t->hits,
-		   (unsigned long long)t->misses, (unsigned long long)t->renamed, (unsigned long long)t->lost,
-		   (unsigned long long)t->reads, (unsigned long long)t->bytes);
-	if (st->filtered) KV("filtered %llu\n", (unsigned long long)st->filtered);
-#undef KV
+	char key[96];
+	snprintf(key, sizeof key, keyfmt, a, b);
+	summary_u64(t, key, label, v);
 }
 
-void stats_human(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
-		 const struct pace *p, int ncpu, int rate_hz, int keep_idle, char *out, size_t cap)
+void stats_summary(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
+		   const struct pace *p, int ncpu, int rate_hz, int keep_idle, struct summary *t)
 {
 	double s = seconds(st);
-	size_t o = 0;
-#define P(...) do { if (o < cap) o += (size_t)snprintf(out + o, cap - o, __VA_ARGS__); } while (0)
-	P("gdbsample: %llu samples of %d vCPU%s in %.2f s: %.1f Hz achieved, %d Hz requested\n",
-	  (unsigned long long)st->kept, ncpu, ncpu == 1 ? "" : "s", s,
-	  s > 0 ? (double)st->stops / s : 0.0, rate_hz);
-	P("gdbsample: pause per sample p50 %.0f us, p99 %.0f us, max %lld us; guest stopped %.2f%% of wall time "
-	  "(at most %.2f%%, counting from the stop byte)\n",
-	  stats_pause_pct(st, 50), stats_pause_pct(st, 99), (long long)(st->max_pause_ns / 1000),
-	  s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0, s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
-	P("gdbsample: idle samples %llu (%s), dropped %llu, prediction hits %llu misses %llu (%llu speculative "
-	  "reads unmapped), round trips %llu, "
-	  "stack reads %llu (%.0f bytes each, %llu across a page, %llu of those re-read), "
-	  "on an interrupt vector %llu (counted as the interrupted pc)\n",
-	  (unsigned long long)st->idle, keep_idle ? "kept" : "not reported", (unsigned long long)st->dropped,
-	  (unsigned long long)ss->hits, (unsigned long long)ss->misses, (unsigned long long)ss->stale_windows,
-	  (unsigned long long)ss->trips,
-	  (unsigned long long)ss->mem_reads, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0,
-	  (unsigned long long)ss->cross_reads, (unsigned long long)ss->cross_failed,
-	  (unsigned long long)ss->irq_vector);
-	P("gdbsample: unwind stops:");
-	for (int i = 0; i < UW_NSTOPS; i++)
-		P(" %s %llu", unwind_stop_names[i], (unsigned long long)ss->stops[i]);
-	P("\n");
-	P("gdbsample: frames by method:");
-	for (int m = UM_N - 1; m >= 0; m--) /* orc, cfi, fp: the order auto prefers them */
-		P(" %s %llu", unwind_method_names[m], (unsigned long long)ss->frames[m]);
-	P("; stops by method:");
+	char label[128];
+	summary_u64(t, "samples", "gdbsample: %v samples", st->kept);
+	summary_i64(t, "vcpus", " of %v vCPU%s", ncpu);
+	summary_i64(t, "duration_ns", " in %v s", st->end_ns - st->start_ns);
+	summary_scale(t, 1e9, 2);
+	summary_real(t, "rate_achieved_hz", ": %v Hz achieved", 2, s > 0 ? (double)st->stops / s : 0.0);
+	summary_scale(t, 1, 1);
+	summary_i64(t, "rate_requested_hz", ", %v Hz requested\n", rate_hz);
+	summary_u64(t, "stops", NULL, st->stops);
+
+	summary_real(t, "pause_p50_us", "gdbsample: pause per sample p50 %v us", 0, stats_pause_pct(st, 50));
+	summary_real(t, "pause_p99_us", ", p99 %v us", 0, stats_pause_pct(st, 99));
+	summary_i64(t, "pause_max_us", ", max %v us", st->max_pause_ns / 1000);
+	summary_real(t, "stopped_fraction", NULL, 5, s > 0 ? (double)st->stopped_ns / 1e9 / s : 0.0);
+	summary_real(t, "paused_fraction", NULL, 5, s > 0 ? (double)st->paused_ns / 1e9 / s : 0.0);
+	summary_real(t, NULL, "; guest stopped %v%% of wall time", 2, s > 0 ? 100.0 * (double)st->stopped_ns / 1e9 / s : 0.0);
+	summary_real(t, NULL, " (at most %v%%, counting from the stop byte)\n", 2,
+		     s > 0 ? 100.0 * (double)st->paused_ns / 1e9 / s : 0.0);
+
+	summary_u64(t, "idle", keep_idle ? "gdbsample: idle samples %v (kept)" : "gdbsample: idle samples %v (not reported)",
+		    st->idle);
+	summary_u64(t, "dropped", ", dropped %v", st->dropped);
+	summary_u64(t, "prediction_hits", ", prediction hits %v", ss->hits);
+	summary_u64(t, "prediction_misses", " misses %v", ss->misses);
+	summary_u64(t, "stale_windows", " (%v speculative reads unmapped)", ss->stale_windows);
+	summary_u64(t, "round_trips", ", round trips %v", ss->trips);
+	summary_u64(t, "mem_reads", ", stack reads %v", ss->mem_reads);
+	summary_u64(t, "mem_bytes", NULL, ss->mem_bytes);
+	summary_real(t, NULL, " (%v bytes each", 0, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0);
+	summary_u64(t, "cross_page_reads", ", %v across a page", ss->cross_reads);
+	summary_u64(t, "cross_page_failed", ", %v of those re-read)", ss->cross_failed);
+	summary_u64(t, NULL, ", on an interrupt vector %v (counted as the interrupted pc)\n", ss->irq_vector);
+	summary_u64(t, "idle_reused", NULL, ss->idle_reused);
+	summary_u64(t, "hg_elided", NULL, ss->hg_elided);
+	summary_u64(t, "hg_elided_wrong", NULL, ss->hg_wrong);
+
+	summary_text(t, "gdbsample: unwind stops:");
+	for (int i = 0; i < UW_NSTOPS; i++) {
+		snprintf(label, sizeof label, " %s %%v", unwind_stop_names[i]);
+		named_u64(t, "unwind_stop_%s%s", unwind_stop_names[i], "", label, ss->stops[i]);
+	}
+	summary_text(t, "\ngdbsample: frames by method:");
+	for (int m = UM_N - 1; m >= 0; m--) { /* orc, cfi, fp: the order auto prefers them */
+		snprintf(label, sizeof label, " %s %%v", unwind_method_names[m]);
+		named_u64(t, "frames_%s%s", unwind_method_names[m], "", label, ss->frames[m]);
+	}
+	summary_text(t, "; stops by method:");
 	int any = 0;
 	for (int m = UM_N; m >= 0; m--) {
+		const char *mn = m < UM_N ? unwind_method_names[m] : "none";
 		int first = 1;
 		for (int i = 0; i < UW_NSTOPS; i++) {
-			if (!ss->stops_by[m][i]) continue;
-			if (first) P("%s%s", any ? "; " : " ", m < UM_N ? unwind_method_names[m] : "none");
-			P("%s %s %llu", first ? "" : ",", unwind_stop_names[i], (unsigned long long)ss->stops_by[m][i]);
+			if (!ss->stops_by[m][i]) { /* zeros: for JSON only, as key value lines never had them */
+				named_u64(t, "unwind_stop_%s_%s", mn, unwind_stop_names[i], NULL, 0);
+				summary_json_only(t);
+				continue;
+			}
+			snprintf(label, sizeof label, "%s%s%s %s %%v", first ? (any ? "; " : " ") : "", first ? mn : "",
+				 first ? "" : ",", unwind_stop_names[i]);
+			char key[96];
+			snprintf(key, sizeof key, "unwind_stop_%s_%s", mn, unwind_stop_names[i]);
+			summary_u64(t, key, label, ss->stops_by[m][i]);
 			first = 0;
 			any = 1;
 		}
 	}
-	if (ss->text_reads) P("; text bytes read %llu", (unsigned long long)ss->text_reads);
-	if (ss->reg_reads) P("; registers read for walks %llu", (unsigned long long)ss->reg_reads);
-	P("\n");
-	P("gdbsample: errors: registers %llu, memory %llu, rejected %llu, no stop reply %llu, failed rounds %llu, "
-	  "naks %lu, bad checksums %lu; deadlines skipped %llu (max late %.1f ms)\n",
-	  (unsigned long long)ss->reg_errors, (unsigned long long)ss->mem_errors,
-	  (unsigned long long)ss->rejected, (unsigned long long)ss->no_stop_reply,
-	  (unsigned long long)st->failed_stops, gs->naks, gs->badsum, (unsigned long long)late_count(p),
-	  p ? (double)p->late_max_ns / 1e6 : 0.0);
-	const struct task_stats *t = &ss->task;
-	if (t->verified + t->hits + t->misses + t->lost)
-		P("gdbsample: tasks: %llu confirmed in the same round trip, %llu from the cache, %llu cost another trip, "
-		  "%llu unattributed; %llu renamed (exec or a reused task struct)%s\n", (unsigned long long)t->verified,
-		  (unsigned long long)t->hits, (unsigned long long)t->misses, (unsigned long long)t->lost,
-		  (unsigned long long)t->renamed, "");
-	if (st->filtered)
-		P("gdbsample: %llu samples left out by --pid/--comm\n", (unsigned long long)st->filtered);
-	if (st->rescues)
-		P("gdbsample: the pause watchdog resumed the guest %llu time%s (gdbsample was held up, longest "
-		  "stop %.0f ms; %llu sample round%s lost)\n", (unsigned long long)st->rescues, st->rescues == 1 ? "" : "s",
-		  (double)st->rescue_max_ns / 1e6, (unsigned long long)st->rescued_samples,
-		  st->rescued_samples == 1 ? "" : "s");
-#undef P
+	summary_u64(t, "text_reads", "; text bytes read %v", ss->text_reads);
+	if (!ss->text_reads) summary_hide(t);
+	summary_u64(t, "reg_reads", "; registers read for walks %v", ss->reg_reads);
+	if (!ss->reg_reads) {
+		summary_hide(t);
+		summary_json_only(t);
+	}
+	summary_text(t, "\n");
+
+	summary_u64(t, "errors_register", "gdbsample: errors: registers %v", ss->reg_errors);
+	summary_u64(t, "errors_memory", ", memory %v", ss->mem_errors);
+	summary_u64(t, "errors_rejected", ", rejected %v", ss->rejected);
+	summary_u64(t, "no_stop_reply", ", no stop reply %v", ss->no_stop_reply);
+	summary_u64(t, "failed_rounds", ", failed rounds %v", st->failed_stops);
+	summary_u64(t, "naks", ", naks %v", gs->naks);
+	summary_u64(t, "retransmits", NULL, gs->retransmits);
+	summary_u64(t, "bad_checksums", ", bad checksums %v", gs->badsum);
+	summary_u64(t, "deadlines_skipped", "; deadlines skipped %v", late_count(p));
+	summary_i64(t, "lateness_max_ns", " (max late %v ms)\n", p ? p->late_max_ns : 0);
+	summary_scale(t, 1e6, 1);
+
+	const struct task_stats *k = &ss->task;
+	int tasks = k->verified + k->hits + k->misses + k->lost != 0;
+	static const char *const task_keys[] = { "task_verified", "task_hits", "task_misses", "task_lost",
+						 "task_renamed", "task_reads", "task_bytes" };
+	for (size_t i = 0; !tasks && i < sizeof task_keys / sizeof task_keys[0]; i++) {
+		summary_u64(t, task_keys[i], NULL, 0); /* none counted: zeros, for JSON only */
+		summary_json_only(t);
+	}
+	if (tasks) {
+		summary_u64(t, "task_verified", "gdbsample: tasks: %v confirmed in the same round trip", k->verified);
+		summary_u64(t, "task_hits", ", %v from the cache", k->hits);
+		summary_u64(t, "task_misses", ", %v cost another trip", k->misses);
+		summary_u64(t, "task_lost", ", %v unattributed", k->lost);
+		summary_u64(t, "task_renamed", "; %v renamed (exec or a reused task struct)\n", k->renamed);
+		summary_u64(t, "task_reads", NULL, k->reads);
+		summary_u64(t, "task_bytes", NULL, k->bytes);
+	}
+	summary_u64(t, "filtered", "gdbsample: %v samples left out by --pid/--comm\n", st->filtered);
+	if (!st->filtered) {
+		summary_hide(t);
+		summary_json_only(t);
+	}
+	/* said to people only when it happened; always in the key value form */
+	summary_u64(t, "watchdog_rescues", "gdbsample: the pause watchdog resumed the guest %v time%s", st->rescues);
+	if (!st->rescues) summary_hide(t);
+	summary_i64(t, "watchdog_longest_ns", " (gdbsample was held up, longest stop %v ms", st->rescue_max_ns);
+	summary_scale(t, 1e6, 0);
+	if (!st->rescues) summary_hide(t);
+	summary_u64(t, "watchdog_lost_rounds", "; %v sample round%s lost)\n", st->rescued_samples);
+	if (!st->rescues) summary_hide(t);
 }

@@ -1,4 +1,4 @@
-/* stats.h: run statistics -- pause histogram, counters, and the end-of-run summary text. */
+/* stats.h: run statistics -- pause histogram, counters, and their rows of the end-of-run summary. */
 #ifndef STATS_H
 #define STATS_H
 #include <stddef.h>
@@ -6,6 +6,7 @@
 #include "gdb.h"
 #include "pace.h"
 #include "sample.h"
+#include "summary.h"
 
 #define STATS_HIST_US 100000 /* pauses are binned per microsecond up to 100 ms */
 
@@ -35,11 +36,9 @@ void stats_init(struct stats *st, int64_t now_ns);
 void stats_pause(struct stats *st, int64_t pause_ns, int64_t stopped_ns);
 /* Pause percentile (0..100) in microseconds. */
 double stats_pause_pct(const struct stats *st, double pct);
-/* The summary as "key value" lines (for the capture trailer). */
-void stats_kv(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
-	      const struct pace *p, int ncpu, int rate_hz, char *out, size_t cap);
-/* The human summary (a few lines, each starting "gdbsample: "). */
-void stats_human(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
-		 const struct pace *p, int ncpu, int rate_hz, int keep_idle, char *out, size_t cap);
+/* The run's rows of the summary table (summary.h): what people read on stderr at the end, and
+ * the key value lines of the capture's trailer. */
+void stats_summary(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
+		   const struct pace *p, int ncpu, int rate_hz, int keep_idle, struct summary *t);
 
 #endif

@@ -1,6 +1,7 @@
 /* symbols.h: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #ifndef SYMBOLS_H
 #define SYMBOLS_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include "unwind.h"
@@ -50,7 +51,7 @@ struct symtab {
 	int64_t slide;           /* added to the names (and marks) by syms_relocate: the KASLR offset */
 	int64_t text_slide;      /* ...and to the text sections */
 	int err;                 /* sticky error code */
-	char errstr[128];        /* what went wrong */
+	char errstr[ERR_MAX];        /* what went wrong */
 };
 
 /* Load an ELF, or an nm/System.map style text map (detected by content). */

@@ -1,6 +1,7 @@
 /* unwind_cfi.h: the DWARF CFI unwinder -- .eh_frame/.debug_frame through libdw, rules cached per pc. */
 #ifndef UNWIND_CFI_H
 #define UNWIND_CFI_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <elfutils/libdw.h>
@@ -36,7 +37,7 @@ struct cfi_ctx {
 	struct cfi_ctx *(*more)(void *arg, uint64_t pc);
 	void *more_arg;
 	int err;                 /* sticky error code */
-	char errstr[128];        /* what went wrong */
+	char errstr[ERR_MAX];        /* what went wrong */
 };
 
 /* Open the image's CFI; -1 if it has neither .eh_frame nor .debug_frame. */

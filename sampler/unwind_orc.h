@@ -1,6 +1,7 @@
 /* unwind_orc.h: the Linux ORC unwinder -- .orc_unwind_ip/.orc_unwind tables, lookup and step. */
 #ifndef UNWIND_ORC_H
 #define UNWIND_ORC_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include "unwind.h"
@@ -51,7 +52,7 @@ struct orc_table {
 	void *more_arg;          /* its argument */
 	struct orc_hit *cache;   /* recent lookups, direct-mapped by pc (ORC_CACHE slots) */
 	int err;                 /* sticky error code */
-	char errstr[128];        /* what went wrong */
+	char errstr[ERR_MAX];        /* what went wrong */
 };
 
 /*

@@ -37,7 +37,7 @@ int virt_open(struct virt *v, const char *uri, const char *name)
 	}
 	v->dom = virDomainLookupByName(v->conn, name);
 	if (!v->dom) {
-		ERR_SET(v, ERR_USAGE, "libvirt: no domain '%.40s': %s", name, last_error());
+		ERR_SET(v, ERR_USAGE, "libvirt: no domain '%s': %s", name, last_error());
 		return -1;
 	}
 	return 0;

@@ -1,13 +1,14 @@
 /* virt.h: reach a libvirt domain's QEMU monitor (virDomainQemuMonitorCommand); optional at build time. */
 #ifndef VIRT_H
 #define VIRT_H
+#include "err.h"
 #include <stddef.h>
 
 struct virt {
 	void *conn;        /* virConnectPtr, NULL when closed */
 	void *dom;         /* virDomainPtr */
 	int err;           /* sticky error code (err.h) */
-	char errstr[128];  /* what went wrong */
+	char errstr[ERR_MAX];  /* what went wrong */
 };
 
 /* 1 if gdbsample was built with libvirt (sampler.mk found `pkg-config libvirt-qemu`). */

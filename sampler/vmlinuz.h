@@ -1,6 +1,7 @@
 /* vmlinuz.h: extract the kernel ELF (vmlinux) from a compressed x86 bzImage held in memory. */
 #ifndef VMLINUZ_H
 #define VMLINUZ_H
+#include "err.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,7 +11,7 @@ struct vmlinuz {
 	size_t max_out;    /* refuse a kernel larger than this (0 = VMLINUZ_MAX_OUT) */
 	const char *codec; /* "gzip", "xz", "zstd", "lz4", ... once the payload is recognised */
 	int err;           /* sticky error code (ERR_*) */
-	char errstr[128];  /* what went wrong, one line */
+	char errstr[ERR_MAX];  /* what went wrong, one line */
 };
 
 /* 1 if img carries an x86 boot header ("HdrS") for a bzImage (loaded high), else 0. */

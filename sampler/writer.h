@@ -1,6 +1,7 @@
 /* writer.h: the one interface every output shares -- add a sample, then write the result. */
 #ifndef WRITER_H
 #define WRITER_H
+#include "err.h"
 #include <stdint.h>
 #include <stdio.h>
 #include "sample.h"
@@ -29,12 +30,25 @@ struct writer {
 	/* Release everything. */
 	void (*free)(struct writer *w);
 	int err;                   /* sticky error code */
-	char errstr[128];          /* what went wrong */
+	char errstr[ERR_MAX];          /* what went wrong */
 };
 
 /* The text report shared with the in-guest `profile` (docs/report-format.md). */
 struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains);
 /* Folded stacks "ROOT;frame;...;leaf count", sorted: ROOT is cpuN (tf TF_CPU) or the task. */
 struct writer *fold_writer_new(FILE *out, const struct symtab *syms, int tf);
+
+/* writer_ext.c: -f svg (folded stacks, as fold_writer_new writes them, drawn by
+ * `gdbsample-analyze flamegraph`) and -f speedscope (a capture with header h, converted by
+ * `gdbsample-analyze speedscope -e elf`): kept in a temporary file, then the tool's output goes
+ * to out_fd at finish. elf: the -e file the tool names frames with (an ELF or a symbol map);
+ * name: the output's (-o, or NULL), which speedscope shows as the profile's name. */
+enum { EXT_SVG, EXT_SPEEDSCOPE };
+struct capture_header;
+struct writer *ext_writer_new(int kind, int out_fd, const char *tool, const struct symtab *syms, int tf,
+			      const struct capture_header *h, const char *elf, const char *name);
+/* gdbsample-analyze for the gdbsample at exe: beside it (installed), in ../analysis (the build
+ * tree), else on PATH. 0 with its path in out, or -1. */
+int ext_find_analyze(const char *exe, char *out, size_t cap);
 
 #endif

@@ -47,5 +47,7 @@ void test_insn(void);
 void test_progress(void);
 void test_kallsyms(void);
 void test_kcache(void);
+void test_summary(void);
+void test_messages(void);
 
 #endif

@@ -38,6 +38,13 @@ static void test_flags(void)
 	CHECK(cli_cpus(&o, 4, cpus) == 3 && cpus[0] == 0 && cpus[1] == 2 && cpus[2] == 3);
 	CHECK(cli_cpus(&o, 3, cpus) == -1 && strstr(o.errstr, "out of range"));
 	CHECK(parse(&o, "-p 1 --quiet") == 0 && o.quiet);
+	CHECK(cli_summary_wanted(&o) == 0);                             /* -q: no summary ... */
+	CHECK(parse(&o, "-p 1 -q --summary") == 0 && cli_summary_wanted(&o)); /* ... unless asked */
+	CHECK(parse(&o, "-p 1 -q --summary-format json") == 0 && cli_summary_wanted(&o) &&
+	      o.summary_format == SUMFMT_JSON);
+	CHECK(parse(&o, "-p 1") == 0 && cli_summary_wanted(&o) && o.summary_format == SUMFMT_HUMAN);
+	CHECK(parse(&o, "-p 1 -f svg") == 0 && o.format == FMT_SVG);
+	CHECK(parse(&o, "-p 1 -f speedscope") == 0 && o.format == FMT_SPEEDSCOPE);
 	CHECK(parse(&o, "dump -u /tmp/s") == 0 && o.cmd == CMD_DUMP && !strcmp(o.sock, "/tmp/s"));
 	CHECK(parse(&o, "top -H [::1]:9") == 0 && o.cmd == CMD_TOP && !strcmp(o.host, "::1"));
 	/* dump and top write to the terminal: -o and -f are refused, not ignored */
@@ -71,7 +78,10 @@ static void test_errors(void)
 		{ "-p 1 -r 10001", "-r: bad value '10001' (expected 1-10000)" },
 		{ "-p 1 -r 5x", "-r: bad value" },
 		{ "-p 1 -d 0", "-d: bad duration" },
-		{ "-p 1 -f svg", "unknown format 'svg'" },
+		{ "-p 1 -f png", "unknown format 'png' (report, folded, capture, svg or speedscope)" },
+		{ "-p 1 --summary-format xml", "--summary-format: unknown format 'xml'" },
+		{ "dump -p 1 --summary", "are for record" },
+		{ "top -p 1 --summary-format json", "are for record" },
 		{ "-p 1 --max-frames 300", "--max-frames: bad value" },
 		{ "-p 1 --kernel-range 10:5", "LO < HI" },
 		{ "-p 1 --cpus 1,", "--cpus: expected a list" },

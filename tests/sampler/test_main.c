@@ -33,6 +33,8 @@ int main(void)
 	test_progress();
 	test_kallsyms();
 	test_kcache();
+	test_summary();
+	test_messages();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -17,9 +17,14 @@ void test_stats(void)
 	st.end_ns = 100000 * US;                                              /* 0.1 s of wall time */
 	CHECK(st.paused_ns == 3000 * US && st.stopped_ns == 1000 * US);
 	CHECK(stats_pause_pct(&st, 50) == 300);
-	stats_kv(&st, &ss, &gs, NULL, 2, 100, out, sizeof out);
+	static struct summary t;
+	summary_init(&t);
+	stats_summary(&st, &ss, &gs, NULL, 2, 100, 0, &t);
+	out[0] = 0;
+	summary_kv(&t, out, sizeof out);
 	CHECK(strstr(out, "stopped_fraction 0.01000\n") != NULL);
 	CHECK(strstr(out, "paused_fraction 0.03000\n") != NULL);
-	stats_human(&st, &ss, &gs, NULL, 2, 100, 0, out, sizeof out);
+	out[0] = 0;
+	summary_human(&t, out, sizeof out);
 	CHECK(strstr(out, "guest stopped 1.00% of wall time (at most 3.00%, counting from the stop byte)") != NULL);
 }

@@ -1,0 +1,110 @@
+/* session_summary.c: the session's rows of the end-of-run summary -- the modules read, how the VM
+ * was reached, a VM held by someone else, the image and unwinders -- and the report's header line. */
+#include "session.h"
+#include "err.h"
+
+/* The modules read and their costs: one line for people, and their keys. */
+static void modules_rows(const struct session *ss, struct summary *t)
+{
+	const struct modset *m = &ss->mods;
+	static const char *const keys[] = { "modules", "modules_layout", "modules_loaded_during_run", "modules_unloaded",
+					    "modules_list_changed", "modules_unreadable", "modules_stop_max_us" };
+	if (!m->head) { /* not read: absent */
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) summary_null(t, keys[i]);
+		return;
+	}
+	int live = 0;
+	uint64_t syms = 0, orcs = 0;
+	for (int i = 0; i < m->n; i++)
+		if (m->m[i].addr) {
+			live++;
+			syms += m->m[i].nsyms;
+			orcs += m->m[i].has_orc ? m->m[i].orc.n : 0;
+		}
+	summary_i64(t, "modules", "gdbsample: modules: %v loaded", live);
+	summary_u64(t, NULL, " (%v symbols", syms);
+	summary_u64(t, NULL, ", %v ORC entries", orcs);
+	summary_str(t, "modules_layout", "; %v)", m->l.what);
+	summary_u64(t, NULL, ", walks %v", m->st.walks);
+	summary_u64(t, "modules_loaded_during_run", ", loaded during the run %v", m->st.loaded);
+	summary_u64(t, "modules_unloaded", ", unloaded %v", m->st.unloaded);
+	summary_u64(t, "modules_list_changed", ", list changed while read %v", m->st.changed);
+	summary_u64(t, "modules_unreadable", ", unreadable %v", m->st.bad);
+	summary_u64(t, NULL, ", pcs in no module %v", m->st.unknown_pcs);
+	summary_u64(t, NULL, "; %v bytes read", m->st.bytes);
+	summary_u64(t, NULL, " in %v stops", ss->mods_stops);
+	summary_i64(t, NULL, ", longest %v ms\n", ss->mods_stop_max_ns);
+	summary_scale(t, 1e6, 1);
+	summary_i64(t, "modules_stop_max_us", NULL, ss->mods_stop_max_ns / 1000);
+}
+
+/* The kernel image, its unwinders, KASLR offsets and task layout (keys only). */
+static void image_rows(const struct session *ss, struct summary *t)
+{
+	char buf[512];
+	static const char *const keys[] = { "image", "unwind", "orc", "kaslr_offset", "kaslr_how", "kaslr_names_offset",
+					    "kaslr_names_how", "task_os", "task_layout", "task_off" };
+	if (!ss->img.syms.n) { /* no kernel image: absent */
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) summary_null(t, keys[i]);
+		return;
+	}
+	summary_str(t, "image", NULL, ss->img.what);
+	size_t o = 0;
+	buf[0] = 0;
+	for (int k = 0; k < ss->nmethods && o < sizeof buf; k++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", k ? "," : "", unwind_method_names[ss->methods[k]]);
+	summary_str(t, "unwind", NULL, buf);
+	if (ss->img.has_orc) {
+		snprintf(buf, sizeof buf, "%s, %zu entries%s", orc_layout_names[ss->img.orc.layout], ss->img.orc.n,
+			 ss->orc_from_guest ? ", read from guest memory" : "");
+		summary_str(t, "orc", NULL, buf);
+	} else {
+		summary_null(t, "orc");
+	}
+	int64_t k = ss->kaslr.slide, nk = ss->kaslr.names_slide;
+	snprintf(buf, sizeof buf, "%s0x%llx", k < 0 ? "-" : "", (unsigned long long)(k < 0 ? -k : k));
+	summary_str(t, "kaslr_offset", NULL, buf);
+	summary_str(t, "kaslr_how", NULL, kaslr_how_names[ss->kaslr.how]);
+	int same = nk == k && ss->kaslr.names_how == ss->kaslr.how; /* key value lines say it once */
+	snprintf(buf, sizeof buf, "%s0x%llx", nk < 0 ? "-" : "", (unsigned long long)(nk < 0 ? -nk : nk));
+	summary_str(t, "kaslr_names_offset", NULL, buf);
+	if (same) summary_json_only(t);
+	summary_str(t, "kaslr_names_how", NULL, kaslr_how_names[ss->kaslr.names_how]);
+	if (same) summary_json_only(t);
+	summary_str(t, "task_os", NULL, guestos_names[ss->img.os.os]);
+	if (ss->img.os.os != OS_NONE) {
+		summary_str(t, "task_layout", NULL, ss->img.os.what);
+		summary_null(t, "task_off");
+	} else {
+		summary_null(t, "task_layout");
+		summary_str(t, "task_off", NULL, ss->img.os.why);
+	}
+}
+
+void session_summary(const struct session *ss, struct summary *t)
+{
+	static char ko[8192];
+	modules_rows(ss, t);
+	ko_line(&ss->img.kos, ko, sizeof ko);  /* .ko files placed, what they gave: people only */
+	if (ko[0]) summary_text(t, ko);
+	attach_summary(&ss->at, ss->g.conn.where, t);
+	summary_u64(t, "held_by_other", NULL, ss->held_episodes);
+	summary_u64(t, "held_rounds", NULL, ss->held_rounds);
+	summary_i64(t, "vcpus_hotplugged", NULL, ss->hotplugged);
+	image_rows(ss, t);
+}
+
+void session_image_line(const struct session *ss, char *out, size_t cap)
+{
+	size_t o = 0;
+	out[0] = 0;
+	if (!ss->img.syms.n) return;
+	o += (size_t)snprintf(out + o, cap - o, "kernel %s, unwound by", ss->img.what);
+	for (int k = 0; k < ss->nmethods && o < cap; k++)
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", k ? "," : " ", unwind_method_names[ss->methods[k]]);
+	if (o < cap && ss->kaslr.how != KASLR_NONE)
+		o += (size_t)snprintf(out + o, cap - o, ", kaslr offset 0x%llx (%s)", (unsigned long long)ss->kaslr.slide,
+				      kaslr_how_names[ss->kaslr.how]);
+	if (o < cap && ss->img.os.os != OS_NONE)
+		snprintf(out + o, cap - o, ", tasks %s", ss->img.os.what);
+}

@@ -1,0 +1,261 @@
+"""Errors that teach, and a quiet -q: a refused connection names the fixes (-gdb, --qmp, --domain);
+-u or -p given a QEMU monitor says which and what to do; a run without -e whose frames cannot be
+named says so, and why; -q prints nothing but errors while --summary / --summary-format bring the
+summary back, as human text, key value lines or JSON (docs/json.md). Fake peers in threads, no QEMU:
+every gdbsample is bounded by a subprocess timeout far above what it needs (a hang guard, not a
+timing assertion)."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+
+import conftest
+import pytest
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+QMP_GREETING = (b'{"QMP": {"version": {"qemu": {"micro": 15, "minor": 2, "major": 7}, "package": ""}, '
+                b'"capabilities": ["oob"]}}\r\n')
+HMP_BANNER = b"QEMU 7.2.15 monitor - type 'help' for more information\r\n(qemu) "
+
+
+def run(args, timeout=60):
+    return subprocess.run([GDBSAMPLE] + args, capture_output=True, text=True, timeout=timeout)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Greeter:
+    """A unix socket that greets every client with `hello` (as a QEMU monitor does), then reads
+    whatever comes and answers nothing."""
+
+    def __init__(self, hello):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "mon.sock")
+        self.lsock = socket.socket(socket.AF_UNIX)
+        self.lsock.bind(self.path)
+        self.lsock.listen(4)
+        self.hello = hello
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            c.sendall(self.hello)
+            c.settimeout(5)
+            try:
+                while c.recv(4096):
+                    pass
+            except OSError:
+                pass
+            c.close()
+
+    def close(self):
+        self.lsock.close()
+        self.dir.cleanup()
+
+
+def packet(payload):
+    return b"$" + payload + b"#" + b"%02x" % (sum(payload) & 255)
+
+
+class FakeStub:
+    """A gdbstub good enough for a whole run: one vCPU at pc 0 (not an upper-half kernel, so no
+    kernel can be read from guest memory), every memory read unmapped."""
+
+    REGS = b"00" * 1024  # more than the default x86_64 layout needs; all zero
+
+    def __init__(self):
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(1)
+        self.port = self.lsock.getsockname()[1]
+        self.running = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def answer(self, req):
+        if req.startswith(b"qSupported"):
+            return b"PacketSize=1000;multiprocess+"
+        if req == b"?":
+            return b"T05thread:p01.01;"
+        if req == b"qfThreadInfo":
+            return b"mp01.01"
+        if req == b"qsThreadInfo":
+            return b"l"
+        if req == b"qC":
+            return b"QCp01.01"
+        if req.startswith(b"Hg"):
+            return b"OK"
+        if req == b"g":
+            return self.REGS
+        if req[:1] in (b"m", b"p"):
+            return b"E14"
+        if req[:1] == b"T":
+            return b"E01"  # no hot-plugged vCPU
+        if req.startswith(b"D"):
+            return b"OK"
+        return b""  # qRcmd and the rest: not supported
+
+    def serve(self):
+        try:
+            c, _ = self.lsock.accept()
+        except OSError:
+            return
+        buf = b""
+        with c:
+            c.settimeout(30)
+            while True:
+                try:
+                    data = c.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                out = b""
+                while buf:
+                    if buf[:1] == b"+":
+                        buf = buf[1:]
+                    elif buf[:1] == b"\x03":
+                        buf = buf[1:]
+                        if self.running:
+                            out += packet(b"T02thread:p01.01;")
+                            self.running = False
+                    elif buf[:1] == b"$":
+                        end = buf.find(b"#")
+                        if end < 0 or len(buf) < end + 3:
+                            break
+                        req, buf = buf[1:end], buf[end + 3:]
+                        out += b"+"
+                        if req == b"c":
+                            self.running = True
+                            continue
+                        out += packet(self.answer(req))
+                    else:
+                        buf = buf[1:]
+                if out:
+                    c.sendall(out)
+
+    def close(self):
+        self.lsock.close()
+
+
+def test_refused_connection_names_the_fixes():
+    port = free_port()  # nothing listens there
+    r = run(["-p", str(port), "-d", "1"])
+    assert r.returncode == 1, r
+    line, = r.stderr.splitlines()
+    assert "Connection refused" in line, line
+    assert f"-gdb tcp:127.0.0.1:{port}" in line and "--qmp" in line and "--domain" in line, line
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "gdb.sock")  # no such socket
+        r = run(["-u", path, "-d", "1"])
+    assert r.returncode == 1, r
+    assert f"-gdb unix:{path},server=on,wait=off" in r.stderr and "--qmp" in r.stderr, r.stderr
+
+
+def test_u_at_a_qmp_socket_suggests_qmp():
+    g = Greeter(QMP_GREETING)
+    try:
+        r = run(["-u", g.path, "-d", "1"])
+    finally:
+        g.close()
+    assert r.returncode == 2, r  # the user's to fix: the wrong option
+    line, = r.stderr.splitlines()
+    assert "QMP" in line and f"--qmp {g.path}" in line, line
+    assert "qSupported" not in line, line
+
+
+def test_u_at_a_human_monitor_says_so():
+    g = Greeter(HMP_BANNER)
+    try:
+        r = run(["-u", g.path, "-d", "1"])
+    finally:
+        g.close()
+    assert r.returncode == 2, r
+    assert "human monitor (HMP), not a gdbstub" in r.stderr and "--qmp" in r.stderr, r.stderr
+
+
+def test_raw_addresses_are_explained():
+    """No -e, and no upper-half kernel to read names from: one warning says frames are raw and why."""
+    s = FakeStub()
+    try:
+        r = run(["-p", str(s.port), "-d", "0.3", "-r", "20", "-f", "folded"])
+    finally:
+        s.close()
+    assert r.returncode == 0, r
+    said = [ln for ln in r.stderr.splitlines() if "raw addresses" in ln]
+    assert len(said) == 1, r.stderr
+    assert "no kernel image (-e)" in said[0] and "upper half" in said[0] and "-e" in said[0], said
+
+
+def test_quiet_is_quiet_and_summary_formats():
+    s = FakeStub()
+    try:
+        r = run(["-p", str(s.port), "-d", "0.3", "-r", "20", "-f", "folded", "-q"])
+    finally:
+        s.close()
+    assert r.returncode == 0, r
+    assert r.stderr == "", r.stderr  # no warning, no summary
+    assert r.stdout.strip(), r       # the result still comes
+
+    s = FakeStub()
+    try:
+        r = run(["-p", str(s.port), "-d", "0.3", "-r", "20", "-f", "folded", "-q", "--summary"])
+    finally:
+        s.close()
+    assert r.returncode == 0, r
+    assert r.stderr.startswith("gdbsample: ") and " samples of 1 vCPU in " in r.stderr, r.stderr
+    assert "raw addresses" not in r.stderr  # -q still hides warnings
+
+    s = FakeStub()
+    try:
+        r = run(["-p", str(s.port), "-d", "0.3", "-r", "20", "-f", "folded", "-q", "--summary-format", "json"])
+    finally:
+        s.close()
+    assert r.returncode == 0, r
+    doc = json.loads(r.stderr)  # the whole of stderr is one JSON object
+    assert doc["schema"] == "gdbsample summary" and doc["schema_version"] == 1, doc
+    sm = doc["summary"]
+    assert sm["vcpus"] == 1 and sm["rate_requested_hz"] == 20 and sm["attach"] == "gdbstub", sm
+    assert isinstance(sm["samples"], int) and sm["samples"] > 0 and isinstance(sm["pause_p50_us"], (int, float)), sm
+    assert sm["gdbstub"] == "127.0.0.1:%d" % s.port, sm
+    assert sm["image"] is None and sm["modules"] is None and sm["attach_target"] is None, sm  # absent: null
+    assert list(sm) == sorted(sm), list(sm)
+
+    s = FakeStub()
+    try:
+        r = run(["-p", str(s.port), "-d", "0.3", "-r", "20", "-f", "folded", "--summary-format", "kv"])
+    finally:
+        s.close()
+    assert r.returncode == 0, r
+    kv = dict(ln.split(" ", 1) for ln in r.stderr.splitlines() if not ln.startswith("gdbsample: "))
+    assert kv["vcpus"] == "1" and kv["attach"] == "gdbstub" and int(kv["samples"]) > 0, r.stderr
+    assert "raw addresses" in r.stderr  # without -q the warning stays
+
+
+def test_libvirt_message_is_whole():
+    """libvirt's message, naming its socket, reaches stderr whole (it was cut at 128 bytes:
+    "...libvirt-sock': No such file or direct"). Needs a gdbsample built with libvirt, no daemon."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:  # short: pytest's tmp_path is too long
+        sock = os.path.join(d, "no-such-dir-" + "x" * 40, "libvirt-sock")
+        check_libvirt_message(sock)
+
+
+def check_libvirt_message(sock):
+    assert len(sock) < 108  # a unix socket path libvirt will try, not refuse as too long
+    r = run(["--domain", "nodomain", "--connect", "qemu:///system?socket=" + sock, "-d", "1"])
+    if "built without libvirt" in r.stderr:
+        pytest.skip("gdbsample was built without libvirt")
+    assert r.returncode == 1, r
+    line, = r.stderr.splitlines()
+    assert len(line) > 128 and line.rstrip().endswith("No such file or directory"), line
+    assert sock in line and "[...]" not in line, line
