@@ -35,6 +35,7 @@ struct opts {
 	int idle;                /* --idle: report idle samples */
 	int quiet;               /* -q */
 	int chains;              /* --chains N */
+	double interval;         /* --interval SECONDS: top's time between refreshes (default 1) */
 	int verify;              /* ELF check on (--no-verify clears) */
 	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
 	int task_format;         /* --task-format TF_*: the folded root when tasks are known */
