@@ -219,7 +219,7 @@ static void tick(void *arg, const struct stats *st, const struct pace *p)
 		case TOPK_NONE: break;
 		}
 	}
-	if (now_due && !t->st.paused) {
+	if ((now_due && !t->st.paused) || !t->f.chains) { /* (a pause before the first frame freezes that) */
 		if (refresh(t, st) < 0) goto oom;
 		t->next_draw = st->end_ns + t->interval_ns;
 		redraw = 1;
