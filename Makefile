@@ -33,7 +33,7 @@ DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \
-	    golang-go protobuf-compiler python3-protobuf npm tmux
+	    golang-go protobuf-compiler python3-protobuf npm tmux libncurses-dev
 # A package counts as present when installed or provided by one that is (NodeSource's nodejs
 # provides npm and conflicts with Debian's).
 deps:

@@ -29,7 +29,7 @@ _gdbsample()
         --domain)
             COMPREPLY=($(compgen -W '$(virsh list --name 2>/dev/null)' -- "$cur"))
             return ;;
-        -p | -H | -r | -d | --connect | --kaslr-offset | --chains | --max-frames | --kernel-range | \
+        -p | -H | -r | -d | --interval | --connect | --kaslr-offset | --chains | --max-frames | --kernel-range | \
         --cpus | --pid | --comm | --max-pause | --connect-timeout)
             return ;;  # a value to type
     esac

@@ -13,7 +13,8 @@ const char cli_usage[] =
 	"                 [options]\n"
 	"  record (default)   sample until Ctrl-C or -d, then write the result\n"
 	"  dump               stop once and print every vCPU's stack\n"
-	"  top                live view of the hottest functions and chains\n"
+	"  top                live view of the hottest functions and chains; on a terminal full screen,\n"
+	"                     keys q quit, s/t sort by self/total samples, c chains, p pause\n"
 	"  -p PORT            gdbstub on 127.0.0.1:PORT\n"
 	"  -H HOST:PORT       gdbstub on HOST:PORT\n"
 	"  -u PATH            gdbstub on a unix socket (QEMU -gdb unix:PATH,server=on)\n"
@@ -22,6 +23,7 @@ const char cli_usage[] =
 	"  --connect URI      with --domain: the libvirt URI, e.g. qemu:///system (default libvirt's)\n"
 	"  -r HZ              samples per second, 1-10000 (default 100)\n"
 	"  -d SECONDS         stop after SECONDS (default: until SIGINT/SIGTERM)\n"
+	"  --interval SECONDS top: seconds between refreshes, 0.1-3600 (default 1)\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -140,6 +142,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT };
+enum { OPT_INTERVAL = 512 };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -162,6 +165,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "pid", required_argument, 0, OPT_PID },
 		{ "comm", required_argument, 0, OPT_COMM },
 		{ "version", no_argument, 0, OPT_VERSION },
+		{ "interval", required_argument, 0, OPT_INTERVAL },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -176,10 +180,11 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	o->verify = 1;
 	o->max_pause = 1.0;
 	o->connect_timeout = 10.0;
+	o->interval = 1.0;
 	o->klo = 0xffff800000000000ull;
 	o->khi = 0xffffffffffffffffull;
 	strcpy(o->host, "127.0.0.1");
-	int first = 1, conns = 0, c, have_format = 0;
+	int first = 1, conns = 0, c, have_format = 0, have_interval = 0;
 	if (argc > 1 && argv[1][0] != '-') {
 		if (!strcmp(argv[1], "record")) o->cmd = CMD_RECORD;
 		else if (!strcmp(argv[1], "dump")) o->cmd = CMD_DUMP;
@@ -310,6 +315,13 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (!*optarg || *e || errno || !(o->connect_timeout >= 0.1 && o->connect_timeout <= 3600))
 				return bad(o, "--connect-timeout: bad value '%.40s' (0.1-3600 seconds)%s", optarg, "");
 			break;
+		case OPT_INTERVAL:
+			errno = 0;
+			o->interval = strtod(optarg, &e);
+			if (!decimal_ok(optarg) || *e || errno || !(o->interval >= 0.1 && o->interval <= 3600))
+				return bad(o, "--interval: bad value '%.40s' (0.1-3600 seconds)%s", optarg, "");
+			have_interval = 1;
+			break;
 		case OPT_KASLR: {
 			const char *v = optarg[0] == '-' ? optarg + 1 : optarg;
 			uint64_t k;
@@ -340,6 +352,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			   o->cmd == CMD_DUMP ? "dump" : "top", "");
 	if (o->cmd != CMD_RECORD && (o->out || have_format))
 		return bad(o, "%s writes to the terminal: -o and -f are for record%s", o->cmd == CMD_DUMP ? "dump" : "top", "");
+	if (o->cmd != CMD_TOP && have_interval) return bad(o, "--interval is for top%s%s", "", "");
 	if ((o->os == OS_LINUX || o->os == OS_TESTKERNEL) && !o->nelf)
 		return bad(o, "--os %s needs the kernel image (-e)%s", guestos_names[o->os], "");
 	if (task_filter_on(&o->filter) && (!o->nelf || o->os == OS_NONE))

@@ -39,6 +39,7 @@ struct opts {
 	int summary;             /* --summary or --summary-format: the end-of-run summary even with -q */
 	int summary_format;      /* --summary-format SUMFMT_*: for people (default), key value, JSON */
 	int chains;              /* --chains N */
+	double interval;         /* --interval SECONDS: top's time between refreshes (default 1) */
 	int verify;              /* ELF check on (--no-verify clears) */
 	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
 	int task_format;         /* --task-format TF_*: the folded root when tasks are known */

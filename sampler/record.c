@@ -46,6 +46,18 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	return 0;
 }
 
+/* The sinks' tick when due (also in rounds that read nothing: a held VM, a rescue -- `top` reads
+ * its keys there). */
+static void tick_if_due(struct sinks *k, struct stats *st, const struct pace *p, int64_t now, int64_t every,
+			int64_t *next)
+{
+	if (!k->tick || now < *next) return;
+	st->end_ns = now;
+	k->tick(k->tick_arg, st, p);
+	*next += every;
+	if (*next < now) *next = now + every;
+}
+
 int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pace *p)
 {
 	static struct sample out[GDB_MAX_CPUS];
@@ -78,7 +90,10 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			break;
 		}
 		stopped = 0;
-		if (got > 0) continue;                             /* a round lost to the pause watchdog */
+		if (got > 0) {                                     /* a round lost to the pause watchdog, or held */
+			tick_if_due(k, st, p, now, tick_every, &next_tick);
+			continue;
+		}
 		stats_pause(st, pz.pause_ns, pz.stopped_ns);
 		st->dropped = ss->s.p.st.reg_errors;
 		for (int i = 0; i < n; i++) {
@@ -93,12 +108,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			rc = -1;
 			break;
 		}
-		if (k->tick && now >= next_tick) {
-			st->end_ns = now;
-			k->tick(k->tick_arg, st, p);
-			next_tick += tick_every;
-			if (next_tick < now) next_tick = now + tick_every;
-		}
+		tick_if_due(k, st, p, now, tick_every, &next_tick);
 	}
 	st->end_ns = pace_now();
 	if (end && st->end_ns > end && !rc) st->end_ns = end;

@@ -3,6 +3,9 @@ BUILD ?= build
 SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation
 # libdw (DWARF CFI), libelf, and the codecs a compressed vmlinuz may use (zlib, xz, zstd, lz4).
 SAMPLER_LIBS := -lbpf -ldw -lelf -lz -llzma -lzstd -llz4 -pthread
+# ncurses (wide: UTF-8 names) draws `top`'s full-screen view (topscreen.c).
+SAMPLER_CURSES_CFLAGS := $(shell pkg-config --cflags ncursesw 2>/dev/null)
+SAMPLER_LIBS += $(or $(shell pkg-config --libs ncursesw 2>/dev/null),-lncursesw -ltinfo)
 # libvirt is optional: with libvirt-dev (pkg-config libvirt-qemu) --domain works, without it says so.
 SAMPLER_LIBVIRT := $(shell pkg-config --exists libvirt-qemu libvirt 2>/dev/null && echo yes)
 ifeq ($(SAMPLER_LIBVIRT),yes)
@@ -23,6 +26,8 @@ $(BUILD)/sampler/%.o: sampler/%.c $(wildcard sampler/*.h)
 $(BUILD)/tests/sampler/%.o: tests/sampler/%.c $(wildcard sampler/*.h tests/sampler/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAMPLER_CFLAGS) -c -o $@ $<
+
+$(BUILD)/sampler/topscreen.o: SAMPLER_CFLAGS += $(SAMPLER_CURSES_CFLAGS)
 
 # virt.o and cli.o depend on whether libvirt was found: a stamp holding the answer rebuilds them.
 $(BUILD)/sampler/libvirt.stamp: FORCE

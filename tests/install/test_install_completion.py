@@ -41,6 +41,8 @@ def test_gdbsample_commands_and_choices():
     assert complete("_gdbsample", GDBSAMPLE, "d") == {"dump"}
     assert complete("_gdbsample", GDBSAMPLE, "-p", "1", "--unwind", "") == {"auto", "fp", "cfi", "orc"}
     assert complete("_gdbsample", GDBSAMPLE, "-f", "f") == {"folded"}
+    assert "--interval" in complete("_gdbsample", GDBSAMPLE, "top", "--")
+    assert complete("_gdbsample", GDBSAMPLE, "top", "--interval", "-") == set()  # a number to type
 
 
 def test_analyze_commands_come_from_its_help():

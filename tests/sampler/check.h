@@ -43,6 +43,7 @@ void test_task(void);
 void test_strict(void);
 void test_output(void);
 void test_top(void);
+void test_topview(void);
 void test_insn(void);
 void test_progress(void);
 void test_kallsyms(void);

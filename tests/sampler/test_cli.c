@@ -49,6 +49,15 @@ static void test_flags(void)
 	CHECK(parse(&o, "top -H [::1]:9") == 0 && o.cmd == CMD_TOP && !strcmp(o.host, "::1"));
 	/* dump and top write to the terminal: -o and -f are refused, not ignored */
 	CHECK(parse(&o, "top -p 1 -o /dev/full") == -1 && strstr(o.errstr, "-o and -f are for record"));
+	/* top's refresh interval: 1 s by default, 0.1-3600 s, and for top only */
+	CHECK(parse(&o, "top -p 1") == 0 && o.interval == 1.0);
+	CHECK(parse(&o, "top -p 1 --interval 0.25") == 0 && o.interval == 0.25);
+	CHECK(parse(&o, "top -p 1 --interval 0.05") == -1 && strstr(o.errstr, "--interval: bad value '0.05' (0.1-3600"));
+	CHECK(parse(&o, "top -p 1 --interval 1e9") == -1 && strstr(o.errstr, "--interval: bad value"));
+	CHECK(parse(&o, "top -p 1 --interval nan") == -1 && strstr(o.errstr, "--interval: bad value"));
+	CHECK(parse(&o, "top -p 1 --interval") == -1 && !strcmp(o.errstr, "--interval: missing value"));
+	CHECK(parse(&o, "-p 1 --interval 2") == -1 && !strcmp(o.errstr, "--interval is for top"));
+	CHECK(parse(&o, "dump -p 1 --interval 2") == -1 && !strcmp(o.errstr, "--interval is for top"));
 	CHECK(parse(&o, "dump -p 1 -f capture") == -1 && strstr(o.errstr, "-o and -f are for record"));
 	/* a long option without its value is named; so is an unknown one */
 	CHECK(parse(&o, "-p 1 --chains") == -1 && !strcmp(o.errstr, "--chains: missing value"));

@@ -454,16 +454,13 @@ def top_on_pty(g, term, cols, rows):
 
 
 def test_top_honours_dumb_terminals_and_width(boot):
-    """issue 22: top drew ANSI escapes on TERM=dumb and ignored the terminal's width."""
+    """issue 22: top drew ANSI escapes on TERM=dumb and ignored the terminal's width. (A terminal
+    that is not dumb gets the full-screen view: tests/sampler/test_top_view.py, under tmux.)"""
     g = boot(smp=1)
     g.work("chain 6")
     out = top_on_pty(g, "dumb", 40, 10)
     assert out.count("gdbsample top:") >= 2 and "\033" not in out, out
     assert max(len(line) for line in out.split("\n")) <= 40, out
-    out = top_on_pty(g, "xterm", 50, 8)
-    frames = [f for f in out.split("\033[H\033[2J") if f.strip()]
-    assert len(frames) >= 2 and all(len(f.rstrip("\n").split("\n")) <= 7 for f in frames), out
-    assert max(len(line) for line in out.replace("\033[H\033[2J", "").split("\n")) <= 50, out
     assert g.cmd("uptime").startswith("up ")
 
 

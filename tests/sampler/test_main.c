@@ -29,6 +29,7 @@ int main(void)
 	test_strict();
 	test_output();
 	test_top();
+	test_topview();
 	test_insn();
 	test_progress();
 	test_kallsyms();
