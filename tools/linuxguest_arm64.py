@@ -55,8 +55,9 @@ STEXT_LINK = 0xffff800008010000
 
 # -- fetching ----------------------------------------------------------------------------------
 def _apt_options(build):
-    """apt -o options for the private arm64 configuration under build/apt-arm64."""
-    d = os.path.join(build, "apt-arm64")
+    """apt -o options for the private arm64 configuration under build/apt-arm64 (absolute: apt
+    reads a relative Dir:: path from /, whatever the working directory)."""
+    d = os.path.join(os.path.abspath(build), "apt-arm64")
     for sub in ("lists/partial", "cache/archives/partial"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     with open(os.path.join(d, "sources.list"), "w") as f:
