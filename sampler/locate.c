@@ -384,6 +384,46 @@ static int stub_pac_mask(struct session *ss, int cpu)
 	return 0;
 }
 
+/*
+ * arm64 KASLR, for an Image named by its own kallsyms (link addresses): a kernel-mode vCPU's
+ * VBAR_EL1 holds the runtime address of `vectors` (or, with Spectre-BHB mitigations, of a slot
+ * of __bp_harden_el1_vectors, also in the text), whatever code the vCPU runs -- module code,
+ * an idle loop. The offset it gives is checked against the text (kaslr_detect_at): arm64's
+ * KASLR range (half the vmalloc area) is too wide to try every offset as on x86_64. Under KPTI
+ * a vCPU entering from user mode briefly holds the trampoline's vectors: each kernel-mode
+ * vCPU's register is tried.
+ */
+#define A64_KASLR_GRANULE 0x10000ull /* SEGMENT_ALIGN: the Image's placement (the EFI stub's 64 KiB) */
+static int a64_kaslr(struct session *ss, struct reader *r)
+{
+	const struct layout *l = &ss->g.layout;
+	const struct reg *vbar = arch_find_reg(l, "VBAR_EL1");
+	if (!vbar) vbar = arch_find_reg(l, "VBAR"); /* QEMU 7.2 names the AArch32/64 pair by its 32-bit name */
+	int rc = -1, tried = 0;
+	if (!vbar) {
+		ERR_SET(&ss->kaslr, ERR_USAGE, "cannot be placed: the gdbstub shows no VBAR_EL1 to find the KASLR "
+			"offset with; give this boot's kallsyms dump too (-e MAP)");
+		return -1;
+	}
+	for (int i = 0; i < ss->ncpu && rc == -1; i++) {
+		uint8_t regs[1024];
+		uint64_t v = 0;
+		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
+		if (n < 0) return -2;
+		if (arch_is_user(l, regs, n) == 1) continue;
+		int got = gdb_reg(&ss->g, ss->cpus[i], vbar->num, &v);
+		if (got == -1) return -2;
+		if (got || !(v >> 63)) continue;
+		tried++;
+		r->cpu = ss->cpus[i];
+		rc = kaslr_detect_at(&ss->kaslr, &ss->img.syms, v, ss->img.a64_vectors, A64_KASLR_GRANULE, rd, r);
+	}
+	if (!tried)
+		ERR_SET(&ss->kaslr, ERR_MISMATCH, "cannot be placed: no vCPU entered kernel mode (VBAR_EL1 places an arm64 "
+			"kernel); try again, or give this boot's kallsyms dump too");
+	return rc;
+}
+
 int locate_kernel(struct session *ss)
 {
 	const struct opts *o = ss->o;
@@ -401,6 +441,8 @@ int locate_kernel(struct session *ss)
 	} else if (o->have_kaslr) { /* --no-verify: as given, names too */
 		ss->kaslr.slide = ss->kaslr.names_slide = o->kaslr;
 		ss->kaslr.how = ss->kaslr.names_how = KASLR_FORCED;
+	} else if (o->verify && im->a64_vectors) {
+		rc = a64_kaslr(ss, &r);
 	} else if (o->verify) {
 		rc = kaslr_detect(&ss->kaslr, &im->syms, im->has_map, cpu >= 0, pc, rd, &r);
 	}
@@ -417,7 +459,8 @@ int locate_kernel(struct session *ss)
 		ss->kaslr.names_slide = ss->kaslr.slide;
 		ss->kaslr.names_how = KASLR_TEXT;
 	}
-	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map)
+	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map &&
+	    !ss->kf.found) /* names read from guest memory are this boot's by construction */
 		session_warn(ss, "the map has no linux_banner to check it against the guest: assuming it matches");
 	image_relocate(im, ss->kaslr.slide, ss->kaslr.names_slide);
 	image_range(ss, ss->kaslr.slide);

@@ -5,6 +5,7 @@ leaves through x30, interrupt vectors and exception frames continued into the in
 and idle vCPUs are tagged. One guest for the module (tools/linuxguest_arm64.py)."""
 import glob
 import os
+import re
 import signal
 import subprocess
 import time
@@ -179,3 +180,50 @@ def test_a_map_from_another_boot_is_refused(arm64, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and not r.stdout, r.stderr
     assert len(lines) == 1 and "does not match the running guest" in lines[0] and "this boot's" in lines[0], r.stderr
+
+
+DUMP_FRAME = re.compile(r"^  #(\d+)\s+0x([0-9a-f]+) (\S+)\+0x([0-9a-f]+)$")
+
+
+def test_image_alone_names_frames_as_the_dump(arm64):
+    """-e vmlinuz and no map: the Image's own kallsyms tables (offsets from kallsyms_relative_base,
+    which its relocation places at the link address), the text placed from VBAR_EL1 -- the KASLR
+    offset reported against the link address, as on x86 (this boot's _stext minus its link
+    address) -- name every frame `dump` prints exactly as this boot's /proc/kallsyms does (name
+    and start address), and every function of a busy profile is one the dump names."""
+    g = arm64
+    names = {}
+    with open(g.kallsyms_path()) as f:
+        for line in f:
+            if "[" not in line:
+                a, _, n = line.split()[:3]
+                names.setdefault(n, set()).add(int(a, 16))
+    pids = g.start_workloads(("zerodd", "forker"))
+    try:
+        frames = 0
+        for _ in range(3):
+            r = subprocess.run([GDBSAMPLE, "dump", "-p", str(g.gdb_port), "-e", g.vmlinuz], capture_output=True,
+                               text=True, timeout=180)
+            assert r.returncode == 0, r.stderr
+            for line in r.stdout.splitlines():
+                m = DUMP_FRAME.match(line)
+                if not m:
+                    assert not line.startswith("  #") or line.endswith("??"), line
+                    continue
+                pc, name, off = int(m.group(2), 16), m.group(3), int(m.group(4), 16)
+                assert name in names and pc - off in names[name], (line, sorted(names.get(name, ()))[:4])
+                frames += 1
+        r = subprocess.run([GDBSAMPLE, "-p", str(g.gdb_port), "-e", g.vmlinuz, "-r", "100", "-d", "2",
+                            "-f", "folded"], capture_output=True, text=True, timeout=180)
+    finally:
+        g.stop_workloads(pids)
+    assert frames >= 8, r.stdout
+    assert r.returncode == 0, r.stderr
+    rows = conftest.folded_rows(r.stdout)
+    sampled = {fn for frames_, _ in rows for fn in frames_[1:]} - {"[user]"}  # a user-mode sample's frame
+    assert len(sampled) >= 10 and sampled <= set(names), sorted(sampled - set(names))[:10]
+    r = subprocess.run([GDBSAMPLE, "-p", str(g.gdb_port), "-e", g.vmlinuz, "-r", "50", "-d", "1"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    want = "+ its kallsyms, unwound by fp, kaslr offset 0x%x (matched kernel text)" % g.kaslr_slide()
+    assert want in r.stdout, r.stdout[:600]
