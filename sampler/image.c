@@ -169,6 +169,10 @@ static int a64_text(struct image *im, uint64_t lo, uint64_t etext)
 	else if (!x->btf_len) snprintf(os->why, sizeof os->why, "%s holds no BTF blob (a kernel built without "
 				       "CONFIG_DEBUG_INFO_BTF)", im->a64name);
 	else guestos_linux_btf(os, im->a64buf + x->btf_foff, x->btf_len);
+	if (x->btf_len) { /* struct module's layout, for the modules in guest memory */
+		im->has_btf = 1;
+		mods_layout_btf(&im->modl, im->a64buf + x->btf_foff, x->btf_len);
+	}
 	return 0;
 }
 

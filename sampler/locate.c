@@ -2,8 +2,10 @@
  * guest memory when only a map was given -- and choose the unwinders. The VM is stopped. */
 #include "session.h"
 #include "err.h"
+#include <ctype.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "insn.h"
 #include "pace.h"
 
 #define ORC_MAX_BYTES (64u << 20) /* larger ORC sections than any kernel has: a bad map */
@@ -156,6 +158,56 @@ static int mods_rd(void *arg, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * arm64 Linux without CONFIG_KALLSYMS_ALL (Debian's) names no `modules`, neither in its tables
+ * nor in /proc/kallsyms: its address is taken from the code that walks the list. Every static
+ * word find_module_all (else print_modules) loads through adrp is a candidate (insn.h); the one
+ * whose words make a list of struct modules -- head->next->prev == head, the first entry's name
+ * a module name -- is `modules`, marked as if a map had named it. An empty list proves nothing:
+ * no candidate then (a guest with no module loaded reads none).
+ */
+#define A64_MODS_CANDIDATES 32
+static int text_byte(const void *t, uint64_t addr)
+{
+	return syms_byte(t, addr);
+}
+
+static int a64_modules_head(struct session *ss, int cpu)
+{
+	struct symtab *t = &ss->img.syms;
+	const struct mod_layout *l = &ss->img.modl;
+	static const char *const walkers[] = { "find_module_all", "print_modules" };
+	for (int w = 0; w < 2; w++) {
+		uint64_t cand[A64_MODS_CANDIDATES];
+		int n = 0;
+		for (size_t i = 0; i < t->n && !n; i++)
+			if (!strcmp(t->syms[i].name, walkers[w]) && !t->syms[i].mod)
+				n = a64_static_loads(text_byte, t, t->syms[i].addr, t->syms[i].size ? t->syms[i].size : 0x200,
+						     cand, A64_MODS_CANDIDATES);
+		for (int c = 0; c < n; c++) {
+			uint64_t h = cand[c], head[2], back;
+			char name[MODS_NAME + 1];
+			if ((h & 7) || !(h >> 63)) continue;
+			int rc = gdb_read_block(&ss->g, cpu, h, (uint8_t *)head, sizeof head);
+			if (rc == -1) return -2;
+			if (rc || head[0] == h || (head[0] & 7) || !(head[0] >> 63) || head[0] < l->list) continue;
+			rc = gdb_read_block(&ss->g, cpu, head[0] + 8, (uint8_t *)&back, sizeof back);
+			if (rc == -1) return -2;
+			if (rc || back != h) continue;
+			rc = gdb_read_block(&ss->g, cpu, head[0] - l->list + l->name, (uint8_t *)name, MODS_NAME);
+			if (rc == -1) return -2;
+			name[MODS_NAME] = 0;
+			size_t k = 0;
+			while (name[k] && (isalnum((unsigned char)name[k]) || name[k] == '_' || name[k] == '-')) k++;
+			if (rc || !k || name[k]) continue;
+			t->mark[MARK_MODULES] = h;
+			t->marks |= 1u << MARK_MODULES;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* The loaded modules, from guest memory (a Linux image with BTF and a map naming `modules`).
  * Without them the run goes on as before, with a warning saying what is missing. */
 static int locate_modules(struct session *ss, int cpu)
@@ -165,6 +217,15 @@ static int locate_modules(struct session *ss, int cpu)
 	if (!im->has_btf) return 0; /* not Linux, or no types: nothing to say */
 	if (!im->modl.ok) {
 		session_warn(ss, "kernel modules not read: %s", im->modl.why);
+		return 0;
+	}
+	if (!((t->marks >> MARK_MODULES) & 1) && t->machine == EM_AARCH64 && a64_modules_head(ss, cpu) == -2) {
+		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+		return -1;
+	}
+	if (!((t->marks >> MARK_MODULES) & 1) && t->machine == EM_AARCH64) {
+		session_warn(ss, "kernel modules not read: no list of modules found from find_module_all's code "
+			     "(no module loaded?)");
 		return 0;
 	}
 	if (!((t->marks >> MARK_MODULES) & 1)) {
