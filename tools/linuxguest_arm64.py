@@ -21,7 +21,8 @@ another module), so /init loads both and the host gets three channels, as on x86
 A virtio port is not a UART: no baud emulation and 8-bit clean without stty, so the 1 MB map
 arrives in well under a second. Both modules stay loaded: the guest always has two modules.
 
-CLI: `linuxguest_arm64.py fetch` fills the cache; `linuxguest_arm64.py boot` boots a guest with
+CLI: `linuxguest_arm64.py fetch` fills the cache (and cross-builds the out-of-tree test modules,
+Arm64Guest.out_of_tree); `linuxguest_arm64.py boot` boots a guest with
 its console on this terminal.
 """
 import argparse
@@ -276,6 +277,11 @@ def main():
             files = fetch(args.build)
             print(f"{SERIES}: {files['vmlinuz']}")
             print(f"initramfs: {build_initramfs(args.build, files)}")
+            import linuxmods
+            g = Arm64Guest(build=args.build)
+            g.vmlinuz = files["vmlinuz"]
+            for name in sorted(linuxmods.OUT_OF_TREE):  # the test modules, cross-built once
+                print(f"{name}: {g.out_of_tree(name)[1]}")
         else:
             lg.cmd_boot(args, Arm64Guest(smp=args.smp, kaslr=not args.nokaslr, build=args.build,
                                          cpu=args.cpu, interactive=True))

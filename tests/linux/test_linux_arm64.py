@@ -313,3 +313,18 @@ def test_hot_module_chains_reach_a_bottom_and_are_named(arm64, tmp_path):
     assert folded.returncode == 0, folded.stderr
     assert any(fn.endswith(" [hotmod]") and fn[:-len(" [hotmod]")] in want.values()
                for frames, _ in conftest.folded_rows(folded.stdout) for fn in frames), folded.stdout[:2000]
+
+
+def test_kaslr_found_in_every_start_while_a_vcpu_runs_the_module(arm64):
+    """KASLR from VBAR_EL1, not from where the vCPUs are: 10 of 10 starts of -e vmlinuz alone
+    find this boot's offset against the link address while hotmod keeps a vCPU in module code."""
+    g = arm64
+    want = "kaslr offset 0x%x (matched kernel text)" % g.kaslr_slide()
+    pids = g.start_workloads(["hotmod"])
+    try:
+        outs = [subprocess.run([GDBSAMPLE, "-p", str(g.gdb_port), "-e", g.vmlinuz, "-r", "20", "-d", "0.2"],
+                               capture_output=True, text=True, timeout=180) for _ in range(10)]
+    finally:
+        g.stop_workloads(pids)
+    good = [r for r in outs if r.returncode == 0 and want in r.stdout]
+    assert len(good) == 10, [(r.returncode, r.stderr[-300:]) for r in outs if r not in good][:3]
