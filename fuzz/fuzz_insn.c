@@ -1,5 +1,6 @@
 /* fuzz_insn.c: libFuzzer harness -- instruction words of an image (insn.c): frame-setup position,
- * idle, call before a return address, at every pc, for aarch64 and x86_64. */
+ * idle, call before a return address, at every pc, for aarch64 and x86_64; the static words an
+ * aarch64 function loads (never more than asked, each 8-byte aligned or not: any address). */
 #include "../sampler/insn.h"
 #include <elf.h>
 #include <stdlib.h>
@@ -32,5 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		insn_pc_kind(EM_X86_64, byte_at, NULL, BASE, 1, pc, &adj);
 		if (insn_idle(EM_X86_64, byte_at, NULL, pc, NULL) > 1) abort();
 	}
+	uint64_t out[16];
+	int n = a64_static_loads(byte_at, NULL, BASE, size, out, 16);
+	if (n < 0 || n > 16) abort();
 	return 0;
 }

@@ -37,6 +37,9 @@
 #define SECT_LEN 40              /* one section table entry */
 #define BTF_MAGIC 0xeb9f         /* struct btf_header.magic (include/uapi/linux/btf.h) */
 #define BTF_HDR_LEN 24           /* magic, version, flags, hdr_len, type_off/len, str_off/len */
+#define RELA_LEN 24              /* Elf64_Rela: r_offset, r_info, r_addend */
+#define R_AARCH64_RELATIVE 1027  /* r_info of a relative relocation (symbol 0) */
+#define KIMG_ALIGN 0x200000ull   /* MIN_KIMG_ALIGN: the kernel's link address is 2 MiB aligned */
 #define ZB_TYPE 4
 #define ZB_OFF 8
 #define ZB_SIZE 12
@@ -139,6 +142,37 @@ static void find_btf(struct a64img *x, const uint8_t *b, size_t n)
 		x->btf_len = len;
 		return;
 	}
+}
+
+/*
+ * A relocatable Image (CONFIG_RELOCATABLE, linked -pie --no-apply-dynamic-relocs) carries its
+ * .rela.dyn between __rela_start and __rela_end (in its init data); each R_AARCH64_RELATIVE
+ * entry says "store r_addend + the KASLR offset at r_offset", both link addresses. The entry
+ * for place p has r_offset = L + p, L being the link address of the file's first byte: L is
+ * 2 MiB aligned and in the upper half, and the stored value lies inside the image. Exactly one
+ * entry must fit (another entry's r_offset could share p's low bits by chance, never its
+ * alignment too -- checked on Debian's 6.1: five share the low 16 bits, one fits).
+ */
+int a64img_link(struct a64img *x, const uint8_t *b, size_t n, uint64_t place, uint64_t *text_link,
+		uint64_t *value)
+{
+	int found = 0;
+	uint64_t span = x->image_size > n ? x->image_size : n;
+	for (size_t i = 0; i + RELA_LEN <= n; i += 8) {
+		if (le64(b + i + 8) != R_AARCH64_RELATIVE) continue;
+		uint64_t off = le64(b + i), add = le64(b + i + 16), l = off - place;
+		if (off < place || (l & (KIMG_ALIGN - 1)) || !(l >> 63) || add < l || add - l >= span) continue;
+		if (found && l == *text_link && add == *value) continue; /* the same, twice */
+		if (found++) break;
+		*text_link = l;
+		*value = add;
+	}
+	if (found != 1) {
+		ERR_SET(x, ERR_FORMAT, "arm64 Image: %s relocation fills offset 0x%llx (is it a relocatable "
+			"kernel?)", found ? "more than one" : "no", (unsigned long long)place);
+		return -1;
+	}
+	return 0;
 }
 
 int a64img_parse(struct a64img *x, const uint8_t *b, size_t n)

@@ -26,6 +26,14 @@ struct a64img {
 int a64img_kind(const uint8_t *b, size_t n);
 /* The Image inside a zboot image, decompressed into a malloc'd buffer; 0 or -1 (x->errstr). */
 int a64img_unzboot(struct a64img *x, const uint8_t *b, size_t n, uint8_t **img, size_t *imglen);
+/*
+ * The link address of the Image's first byte (_text) and the link address stored at one place
+ * of it, from the R_AARCH64_RELATIVE relocation that fills that place at boot (a relocatable
+ * Image holds zero there: the value is the relocation's addend). place is a file offset, 8-aligned
+ * (e.g. kallsyms_relative_base); 0, or -1 (x->errstr) if no or more than one relocation fits.
+ */
+int a64img_link(struct a64img *x, const uint8_t *b, size_t n, uint64_t place, uint64_t *text_link,
+		uint64_t *value);
 /* Check an Image's header (a truncated file, a big-endian kernel) and find its text and BTF;
  * 0 or -1 (x->errstr, one line). */
 int a64img_parse(struct a64img *x, const uint8_t *b, size_t n);

@@ -150,42 +150,108 @@ static int load_a64_file(struct image *im, const char *path, uint8_t *buf, size_
 	return 0;
 }
 
-/*
- * An arm64 Image has no ELF sections and no symbols: its text is placed at the map's _stext
- * (the Image's .text starts there), so with a map dumped from the running boot the text is
- * already where the guest runs it -- the KASLR check then compares it at offset 0 -- and runs to
- * the map's _etext. The BTF blob (found by its magic) gives the task layout.
- */
-static int place_a64(struct image *im)
+/* The Image's text (_stext to _etext at most) at link address lo, and its BTF (the task layout). */
+static int a64_text(struct image *im, uint64_t lo, uint64_t etext)
 {
 	struct symtab *t = &im->syms;
 	struct a64img *x = &im->a64;
-	if (!im->has_map || !((t->marks >> MARK_STEXT) & 1)) {
-		ERR_SET(im, ERR_USAGE, "-e %s: an arm64 Image has no symbols: give this boot's kallsyms dump "
-			"too (-e MAP, with _stext)", im->a64name);
-		return -1;
-	}
 	uint64_t len = x->text_len;
-	if ((t->marks >> MARK_ETEXT) & 1 && t->mark[MARK_ETEXT] > t->mark[MARK_STEXT] &&
-	    t->mark[MARK_ETEXT] - t->mark[MARK_STEXT] < len)
-		len = t->mark[MARK_ETEXT] - t->mark[MARK_STEXT];
-	if (syms_add_text(t, t->mark[MARK_STEXT], im->a64buf + x->text_foff, len) < 0) {
+	if (etext > lo && etext - lo < len) len = etext - lo;
+	if (syms_add_text(t, lo, im->a64buf + x->text_foff, len) < 0) {
 		ERR_SET(im, ERR_SYS, "-e %s: out of memory for its text", im->a64name);
 		return -1;
 	}
 	t->machine = EM_AARCH64;
-	im->text_from_map = 1;
-	im->text_lo = t->mark[MARK_STEXT];
-	im->text_hi = im->text_lo + len;
+	im->text_lo = lo;
+	im->text_hi = lo + len;
 	struct guestos *os = &im->os;
 	os->os = OS_NONE;
 	if (im->want_os == OS_NONE) snprintf(os->why, sizeof os->why, "--os none");
 	else if (!x->btf_len) snprintf(os->why, sizeof os->why, "%s holds no BTF blob (a kernel built without "
 				       "CONFIG_DEBUG_INFO_BTF)", im->a64name);
 	else guestos_linux_btf(os, im->a64buf + x->btf_foff, x->btf_len);
+	if (x->btf_len) { /* struct module's layout, for the modules in guest memory */
+		im->has_btf = 1;
+		mods_layout_btf(&im->modl, im->a64buf + x->btf_foff, x->btf_len);
+	}
+	return 0;
+}
+
+/*
+ * An arm64 Image and no map: the names from its own kallsyms tables (kallsyms.h). A relocatable
+ * Image's tables give each symbol as an offset from kallsyms_relative_base, which the file holds
+ * as zero (a relocation fills it at boot): the relocation's value (arm64img.h) makes them link
+ * addresses, so the KASLR offset found is against the link address, as for an ELF. The text then
+ * lies at the link address of _stext: the file offset of the PE .text section from the link
+ * address of the file's first byte -- and _stext in the tables must say the same.
+ */
+static int a64_names(struct image *im)
+{
+	struct a64img *x = &im->a64;
+	struct kallsyms k;
+	uint64_t text_link = 0, bias = 0, stext = 0, etext = 0;
+	if (ksyms_find(&k, im->a64buf, im->a64len, 0) < 0) {
+		ERR_SET(im, ERR_USAGE, "no function names in %s: %s; give this boot's kallsyms dump (-e MAP)",
+			im->a64name, k.errstr);
+		return -1;
+	}
+	if (k.addrs != KSYMS_ABSOLUTE && k.base == 0) { /* relocatable: offsets from a relocated base */
+		if (a64img_link(x, im->a64buf, im->a64len, k.at[KT_BASE], &text_link, &bias) < 0) {
+			ERR_SET(im, ERR_FORMAT, "-e %s: %s: its kallsyms addresses cannot be placed; give this boot's "
+				"kallsyms dump too (-e MAP)", im->a64name, x->errstr);
+			ksyms_free(&k);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < k.n; i++) {
+		k.syms[i].addr += bias;
+		const char *n = ksyms_name(&k, i);
+		if (!strcmp(n, "_stext")) stext = k.syms[i].addr;
+		else if (!strcmp(n, "_etext")) etext = k.syms[i].addr;
+		else if (!strcmp(n, "vectors")) im->a64_vectors = k.syms[i].addr;
+	}
+	if (!text_link && stext >= x->text_foff) text_link = stext - x->text_foff; /* not relocatable */
+	if (!stext || !text_link || stext != text_link + x->text_foff) {
+		ERR_SET(im, ERR_FORMAT, "-e %s: its kallsyms tables %s (0x%llx), not at the PE .text section's "
+			"link address: tables of an unknown layout", im->a64name, stext ? "put _stext elsewhere" :
+			"have no _stext", (unsigned long long)stext);
+		ksyms_free(&k);
+		return -1;
+	}
+	int rc = image_add_kallsyms(&im->syms, &k);
+	ksyms_free(&k);
+	if (rc < 0) {
+		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
+		return -1;
+	}
+	im->names_kallsyms = 1;
+	what_add(im, "%s%s%s", "its kallsyms", "");
+	return a64_text(im, stext, etext);
+}
+
+/*
+ * An arm64 Image has no ELF sections and no symbols. With a map, its text is placed at the
+ * map's _stext (the Image's .text starts there), so with a map dumped from the running boot the
+ * text is already where the guest runs it -- the KASLR check then compares it at offset 0 --
+ * and runs to the map's _etext. Without one, the Image's own kallsyms name it (a64_names).
+ */
+static int place_a64(struct image *im)
+{
+	struct symtab *t = &im->syms;
+	int rc;
+	if (!im->has_map) {
+		rc = a64_names(im);
+	} else if (!((t->marks >> MARK_STEXT) & 1)) {
+		ERR_SET(im, ERR_USAGE, "-e %s: the map has no _stext to place the arm64 Image's text at: give "
+			"this boot's kallsyms dump", im->a64name);
+		rc = -1;
+	} else {
+		im->text_from_map = 1;
+		rc = a64_text(im, t->mark[MARK_STEXT], (t->marks >> MARK_ETEXT) & 1 ? t->mark[MARK_ETEXT] : 0);
+	}
 	free(im->a64buf);
 	im->a64buf = NULL;
-	return 0;
+	return rc;
 }
 
 int image_add_kallsyms(struct symtab *t, const struct kallsyms *k)

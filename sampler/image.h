@@ -37,6 +37,8 @@ struct image {
 	int text_from_map;          /* the text was placed by the map's _stext (an arm64 Image): a
 				     * text match at an offset proves the map's names at the same one */
 	int names_kallsyms;         /* names came from the image's own kallsyms tables (no map) */
+	uint64_t a64_vectors;       /* an arm64 Image named by its own kallsyms: the link address of
+				     * `vectors` (VBAR_EL1 points there: it places the text), else 0 */
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
 	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */

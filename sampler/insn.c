@@ -262,6 +262,59 @@ int a64_sp_el0_source(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t 
 	return -1;
 }
 
+/*
+ * A straight-line register tracker, enough for a compiler's "adrp xN, sym; add xN, xN, :lo12:sym;
+ * ldr xT, [xN, #off]" (or the pre-indexed "ldr xT, [xN, #off]!" GCC uses to walk a list from its
+ * head): adrp sets a known value, add #imm (shifted or not) keeps it known, anything else that
+ * writes the register -- a load into it, a call (x0-x18, x30) -- forgets it. Branches are not
+ * followed: what it finds is a candidate, checked against guest memory by the caller.
+ */
+#define A64_ADRP_MASK 0x9f000000u
+#define A64_ADRP 0x90000000u
+#define A64_ADD_IMM_MASK 0xff800000u    /* add Xd, Xn, #imm12{, lsl #12} (64-bit) */
+#define A64_ADD_IMM 0x91000000u
+#define A64_LDR_UOFF_MASK 0xffc00000u   /* ldr Xt, [Xn, #imm12 * 8] */
+#define A64_LDR_UOFF 0xf9400000u
+#define A64_LDR_PRE_MASK 0xffe00c00u    /* ldr Xt, [Xn, #simm9]! */
+#define A64_LDR_PRE 0xf8400c00u
+#define A64_BL_MASK 0xfc000000u
+#define A64_BL 0x94000000u
+int a64_static_loads(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t len, uint64_t *out, int max)
+{
+	uint64_t val[32];
+	uint32_t known = 0;
+	int n = 0;
+	for (uint64_t a = fn; a + 4 <= fn + len && n < max; a += 4) {
+		int64_t w0 = word(byte, arg, a);
+		if (w0 < 0) break;
+		uint32_t w = (uint32_t)w0, d = w & 31, b = (w >> 5) & 31;
+		if ((w & A64_ADRP_MASK) == A64_ADRP) {
+			int64_t page = sext(((w >> 5) & 0x7ffff) << 2 | ((w >> 29) & 3), 21) * 4096;
+			val[d] = (a & ~0xfffull) + (uint64_t)page;
+			known |= 1u << d;
+		} else if ((w & A64_ADD_IMM_MASK) == A64_ADD_IMM) {
+			uint64_t imm = (uint64_t)((w >> 10) & 0xfff) << ((w >> 22) & 1 ? 12 : 0);
+			if (b != 31 && ((known >> b) & 1)) {
+				val[d] = val[b] + imm;
+				known |= 1u << d;
+			} else {
+				known &= ~(1u << d);
+			}
+		} else if ((w & A64_LDR_UOFF_MASK) == A64_LDR_UOFF || (w & A64_LDR_PRE_MASK) == A64_LDR_PRE) {
+			int pre = (w & A64_LDR_PRE_MASK) == A64_LDR_PRE;
+			int64_t off = pre ? sext((w >> 12) & 0x1ff, 9) : (int64_t)((w >> 10) & 0xfff) * 8;
+			if (b != 31 && ((known >> b) & 1)) {
+				out[n++] = val[b] + (uint64_t)off;
+				if (pre) val[b] += (uint64_t)off;
+			}
+			known &= ~(1u << d);
+		} else if ((w & A64_BL_MASK) == A64_BL) {
+			known &= ~(0x7ffffu | 1u << 30); /* the caller-saved registers and the link register */
+		}
+	}
+	return n;
+}
+
 /* ---- by machine ---- */
 
 enum unwind_pc insn_pc_kind(int machine, insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn,

@@ -28,6 +28,10 @@ int insn_after_call(int machine, insn_byte_fn byte, const void *arg, uint64_t ra
  * `adrp xN, sym; add xN, xN, #:lo12:sym; mrs xM, tpidr_el1; ldr xN, [xN, xM]; msr sp_el0, xN` --
  * the per-CPU __entry_task), scanning len bytes of text from fn: 0 with *addr, -1 if not there. */
 int a64_sp_el0_source(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t len, uint64_t *addr);
+/* arm64: the addresses the function at fn (len bytes) loads 64-bit words from through a base
+ * register set by adrp (+ add): a static variable it reads (e.g. a list head's next). Up to max
+ * into out, in code order; returns how many. */
+int a64_static_loads(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t len, uint64_t *out, int max);
 
 /* AArch64 decoding, exposed for the unit tests (Arm ARM C4, "A64 Instruction Set Encoding"). */
 int a64_is_idle(uint32_t w);        /* wfi or wfe */

@@ -182,6 +182,59 @@ int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, in
 	return names_slide(k, t, names_from_map, have_pc, pc, rd, arg);
 }
 
+/* Score offset s (the first probe, then all if it is promising) into best and best_pct. */
+static int try_slide(struct kaslr *k, const struct textsec *big, int64_t s, int64_t *best, int *best_pct,
+		     kaslr_read_fn rd, void *arg)
+{
+	int pct = score(big, s, 0, rd, arg);
+	if (pct == -2) return -2;
+	k->candidates++;
+	if (pct < 50) return 0;
+	pct = score(big, s, 1, rd, arg);
+	if (pct == -2) return -2;
+	if (pct > *best_pct) {
+		*best = s;
+		*best_pct = pct;
+	}
+	return 0;
+}
+
+int kaslr_detect_at(struct kaslr *k, const struct symtab *t, uint64_t at, uint64_t link, uint64_t granule,
+		    kaslr_read_fn rd, void *arg)
+{
+	memset(k, 0, sizeof *k);
+	const struct textsec *big = largest(t);
+	uint64_t lo = ~0ull, hi = 0;
+	for (int i = 0; i < t->nsecs; i++) {
+		if (t->secs[i].addr < lo) lo = t->secs[i].addr;
+		if (t->secs[i].addr + t->secs[i].len > hi) hi = t->secs[i].addr + t->secs[i].len;
+	}
+	int64_t best = 0;
+	int best_pct = -1, rc = 0;
+	if (!big || !granule) {
+		ERR_SET(k, ERR_USAGE, "has no text to find the KASLR offset with");
+		return -1;
+	}
+	if (link) rc = try_slide(k, big, (int64_t)(at - link), &best, &best_pct, rd, arg);
+	if (rc == 0 && best_pct < KASLR_MIN_MATCH && hi > lo) {
+		/* lo + s <= at < hi + s: s from above at - hi up to at - lo, on the granule */
+		uint64_t s = (at - hi + granule) & ~(granule - 1), end = at - lo;
+		for (; rc == 0 && (int64_t)(end - s) >= 0 && best_pct < 100; s += granule)
+			if (!link || s != at - link) rc = try_slide(k, big, (int64_t)s, &best, &best_pct, rd, arg);
+	}
+	if (rc == -2) return -2;
+	if (best_pct < KASLR_MIN_MATCH) {
+		ERR_SET(k, ERR_MISMATCH, "does not match the running guest (no KASLR offset that puts 0x%llx in its "
+			"text makes the text match: best %d%% at %d candidates)", (unsigned long long)at,
+			best_pct < 0 ? 0 : best_pct, k->candidates);
+		return -1;
+	}
+	k->slide = k->names_slide = best;
+	k->how = k->names_how = KASLR_TEXT;
+	k->match_pct = best_pct;
+	return 0;
+}
+
 int kaslr_check(struct kaslr *k, const struct symtab *t, int names_from_map, int64_t slide, kaslr_read_fn rd,
 		void *arg)
 {

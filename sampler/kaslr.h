@@ -54,6 +54,14 @@ int kaslr_detect(struct kaslr *k, const struct symtab *t, int names_from_map, in
 		 kaslr_read_fn rd, void *arg);
 /* 1 if a kernel-mode pc can narrow the search (the moved text can hold it), 0 if not (a module's). */
 int kaslr_pc_narrows(const struct symtab *t, uint64_t pc);
+/*
+ * The offset from one runtime address known to lie in the image's text (arm64: VBAR_EL1, the
+ * exception vectors) -- a register, not where a vCPU happens to run: first at - link (link: the
+ * text's symbol it should point at, 0 if none), then every granule-aligned offset whose text
+ * holds it, compared as kaslr_detect does. Names move with the text. 0, -1 (no match), -2 (rd).
+ */
+int kaslr_detect_at(struct kaslr *k, const struct symtab *t, uint64_t at, uint64_t link, uint64_t granule,
+		    kaslr_read_fn rd, void *arg);
 /* Check a forced offset the same way; 0 matches, -1 not (k->errstr says how badly). The names of
  * a map (names_from_map) are placed by its linux_banner, at the offset or at 0 (a map dumped
  * from this boot is already moved), so a forced offset never moves them twice. */

@@ -378,7 +378,7 @@ static int install(struct slicer *s, struct found *f)
 	if (ss->o->os == OS_NONE) return 0;
 	if (!c->btf)
 		snprintf(im->os.why, sizeof im->os.why, "the guest's kallsyms name no __start_BTF/__stop_BTF (a kernel "
-			 "built without CONFIG_DEBUG_INFO_BTF)");
+			 "without CONFIG_DEBUG_INFO_BTF, or CONFIG_KALLSYMS_ALL); -e vmlinuz gives its BTF");
 	else
 		guestos_linux_btf(&im->os, c->btf, c->btflen);
 	s->st->btf = im->os.os == OS_LINUX;

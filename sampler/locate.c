@@ -2,8 +2,10 @@
  * guest memory when only a map was given -- and choose the unwinders. The VM is stopped. */
 #include "session.h"
 #include "err.h"
+#include <ctype.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "insn.h"
 #include "pace.h"
 
 #define ORC_MAX_BYTES (64u << 20) /* larger ORC sections than any kernel has: a bad map */
@@ -156,6 +158,56 @@ static int mods_rd(void *arg, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * arm64 Linux without CONFIG_KALLSYMS_ALL (Debian's) names no `modules`, neither in its tables
+ * nor in /proc/kallsyms: its address is taken from the code that walks the list. Every static
+ * word find_module_all (else print_modules) loads through adrp is a candidate (insn.h); the one
+ * whose words make a list of struct modules -- head->next->prev == head, the first entry's name
+ * a module name -- is `modules`, marked as if a map had named it. An empty list proves nothing:
+ * no candidate then (a guest with no module loaded reads none).
+ */
+#define A64_MODS_CANDIDATES 32
+static int text_byte(const void *t, uint64_t addr)
+{
+	return syms_byte(t, addr);
+}
+
+static int a64_modules_head(struct session *ss, int cpu)
+{
+	struct symtab *t = &ss->img.syms;
+	const struct mod_layout *l = &ss->img.modl;
+	static const char *const walkers[] = { "find_module_all", "print_modules" };
+	for (int w = 0; w < 2; w++) {
+		uint64_t cand[A64_MODS_CANDIDATES];
+		int n = 0;
+		for (size_t i = 0; i < t->n && !n; i++)
+			if (!strcmp(t->syms[i].name, walkers[w]) && !t->syms[i].mod)
+				n = a64_static_loads(text_byte, t, t->syms[i].addr, t->syms[i].size ? t->syms[i].size : 0x200,
+						     cand, A64_MODS_CANDIDATES);
+		for (int c = 0; c < n; c++) {
+			uint64_t h = cand[c], head[2], back;
+			char name[MODS_NAME + 1];
+			if ((h & 7) || !(h >> 63)) continue;
+			int rc = gdb_read_block(&ss->g, cpu, h, (uint8_t *)head, sizeof head);
+			if (rc == -1) return -2;
+			if (rc || head[0] == h || (head[0] & 7) || !(head[0] >> 63) || head[0] < l->list) continue;
+			rc = gdb_read_block(&ss->g, cpu, head[0] + 8, (uint8_t *)&back, sizeof back);
+			if (rc == -1) return -2;
+			if (rc || back != h) continue;
+			rc = gdb_read_block(&ss->g, cpu, head[0] - l->list + l->name, (uint8_t *)name, MODS_NAME);
+			if (rc == -1) return -2;
+			name[MODS_NAME] = 0;
+			size_t k = 0;
+			while (name[k] && (isalnum((unsigned char)name[k]) || name[k] == '_' || name[k] == '-')) k++;
+			if (rc || !k || name[k]) continue;
+			t->mark[MARK_MODULES] = h;
+			t->marks |= 1u << MARK_MODULES;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* The loaded modules, from guest memory (a Linux image with BTF and a map naming `modules`).
  * Without them the run goes on as before, with a warning saying what is missing. */
 static int locate_modules(struct session *ss, int cpu)
@@ -165,6 +217,15 @@ static int locate_modules(struct session *ss, int cpu)
 	if (!im->has_btf) return 0; /* not Linux, or no types: nothing to say */
 	if (!im->modl.ok) {
 		session_warn(ss, "kernel modules not read: %s", im->modl.why);
+		return 0;
+	}
+	if (!((t->marks >> MARK_MODULES) & 1) && t->machine == EM_AARCH64 && a64_modules_head(ss, cpu) == -2) {
+		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+		return -1;
+	}
+	if (!((t->marks >> MARK_MODULES) & 1) && t->machine == EM_AARCH64) {
+		session_warn(ss, "kernel modules not read: no list of modules found from find_module_all's code "
+			     "(no module loaded?)");
 		return 0;
 	}
 	if (!((t->marks >> MARK_MODULES) & 1)) {
@@ -363,6 +424,46 @@ static int stub_pac_mask(struct session *ss, int cpu)
 	return 0;
 }
 
+/*
+ * arm64 KASLR, for an Image named by its own kallsyms (link addresses): a kernel-mode vCPU's
+ * VBAR_EL1 holds the runtime address of `vectors` (or, with Spectre-BHB mitigations, of a slot
+ * of __bp_harden_el1_vectors, also in the text), whatever code the vCPU runs -- module code,
+ * an idle loop. The offset it gives is checked against the text (kaslr_detect_at): arm64's
+ * KASLR range (half the vmalloc area) is too wide to try every offset as on x86_64. Under KPTI
+ * a vCPU entering from user mode briefly holds the trampoline's vectors: each kernel-mode
+ * vCPU's register is tried.
+ */
+#define A64_KASLR_GRANULE 0x10000ull /* SEGMENT_ALIGN: the Image's placement (the EFI stub's 64 KiB) */
+static int a64_kaslr(struct session *ss, struct reader *r)
+{
+	const struct layout *l = &ss->g.layout;
+	const struct reg *vbar = arch_find_reg(l, "VBAR_EL1");
+	if (!vbar) vbar = arch_find_reg(l, "VBAR"); /* QEMU 7.2 names the AArch32/64 pair by its 32-bit name */
+	int rc = -1, tried = 0;
+	if (!vbar) {
+		ERR_SET(&ss->kaslr, ERR_USAGE, "cannot be placed: the gdbstub shows no VBAR_EL1 to find the KASLR "
+			"offset with; give this boot's kallsyms dump too (-e MAP)");
+		return -1;
+	}
+	for (int i = 0; i < ss->ncpu && rc == -1; i++) {
+		uint8_t regs[1024];
+		uint64_t v = 0;
+		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
+		if (n < 0) return -2;
+		if (arch_is_user(l, regs, n) == 1) continue;
+		int got = gdb_reg(&ss->g, ss->cpus[i], vbar->num, &v);
+		if (got == -1) return -2;
+		if (got || !(v >> 63)) continue;
+		tried++;
+		r->cpu = ss->cpus[i];
+		rc = kaslr_detect_at(&ss->kaslr, &ss->img.syms, v, ss->img.a64_vectors, A64_KASLR_GRANULE, rd, r);
+	}
+	if (!tried)
+		ERR_SET(&ss->kaslr, ERR_MISMATCH, "cannot be placed: no vCPU entered kernel mode (VBAR_EL1 places an arm64 "
+			"kernel); try again, or give this boot's kallsyms dump too");
+	return rc;
+}
+
 int locate_kernel(struct session *ss)
 {
 	const struct opts *o = ss->o;
@@ -380,6 +481,8 @@ int locate_kernel(struct session *ss)
 	} else if (o->have_kaslr) { /* --no-verify: as given, names too */
 		ss->kaslr.slide = ss->kaslr.names_slide = o->kaslr;
 		ss->kaslr.how = ss->kaslr.names_how = KASLR_FORCED;
+	} else if (o->verify && im->a64_vectors) {
+		rc = a64_kaslr(ss, &r);
 	} else if (o->verify) {
 		rc = kaslr_detect(&ss->kaslr, &im->syms, im->has_map, cpu >= 0, pc, rd, &r);
 	}
@@ -396,7 +499,8 @@ int locate_kernel(struct session *ss)
 		ss->kaslr.names_slide = ss->kaslr.slide;
 		ss->kaslr.names_how = KASLR_TEXT;
 	}
-	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map)
+	if (ss->kaslr.names_how == KASLR_ASSUMED && !(im->syms.marks >> MARK_BANNER & 1) && im->has_map &&
+	    !ss->kf.found) /* names read from guest memory are this boot's by construction */
 		session_warn(ss, "the map has no linux_banner to check it against the guest: assuming it matches");
 	image_relocate(im, ss->kaslr.slide, ss->kaslr.names_slide);
 	image_range(ss, ss->kaslr.slide);

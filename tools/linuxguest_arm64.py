@@ -21,7 +21,8 @@ another module), so /init loads both and the host gets three channels, as on x86
 A virtio port is not a UART: no baud emulation and 8-bit clean without stty, so the 1 MB map
 arrives in well under a second. Both modules stay loaded: the guest always has two modules.
 
-CLI: `linuxguest_arm64.py fetch` fills the cache; `linuxguest_arm64.py boot` boots a guest with
+CLI: `linuxguest_arm64.py fetch` fills the cache (and cross-builds the out-of-tree test modules,
+Arm64Guest.out_of_tree); `linuxguest_arm64.py boot` boots a guest with
 its console on this terminal.
 """
 import argparse
@@ -55,8 +56,9 @@ STEXT_LINK = 0xffff800008010000
 
 # -- fetching ----------------------------------------------------------------------------------
 def _apt_options(build):
-    """apt -o options for the private arm64 configuration under build/apt-arm64."""
-    d = os.path.join(build, "apt-arm64")
+    """apt -o options for the private arm64 configuration under build/apt-arm64 (absolute: apt
+    reads a relative Dir:: path from /, whatever the working directory)."""
+    d = os.path.join(os.path.abspath(build), "apt-arm64")
     for sub in ("lists/partial", "cache/archives/partial"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     with open(os.path.join(d, "sources.list"), "w") as f:
@@ -148,6 +150,11 @@ while [ $i -lt 400 ]; do
 done
 [ -n "$port" ] || { echo "linuxguest: no virtio port named kallsyms" >/dev/ttyAMA0; poweroff -f; }
 sysctl -q -w kernel.kptr_restrict=0   # real addresses in /proc/kallsyms
+if [ -f /lib/modules/linuxguest/boot.list ]; then   # modules=... (as tools/linuxguest.py's /init)
+    while read -r m args; do
+        insmod /lib/modules/linuxguest/$m.ko $args >>/tmp/insmod.log 2>&1 || echo "insmod $m: failed" >>/tmp/insmod.log
+    done </lib/modules/linuxguest/boot.list
+fi
 cat /proc/kallsyms > /tmp/kallsyms
 lines=$(wc -l < /tmp/kallsyms)
 gzip /tmp/kallsyms
@@ -210,10 +217,23 @@ class Arm64Guest(lg.LinuxGuest):
     STEXT_LINK = STEXT_LINK
 
     def __init__(self, series=SERIES, smp=2, kaslr=True, build=lg.DEFAULT_BUILD, memory=768, cpu="max",
-                 append=(), extra=(), interactive=False):
+                 append=(), extra=(), interactive=False, modules=(), lazy_modules=(), module_params=None):
+        """modules/lazy_modules: out-of-tree ones only (linuxmods.OUT_OF_TREE, e.g. hotmod),
+        cross-built against linux-headers-*-arm64 (out_of_tree)."""
         super().__init__(series, smp=smp, kaslr=kaslr, build=build, memory=memory, cpu=cpu,
-                         append=append, extra=extra, interactive=interactive)
+                         append=append, extra=extra, interactive=interactive, modules=modules,
+                         lazy_modules=lazy_modules, module_params=module_params)
         self._files = None
+
+    def out_of_tree(self, name):
+        """(.ko with DWARF, stripped .ko) of out-of-tree module name, cross-built for this kernel:
+        the arm64 headers from the private arm64 configuration, linux-kbuild's fixdep/modpost
+        from the host's archive at the same version (the arm64 package's are arm64 ELF), the
+        machine's aarch64-linux-gnu-gcc-12 (gcc-aarch64-linux-gnu; nothing foreign installed)."""
+        import linuxmods
+        cross = {"opts": _apt_options(self.build), "host_opts": lg._apt_options(self.build, "6.1"),
+                 "arch": "arm64", "prefix": "aarch64-linux-gnu-"}
+        return linuxmods.build_out_of_tree(self.build, self.series, self.release(), name, cross=cross)
 
     def fetch(self):
         self._files = fetch(self.build)
@@ -258,6 +278,11 @@ def main():
             files = fetch(args.build)
             print(f"{SERIES}: {files['vmlinuz']}")
             print(f"initramfs: {build_initramfs(args.build, files)}")
+            import linuxmods
+            g = Arm64Guest(build=args.build)
+            g.vmlinuz = files["vmlinuz"]
+            for name in sorted(linuxmods.OUT_OF_TREE):  # the test modules, cross-built once
+                print(f"{name}: {g.out_of_tree(name)[1]}")
         else:
             lg.cmd_boot(args, Arm64Guest(smp=args.smp, kaslr=not args.nokaslr, build=args.build,
                                          cpu=args.cpu, interactive=True))

@@ -199,14 +199,17 @@ def _headers_packages(opts, ver):
     return [f"linux-headers-{ver}"] + sorted(set(wanted))
 
 
-def fetch_headers(build, series, ver):
+def fetch_headers(build, series, ver, cross=None):
     """usr/src/linux-headers-VER in the unpacked headers root build/SERIES/headers/VER (the three
-    packages dpkg -x'ed together, so their relative links resolve), downloaded once."""
+    packages dpkg -x'ed together, so their relative links resolve), downloaded once. cross (a
+    foreign architecture's, see build_out_of_tree): its archive's headers, with the linux-kbuild
+    package of the same version from the host's archive over them (the foreign package's fixdep
+    and modpost are its own architecture's executables)."""
     root = os.path.join(build, series, "headers", ver)
     kdir = os.path.join(root, "usr", "src", f"linux-headers-{ver}")
     if os.path.exists(os.path.join(kdir, ".linuxguest-ready")):
         return kdir
-    opts = _apt_options(build, series)
+    opts = _apt_options(build, series) if cross is None else cross["opts"]
     os.makedirs(os.path.dirname(root), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f"headers-{ver}-", dir=os.path.dirname(root))
     try:
@@ -217,8 +220,10 @@ def fetch_headers(build, series, ver):
             if UNREACHABLE.search(out):
                 raise _apt_failed(f"apt-get download {' '.join(pkgs)}", out)
             raise LinuxGuestError(f"apt-get download {' '.join(pkgs)} failed: {_apt_errors(out)}")
+        if cross is not None:
+            debs += _host_kbuild(cross, [p for p in pkgs if p.startswith("linux-kbuild-")], debs, tmp)
         x = os.path.join(tmp, "root")
-        for deb in debs:
+        for deb in debs:  # the host's kbuild last: its tools replace the foreign ones
             subprocess.run(["dpkg", "-x", deb, x], check=True)
         with open(os.path.join(tmp, "packages"), "w") as f:
             f.write("".join(os.path.basename(d) + "\n" for d in debs))
@@ -233,6 +238,25 @@ def fetch_headers(build, series, ver):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return kdir
+
+
+def _host_kbuild(cross, names, debs, tmp):
+    """The host architecture's .debs of the kbuild packages names, at the versions of debs."""
+    d = os.path.join(tmp, "host")
+    os.makedirs(d)
+    status, out = _apt(["apt-get", "-q"] + cross["host_opts"] + ["download"] + names, cwd=d)
+    if status != 0:
+        if UNREACHABLE.search(out):
+            raise _apt_failed(f"apt-get download {' '.join(names)}", out)
+        raise LinuxGuestError(f"apt-get download {' '.join(names)} (host) failed: {_apt_errors(out)}")
+    host = sorted(glob.glob(os.path.join(d, "*.deb")))
+    version = {os.path.basename(p).split("_")[0]: os.path.basename(p).split("_")[1] for p in debs}
+    for p in host:
+        n, v = os.path.basename(p).split("_")[:2]
+        if version.get(n) != v:
+            raise LinuxGuestError(f"the host's {n} is {v}, the guest's {version.get(n)}: a module built "
+                                  f"with them may not load")
+    return host
 
 
 def headers_makefile(kdir):
@@ -259,13 +283,17 @@ def headers_compiler(kdir):
     return cc, (m.group(1) if m else "")
 
 
-def build_out_of_tree(build, series, ver, name, src=None):
+def build_out_of_tree(build, series, ver, name, src=None, cross=None):
     """(path with -g DWARF, stripped path) of out-of-tree module name built for VER, cached by a
     hash of its sources, the headers packages and the compiler; raises with the build's own words
-    when it does not build."""
+    when it does not build. cross: for another architecture's kernel, {"opts": apt options of its
+    archive, "host_opts": the host's, "arch": kbuild's ARCH, "prefix": the cross toolchain's
+    (e.g. aarch64-linux-gnu-)}."""
     src = src or OUT_OF_TREE[name]
-    kdir = os.path.realpath(fetch_headers(build, series, ver))  # make -C changes directory
+    kdir = os.path.realpath(fetch_headers(build, series, ver, cross))  # make -C changes directory
     cc, cc_text = headers_compiler(kdir)
+    prefix = cross["prefix"] if cross else ""
+    cc = prefix + cc
     if not shutil.which(cc):
         raise LinuxGuestError(f"{name}.ko for {ver} needs {cc} (the kernel was built with "
                               f"{cc_text!r}): apt-get install {cc}")
@@ -296,13 +324,15 @@ def build_out_of_tree(build, series, ver, name, src=None):
         # need pahole (dwarves); gdbsample takes struct layouts from the kernel's own BTF.
         argv = ["make", "-C", kdir, "-f", headers_makefile(kdir), f"M={out}",
                 "CONFIG_DEBUG_INFO_BTF_MODULES=", "modules"]
+        if cross:
+            argv[-1:-1] = [f"ARCH={cross['arch']}", f"CROSS_COMPILE={prefix}"]
         r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
         with open(os.path.join(out, "build.log"), "w") as f:
             f.write(f"$ {' '.join(argv)}   # {ccv}; kernel: {cc_text}\n" + r.stdout + r.stderr)
         if r.returncode != 0 or not os.path.exists(ko):
             raise LinuxGuestError(f"building {name}.ko against linux-headers-{ver} failed (log: "
                                   f"{out}/build.log):\n" + (r.stdout + r.stderr)[-1500:])
-        subprocess.run(["strip", "--strip-debug", "-o", strip + ".tmp", ko], check=True)
+        subprocess.run([prefix + "strip", "--strip-debug", "-o", strip + ".tmp", ko], check=True)
         os.replace(strip + ".tmp", strip)  # last: its presence says the build is complete
     return ko, strip
 

@@ -275,8 +275,32 @@ static void check_kernel(const char *path, int frame_records)
 	free(buf);
 }
 
+/* The static words a function loads through adrp (+ add): Debian 6.1 arm64's find_module_all
+ * reading `modules` (its first three words), then what a call forgets and what it keeps. */
+static void test_static_loads(void)
+{
+	static const uint32_t w[] = {
+		0x9000e055, /* adrp x21, . + 0x1c08000 */
+		0x912702b5, /* add x21, x21, #0x9c0 */
+		0xf8450ea0, /* ldr x0, [x21, #80]!  (x21 += 80) */
+		0xf9400aa1, /* ldr x1, [x21, #16] */
+		0x94000010, /* bl: x0-x18 and x30 forgotten, x21 kept */
+		0xf9400aa2, /* ldr x2, [x21, #16] */
+		0xf9400002, /* ldr x2, [x0]: x0 unknown */
+		0x90000001, /* adrp x1, . */
+		0x94000000, /* bl */
+		0xf9400022, /* ldr x2, [x1]: forgotten by the call */
+	};
+	uint64_t out[8], t = BASE + 0x1c08000 + 0x9c0;
+	use(w, sizeof w / sizeof w[0]);
+	int n = a64_static_loads(byte_at, NULL, BASE, sizeof w, out, 8);
+	CHECK(n == 3 && out[0] == t + 80 && out[1] == t + 96 && out[2] == t + 96);
+	CHECK(a64_static_loads(byte_at, NULL, BASE, sizeof w, out, 1) == 1 && out[0] == t + 80);
+}
+
 void test_insn(void)
 {
+	test_static_loads();
 	check_kernel(A64_KERNEL, 1);
 	check_kernel(A64_KERNEL_NOFP, 0);
 	test_frames();

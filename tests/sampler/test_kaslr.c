@@ -2,6 +2,8 @@
 #include "check.h"
 #include "../../sampler/kaslr.h"
 #include "../../sampler/err.h"
+#include "../../sampler/arm64img.h"
+#include <stdlib.h>
 
 #define LINK 0xffffffff81000000ull
 #define TEXT_LEN 0x10000
@@ -137,8 +139,55 @@ static void test_banner(void)
 	syms_free(&t);
 }
 
+/* arm64: one runtime address known to be in the text (VBAR_EL1 at `vectors`) gives the offset;
+ * a wrong link guess (a __bp_harden vector slot) falls back to the window that holds it. */
+static void test_at(void)
+{
+	struct symtab t;
+	struct textsec sec;
+	struct kaslr k;
+	uint64_t vec = LINK + 0x800, at = vec + (uint64_t)SLIDE;
+	make_text(1);
+	image_symtab(&t, &sec);
+	fail_with = 0;
+	CHECK(kaslr_detect_at(&k, &t, at, vec, 0x10000, guest_read, NULL) == 0);
+	CHECK(k.slide == SLIDE && k.names_slide == SLIDE && k.how == KASLR_TEXT && k.candidates == 1);
+	CHECK(kaslr_detect_at(&k, &t, at + 0x4000, vec, 0x10000, guest_read, NULL) == 0 && k.slide == SLIDE);
+	CHECK(k.candidates > 1);
+	CHECK(kaslr_detect_at(&k, &t, at, 0, 0x10000, guest_read, NULL) == 0 && k.slide == SLIDE);
+	/* an address outside every placement of the text (KPTI's trampoline vectors): no match */
+	CHECK(kaslr_detect_at(&k, &t, 0xffff7fffff7f0000ull, vec, 0x10000, guest_read, NULL) == -1);
+	CHECK(k.err == ERR_MISMATCH && strstr(k.errstr, "does not match the running guest") != NULL);
+	fail_with = -2;
+	CHECK(kaslr_detect_at(&k, &t, at, vec, 0x10000, guest_read, NULL) == -2);
+	fail_with = 0;
+}
+
+/* The relocation that fills one place of a relocatable arm64 Image gives its link address; a
+ * relocation sharing the place's low bits by chance (not 2 MiB aligned) is no answer. */
+static void test_a64_link(void)
+{
+	enum { N = 0x4000 };
+	uint8_t *b = calloc(1, N);
+	struct a64img x = { 0 };
+	uint64_t l = 0, v = 0, place = 0x2f18;
+	struct { uint64_t off, info, add; } rel[] = {
+		{ 0xffff800007e10000ull + place, 1027, 0xffff800007e10100ull },  /* low bits alike only */
+		{ 0xffff800008000000ull + place, 1027, 0xffff800008010000ull },  /* kallsyms_relative_base */
+		{ 0xffff800008000000ull + 0x3000, 1025, 0xffff800008000000ull }, /* not RELATIVE */
+	};
+	x.image_size = 0x200000; /* the header's: BSS beyond the file */
+	memcpy(b + 0x1000, rel, sizeof rel);
+	CHECK(a64img_link(&x, b, N, place, &l, &v) == 0 && l == 0xffff800008000000ull && v == 0xffff800008010000ull);
+	memset(b + 0x1000 + 24, 0, 24); /* the real one gone: nothing fits */
+	CHECK(a64img_link(&x, b, N, place, &l, &v) == -1 && strstr(x.errstr, "no relocation") != NULL);
+	free(b);
+}
+
 void test_kaslr(void)
 {
 	test_text();
 	test_banner();
+	test_at();
+	test_a64_link();
 }
