@@ -66,6 +66,20 @@ int a64_is_ret(uint32_t w)
 	return w == A64_RET || w == A64_RETAA || w == A64_RETAB;
 }
 
+/* One of the instructions an arm64 Linux exception vector runs before its branch to the handler
+ * (kernel_ventry): sub sp, #imm; add/sub sp and x0 with each other (the VMAP stack's overflow
+ * check); tbz/tbnz on x0; b; and, in EL0 entries, x30 taken back from TPIDRRO_EL0 (or zeroed) for
+ * the KPTI trampoline. None reads or writes memory, nor touches x29 or (from the kernel) x30: at
+ * such a pc the interrupted code's registers are all intact but sp and x0. */
+int a64_vector_prologue(uint32_t w)
+{
+	return (w & 0xff8003ff) == 0xd10003ff ||                    /* sub sp, sp, #imm{, lsl 12} */
+	       w == 0x8b2063ff || w == 0xcb2063e0 || w == 0xcb2063ff || /* add sp,sp,x0; sub x0,sp,x0; sub sp,sp,x0 */
+	       (w & 0x7e00001f) == 0x36000000 ||                    /* tbz/tbnz x0/w0 */
+	       (w & 0xfc000000) == 0x14000000 ||                    /* b */
+	       w == 0xd53bd07e || w == 0xd51bd07f || w == 0xaa1f03fe; /* mrs x30, tpidrro_el0; msr tpidrro_el0, xzr; mov x30, xzr */
+}
+
 /* Any change of control flow: b, bl, b.cond, cbz/cbnz, tbz/tbnz, br/blr/ret/eret, svc/brk. */
 static int a64_is_branch(uint32_t w)
 {

@@ -36,6 +36,7 @@ int a64_static_loads(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t l
 /* AArch64 decoding, exposed for the unit tests (Arm ARM C4, "A64 Instruction Set Encoding"). */
 int a64_is_idle(uint32_t w);        /* wfi or wfe */
 int a64_is_call(uint32_t w);        /* bl, blr, blraa/blrab(z) */
-int a64_is_ret(uint32_t w);         /* ret (x30), retaa, retab */
+int a64_is_ret(uint32_t w);
+int a64_vector_prologue(uint32_t w); /* run by a Linux vector before its handler: regs but sp, x0 intact */         /* ret (x30), retaa, retab */
 
 #endif

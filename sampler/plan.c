@@ -33,29 +33,46 @@ static enum unwind_pc pc_kind(const void *arg, uint64_t pc, int *adj)
 }
 
 /*
- * An aarch64 IRQ or FIQ vector's first instruction (symbol `vectors`, as in our kernel and
- * Linux: 16 entries of 0x80 bytes; IRQ and FIQ are entries 1 and 2 of each group of four).
- * QEMU takes an interrupt it finds pending before it honours a stop, so a stop often lands
- * here without one handler instruction having run.
+ * Where an aarch64 exception vector's entry has run nothing of the handler (symbol `vectors`, as
+ * in our kernel and Linux: 16 entries of 0x80 bytes): its first instruction -- QEMU takes an
+ * exception it finds pending before it honours a stop, so a stop often lands there -- or a pc
+ * after only instructions of Linux's kernel_ventry prologue (a64_vector_prologue: sp and x0
+ * moved, nothing stored). Returns the entry's index (0-15) and *first (1 at its first
+ * instruction), or -1.
  */
-static int irq_vector_entry(const struct plan *p, uint64_t pc)
+static int vector_at(const struct plan *p, uint64_t pc, int *first)
 {
-	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return 0;
+	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return -1;
 	const struct sym *s = syms_lookup(p->cfg.syms, pc);
-	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc - s->addr) % 0x80) return 0;
-	unsigned kind = (unsigned)((pc - s->addr) / 0x80) % 4;
-	return kind == 1 || kind == 2;
+	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc & 3)) return -1;
+	uint64_t start = pc & ~(uint64_t)0x7f;
+	for (uint64_t a = start; a < pc; a += 4) {
+		uint32_t w = 0;
+		for (int i = 0; i < 4; i++) {
+			int b = text_byte(p, a + (uint64_t)i);
+			if (b < 0) return -1;
+			w |= (uint32_t)b << (8 * i);
+		}
+		if (!a64_vector_prologue(w)) return -1;
+	}
+	if (first) *first = pc == start;
+	return (int)((start - s->addr) / 0x80);
 }
 
-/* Any exception vector's first instruction (fp_ctx.vector): entries 0-7 take exceptions from the
- * current EL (the kernel), 8-15 from a lower one (user mode). */
+/* An IRQ or FIQ vector (entries 1 and 2 of each group of four) where nothing of it has run. */
+static int irq_vector_entry(const struct plan *p, uint64_t pc)
+{
+	int e = vector_at(p, pc, NULL);
+	return e >= 0 && (e % 4 == 1 || e % 4 == 2);
+}
+
+/* Any exception vector where nothing of it has run (fp_ctx.vector): entries 0-7 take exceptions
+ * from the current EL (the kernel), 8-15 from a lower one (user mode). */
 static int vector_entry(const void *arg, uint64_t pc)
 {
-	const struct plan *p = arg;
-	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return 0;
-	const struct sym *s = syms_lookup(p->cfg.syms, pc);
-	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc - s->addr) % 0x80) return 0;
-	return pc - s->addr >= 0x400 ? FP_VEC_USER : FP_VEC_KERNEL;
+	int first = 0, e = vector_at(arg, pc, &first);
+	if (e < 0) return 0;
+	return e >= 8 ? FP_VEC_USER : first ? FP_VEC_KERNEL : FP_VEC_KERNEL_MOVED;
 }
 
 static int after_call(const void *arg, uint64_t ra)
@@ -566,10 +583,10 @@ int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last
 		idle = insn_idle(l->arch->elf_machine, plan_byte, p, out->frames[0], NULL); /* woken from wfi */
 	}
 	/* ...and one from user mode (an EL0 vector) is a user-mode sample. */
-	int user_vector = !in.user && !at_vector && out->n == 1 && uo.stop == UW_USER && irq_vector_entry(p, in.pc) &&
+	int user_vector = !in.user && !at_vector && out->n == 1 && uo.stop == UW_USER &&
 			  vector_entry(p, in.pc) == FP_VEC_USER;
 	if (user_vector) {
-		st->irq_vector++;
+		if (irq_vector_entry(p, in.pc)) st->irq_vector++; /* a sync one: the trap not yet begun */
 		if (v->xreg == 33 && v->xreg_state == XR_READ) out->frames[0] = v->xreg_val; /* the user pc */
 	}
 	if (in.user || user_vector) out->flags |= SF_USER;

@@ -179,10 +179,11 @@ struct fp_ctx {
 	/* 1 if a record's return address follows a call, 0 if not (the record holds an interrupted
 	 * pc: an exception entry's), -1 unknown; NULL: always -1 */
 	int (*after_call)(const void *arg, uint64_t ra);
-	/* an exception vector's first instruction (nothing of the entry has run): FP_VEC_KERNEL if
-	 * the vector takes exceptions from the kernel (the interrupted pc is in ELR_EL1, every other
-	 * register still the interrupted code's), FP_VEC_USER from user mode, 0 not a vector entry;
-	 * NULL: never */
+	/* an exception vector where nothing of the entry has run (its first instruction, or after
+	 * Linux's sp/x0-only prologue): FP_VEC_KERNEL if the vector takes exceptions from the kernel
+	 * (the interrupted pc is in ELR_EL1, every other register still the interrupted code's),
+	 * FP_VEC_KERNEL_MOVED the same but for sp and x0, FP_VEC_USER from user mode, 0 not a vector
+	 * entry; NULL: never */
 	int (*vector)(const void *arg, uint64_t pc);
 	int elr;                /* the DWARF number of the exception link register (aarch64: 33) */
 	int pt_valid;           /* an exception entry's record sits in a register frame (arm64
@@ -192,7 +193,8 @@ struct fp_ctx {
 	int switch_stacks;      /* a frame record may point to another stack (aarch64 Linux's IRQ
 				 * stack links to the task stack): the walk's stack checks judge it */
 };
-enum { FP_VEC_KERNEL = 1, FP_VEC_USER = 2 };
+/* FP_VEC_KERNEL_MOVED: from the kernel, past prologue instructions that moved sp and x0 only */
+enum { FP_VEC_KERNEL = 1, FP_VEC_USER = 2, FP_VEC_KERNEL_MOVED = 3 };
 enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, struct uw_frame *caller);
 
 #endif

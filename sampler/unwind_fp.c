@@ -42,6 +42,7 @@ enum uw_step fp_step(void *ctx, struct uw_walk *w, const struct uw_frame *f, str
 		if (vec == FP_VEC_USER) return US_USER;
 		*caller = *f;
 		caller->regs.valid &= ~(1ull << x->elr);
+		if (vec == FP_VEC_KERNEL_MOVED) caller->regs.valid &= ~(1ull << a->sp | 1ull << 0); /* not the interrupted ones */
 		caller->pc = f->regs.r[x->elr];
 		caller->exact = 1;
 		return US_OK;

@@ -298,8 +298,25 @@ static void test_static_loads(void)
 	CHECK(a64_static_loads(byte_at, NULL, BASE, sizeof w, out, 1) == 1 && out[0] == t + 80);
 }
 
+/* Linux 6.1's kernel_ventry before its branch (EL0 entry with the KPTI restore, VMAP stack check):
+ * every word is prologue; a store, a write of x29 or a load is not. */
+static void test_vector_prologue(void)
+{
+	static const uint32_t ventry[] = { 0x14000003, 0xd53bd07e, 0xd51bd07f, 0xd10543ff, 0x8b2063ff,
+					   0xcb2063e0, 0x37700080, 0xcb2063e0, 0xcb2063ff, 0x14000123 };
+	for (size_t i = 0; i < sizeof ventry / sizeof ventry[0]; i++) CHECK(a64_vector_prologue(ventry[i]));
+	CHECK(a64_vector_prologue(0xaa1f03fe));          /* mov x30, xzr (32-bit EL0 entries) */
+	CHECK(!a64_vector_prologue(0xa9007bfd));         /* stp x29, x30, [sp] */
+	CHECK(!a64_vector_prologue(0x910003fd));         /* mov x29, sp */
+	CHECK(!a64_vector_prologue(0xf94003e0));         /* ldr x0, [sp] */
+	CHECK(!a64_vector_prologue(0xd51bd040));         /* msr tpidr_el0, x0 (the overflow path) */
+	CHECK(!a64_vector_prologue(0xd10543e1));         /* sub x1, sp, #0x150: not sp */
+	CHECK(!a64_vector_prologue(0x37700081));         /* tbnz w1: not x0 */
+}
+
 void test_insn(void)
 {
+	test_vector_prologue();
 	test_static_loads();
 	check_kernel(A64_KERNEL, 1);
 	check_kernel(A64_KERNEL_NOFP, 0);
