@@ -46,5 +46,6 @@ void test_insn(void);
 void test_progress(void);
 void test_kallsyms(void);
 void test_kcache(void);
+void test_slice(void);
 
 #endif

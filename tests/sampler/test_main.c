@@ -32,6 +32,7 @@ int main(void)
 	test_progress();
 	test_kallsyms();
 	test_kcache();
+	test_slice();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
