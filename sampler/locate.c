@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "pace.h"
+#include "progress.h"
 
 #define ORC_MAX_BYTES (64u << 20) /* larger ORC sections than any kernel has: a bad map */
 
@@ -455,6 +456,13 @@ int locate_kernel(struct session *ss)
 	if (slicer_release(ss) < 0) { /* the stop ends here: sampling starts with a stop of its own */
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
 		return -1;
+	}
+	if (!o->quiet && ss->slst.bytes >= SLICE_BYTES) { /* tables read in slices (a map's ORC): what it cost */
+		progress_erase(stderr);
+		fprintf(stderr, "gdbsample: read %.1f MB of the kernel's tables from guest memory in %llu stops (the "
+			"attach's %.1f ms, the longest %.1f ms, at most %llu bytes a stop)\n", (double)ss->slst.bytes / 1e6,
+			(unsigned long long)ss->slst.stops, (double)ss->slst.first_ns / 1e6,
+			(double)ss->slst.longest_ns / 1e6, (unsigned long long)ss->slst.most_bytes);
 	}
 	return choose_methods(ss);
 }
