@@ -190,7 +190,12 @@ static int locate_modules(struct session *ss, int cpu)
 {
 	struct image *im = &ss->img;
 	const struct symtab *t = &im->syms;
-	if (!im->has_btf) return 0; /* not Linux, or no types: nothing to say */
+	if (!im->has_btf) { /* not Linux, or no types: say so only for a Linux map that names `modules` */
+		if ((t->marks >> MARK_MODULES) & 1)
+			session_warn(ss, "kernel modules not read: without BTF the layout of struct module is not known "
+				     "(give the kernel image too: -e vmlinuz); frames in module code are not unwound");
+		return 0;
+	}
 	if (!im->modl.ok) {
 		session_warn(ss, "kernel modules not read: %s", im->modl.why);
 		return 0;
