@@ -137,7 +137,7 @@ def render(res, a):
              "column), and a round's p50 follows it.", "",
              f"Reading the modules at start ({h['mods']:.0f} loaded): {h['mod_bytes']:.0f} bytes in "
              f"{h['mod_stops']:.0f} stop(s), the longest {h['mod_longest']:.1f} ms (median of the hotmod runs; "
-             "reads yield to the guest every 16 KiB or 8 ms).", end]
+             "reads yield to the guest every 32 KiB or 8 ms: sampler/slice.c).", end]
     return "\n".join(lines) + "\n"
 
 
