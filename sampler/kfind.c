@@ -38,6 +38,7 @@ struct slicer {
 	int64_t since;          /* when this stop began */
 	int running;            /* the VM runs (released for host-side work) */
 	struct kfind_stats *st; /* what it cost */
+	uint64_t stop_bytes;    /* bytes read in this stop */
 };
 
 /* A vCPU in the kernel's upper half at this stop: 1 (s->cpu, s->pc), 0 none (2: none, but some
@@ -66,6 +67,7 @@ static int kernel_vcpu(struct slicer *s)
 static void end_stop(struct slicer *s)
 {
 	int64_t d = pace_now() - s->since;
+	if (s->stop_bytes > s->st->most_bytes) s->st->most_bytes = s->stop_bytes;
 	if (s->st->stops <= 1) s->st->first_ns = d;
 	else if (d > s->st->longest_ns) s->st->longest_ns = d;
 	if (s->st->stops > 1 && d > 20 * 1000000LL) s->st->over++;
@@ -116,6 +118,7 @@ static int acquire(struct slicer *s)
 		}
 		s->running = 0;
 		s->since = pace_now();
+		s->stop_bytes = 0;
 		s->st->stops++;
 		int rc = kernel_vcpu(s);
 		if (rc < 0 && recover(s) == 0) continue;
@@ -151,6 +154,7 @@ static int sl_read(struct slicer *s, uint64_t addr, uint8_t *buf, size_t len)
 		if (rc == -1) return -1;
 		if (rc == -2) return -2;
 		s->st->bytes += n;
+		s->stop_bytes += n;
 		o += n;
 	}
 	return 0;
@@ -544,7 +548,7 @@ static int cache_find(struct slicer *s, struct found *f)
 int kfind_kernel(struct session *ss)
 {
 	struct kfind_stats *st = &ss->kf;
-	struct slicer s = { ss, 0, 0, ss->stopped_since, 0, st };
+	struct slicer s = { ss, 0, 0, ss->stopped_since, 0, st, 0 };
 	struct found f;
 	const struct arch *ga = ss->g.layout.arch;
 	memset(&f, 0, sizeof f);
@@ -595,7 +599,10 @@ int kfind_kernel(struct session *ss)
 	rc = 0;
 out:
 	if (rc == 0 && acquire(&s) < 0) goto conn; /* the session goes on with the VM stopped */
-	if (!s.running) end_stop(&s);
+	if (!s.running) {
+		end_stop(&s);
+		st->left_stopped_ns = s.since; /* locate goes on in this stop, and ends it */
+	}
 	st->elapsed_ns = pace_now() - ss->stopped_since;
 	found_free(&f);
 	return rc;

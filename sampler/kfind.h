@@ -23,6 +23,8 @@ struct kfind_stats {
 	unsigned over;         /* ...how many of them lasted longer than 20 ms (a loaded host) */
 	unsigned rescued;      /* ...how many the pause watchdog ended (held up past --max-pause) */
 	uint64_t bytes;        /* guest memory read */
+	uint64_t most_bytes;   /* the most of it one stop read */
+	int64_t left_stopped_ns; /* when the stop the session goes on in began (0: it runs) */
 	int64_t elapsed_ns;    /* wall time from the attach's stop to the end */
 	int orc, btf;          /* ORC / BTF read from guest memory too */
 	int cached;            /* the names and tables came from the cache (checked against the guest) */

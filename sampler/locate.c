@@ -7,20 +7,9 @@
 #include <unistd.h>
 #include "insn.h"
 #include "pace.h"
+#include "progress.h"
 
 #define ORC_MAX_BYTES (64u << 20) /* larger ORC sections than any kernel has: a bad map */
-
-struct reader {
-	struct session *ss;  /* the session */
-	int cpu;             /* vCPU whose page tables map the kernel */
-};
-
-static int rd(void *arg, uint64_t addr, uint8_t *buf, int len)
-{
-	struct reader *r = arg;
-	int rc = gdb_mem(&r->ss->g, r->cpu, addr, buf, len);
-	return rc == -1 ? -2 : rc == -2 ? -1 : 0;
-}
 
 /* A vCPU in kernel mode (its page tables map the kernel even with KPTI) and its pc: one whose pc
  * the image's text can hold if there is one (it narrows the KASLR search), else any other. */
@@ -54,10 +43,13 @@ static int kernel_vcpu(struct session *ss, uint64_t *pc)
 static int kernel_vcpu_wait(struct session *ss, uint64_t *pc)
 {
 	int cpu = kernel_vcpu(ss, pc);
-	for (int i = 0; cpu == -1 && i < LOCATE_WAITS; i++) {
-		if (gdb_cont(&ss->g) < 0) return -2;
+	for (int i = 0; cpu == -1 && i < LOCATE_WAITS && !ss->held; i++) {
+		slice_end(&ss->sl); /* each stop counted, the attach's first */
+		if (ss->sl.io.cont(ss) < 0) return -2;
 		usleep(LOCATE_RUN_US);
-		if (gdb_stop(&ss->g) < 0) return -2;
+		int64_t t = pace_now();
+		if (ss->sl.io.stop(ss) < 0) return -2;
+		slice_begin(&ss->sl, t, ss->sl.cpu);
 		cpu = kernel_vcpu(ss, pc);
 	}
 	return cpu;
@@ -84,11 +76,12 @@ static int guest_orc(struct session *ss, int cpu)
 		ERR_SET(ss, ERR_SYS, "out of memory");
 		goto out;
 	}
-	int a = gdb_read_block(&ss->g, cpu, ip0, ips, ipn - ip0);
-	int b = a == -1 ? -1 : gdb_read_block(&ss->g, cpu, e0, ents, en - e0);
-	int c = b == -1 || !have_hdr ? b : gdb_read_block(&ss->g, cpu, t->mark[MARK_ORC_HDR_START], hdr, sizeof hdr);
-	if (a == -1 || b == -1 || c == -1) {
-		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+	(void)cpu; /* read through the slicer's vCPU (one in kernel mode at each slice) */
+	int a = slice_read(&ss->sl, ip0, ips, ipn - ip0);
+	int b = a == -2 ? -2 : slice_read(&ss->sl, e0, ents, en - e0);
+	int c = b == -2 || !have_hdr ? b : slice_read(&ss->sl, t->mark[MARK_ORC_HDR_START], hdr, sizeof hdr);
+	if (a == -2 || b == -2 || c == -2) {
+		ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "%s", ss->g.err ? ss->g.errstr : "reading the ORC tables failed");
 		goto out;
 	}
 	if (a || b || c) {
@@ -111,50 +104,85 @@ out:
 }
 
 /*
- * Modules are read through a reader that lets the guest run every MODS_SLICE bytes, so no single
- * stop lasts long (the longest is measured and reported); mods_walk's generation check catches a
- * list that changed while it ran.
+ * Everything locate reads -- the KASLR probes, the map-only ORC tables (3.9 MB on Debian's 6.1),
+ * the modules -- goes through one slicer (slice.c): at most SLICE_BYTES or SLICE_NS a stop, the
+ * VM running between slices, so the attach's stop ends at the first slice and no later one lasts
+ * long; the longest stop and the most bytes one stop read are reported (longest_stop_us). A VM
+ * paused before we came is not ours to resume: it is read in the one stop it is in.
  */
-#define MODS_SLICE (16u << 10)     /* bytes per stop at most ... */
-#define MODS_SLICE_NS 8000000LL    /* ...and at most this long (a loaded host answers slowly) */
-struct mods_reader {
-	struct session *ss;
-	int cpu;                 /* vCPU whose page tables map the kernel */
-	size_t since;            /* bytes read since the guest last ran */
-	int64_t stopped_ns;      /* when this stop began */
-};
-
-static void mods_stop_done(struct mods_reader *r)
+static int sl_io_read(void *arg, int cpu, uint64_t addr, void *buf, size_t len)
 {
-	int64_t d = pace_now() - r->stopped_ns;
-	if (d > r->ss->mods_stop_max_ns) r->ss->mods_stop_max_ns = d;
-	r->ss->mods_stops++;
+	struct session *ss = arg;
+	int rc = gdb_read_block(&ss->g, cpu, addr, buf, len);
+	return rc == -1 ? -1 : rc ? -2 : 0;
 }
 
+static int sl_io_cont(void *arg)
+{
+	struct session *ss = arg;
+	if (gdb_cont(&ss->g) < 0) return -1;
+	guard_leave(&ss->guard);
+	return 0;
+}
+
+static int sl_io_stop(void *arg)
+{
+	struct session *ss = arg;
+	guard_enter(&ss->guard);
+	return gdb_stop(&ss->g) < 0 ? -1 : 0;
+}
+
+static int sl_io_kernel_cpu(void *arg)
+{
+	uint64_t pc;
+	return kernel_vcpu(arg, &pc);
+}
+
+static int64_t sl_io_now(void *arg)
+{
+	(void)arg;
+	return pace_now();
+}
+
+/* A slicer for this session's reads, in the stop that began at stopped_ns, through cpu. */
+static void slicer_init(struct session *ss, int64_t stopped_ns, int cpu)
+{
+	ss->sl = (struct slice_reader){ .io = { sl_io_read, sl_io_cont, sl_io_stop, sl_io_kernel_cpu, sl_io_now, ss },
+				  .may_run = !ss->held, .st = &ss->slst };
+	slice_begin(&ss->sl, stopped_ns, cpu);
+}
+
+/* The KASLR search's reads (kaslr.c's reader: 0, -1 unmapped, -2 connection). */
+static int rd(void *arg, uint64_t addr, uint8_t *buf, int len)
+{
+	struct session *ss = arg;
+	return slice_read(&ss->sl, addr, buf, (size_t)len);
+}
+
+/* The modules' reads (mods_read_fn: 0, -1 unmapped, -2 connection; counted in ss->mods_sl too
+ * while a walk sets sl.also). */
 static int mods_rd(void *arg, uint64_t addr, void *buf, size_t len)
 {
-	struct mods_reader *r = arg;
-	struct session *ss = r->ss;
-	while (len) {
-		if (r->since >= MODS_SLICE || (r->since && pace_now() - r->stopped_ns >= MODS_SLICE_NS)) {
-			/* let it run a moment: a slice per stop */
-			mods_stop_done(r);
-			if (gdb_cont(&ss->g) < 0) return -2;
-			usleep(1000);
-			if (gdb_stop(&ss->g) < 0) return -2;
-			r->stopped_ns = pace_now();
-			r->since = 0;
-		}
-		size_t room = MODS_SLICE > r->since ? MODS_SLICE - r->since : 0, n = len < room ? len : room;
-		if (!n) continue;
-		int rc = gdb_read_block(&ss->g, r->cpu, addr, buf, n);
-		if (rc == -1) return -2;
-		if (rc) return -1;
-		r->since += n;
-		addr += n;
-		buf = (uint8_t *)buf + n;
-		len -= n;
-	}
+	struct session *ss = arg;
+	return slice_read(&ss->sl, addr, buf, len);
+}
+
+/* Walk the modules list through the slicer, the stops it spans counted in ss->mods_sl. */
+static int mods_walk_sliced(struct session *ss)
+{
+	ss->sl.also = &ss->mods_sl;
+	int rc = mods_walk(&ss->mods, &ss->img.syms, mods_rd, ss);
+	return rc;
+}
+
+/* End the stop the reads are in and resume the VM if it is ours: 0, -1 connection (ss->g). */
+static int slicer_release(struct session *ss)
+{
+	slice_end(&ss->sl);
+	ss->sl.also = NULL;
+	if (ss->held || ss->g.running) return 0;
+	if (gdb_cont(&ss->g) < 0) return -1;
+	guard_leave(&ss->guard);
 	return 0;
 }
 
@@ -214,7 +242,12 @@ static int locate_modules(struct session *ss, int cpu)
 {
 	struct image *im = &ss->img;
 	const struct symtab *t = &im->syms;
-	if (!im->has_btf) return 0; /* not Linux, or no types: nothing to say */
+	if (!im->has_btf) { /* not Linux, or no types: say so only for a Linux map that names `modules` */
+		if ((t->marks >> MARK_MODULES) & 1)
+			session_warn(ss, "kernel modules not read: without BTF the layout of struct module is not known "
+				     "(give the kernel image too: -e vmlinuz); frames in module code are not unwound");
+		return 0;
+	}
 	if (!im->modl.ok) {
 		session_warn(ss, "kernel modules not read: %s", im->modl.why);
 		return 0;
@@ -237,9 +270,8 @@ static int locate_modules(struct session *ss, int cpu)
 	ss->mods.head = t->mark[MARK_MODULES];
 	ss->mods.orc_layout = im->has_orc ? im->orc.layout : ORC_LAYOUT_UNKNOWN;
 	ss->mods.last = -1;
-	struct mods_reader r = { ss, cpu, 0, pace_now() };
-	int rc = mods_walk(&ss->mods, &im->syms, mods_rd, &r);
-	mods_stop_done(&r);
+	(void)cpu; /* the slicer's vCPU */
+	int rc = mods_walk_sliced(ss);
 	ss->mods_walked_ns = pace_now();
 	if (rc == -2) {
 		ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "%s", ss->g.err ? ss->g.errstr : "reading modules failed");
@@ -286,18 +318,17 @@ int session_modules_refresh(struct session *ss, const struct sample *s, int n)
 	if (!ss->mods_every_ns) ss->mods_every_ns = MODS_RESCAN_NS;
 	if (!ss->mods.want_walk || now - ss->mods_walked_ns < ss->mods_every_ns) return 0;
 	uint64_t before = ss->mods.st.loaded + ss->mods.st.unloaded;
+	int64_t t0 = pace_now();
 	guard_enter(&ss->guard);
 	if (gdb_stop(&ss->g) < 0) goto fail;
-	struct mods_reader r = { ss, ss->cpus[0], 0, pace_now() };
 	uint64_t pc;
 	int cpu = kernel_vcpu(ss, &pc);
 	if (cpu == -2) goto fail;
-	if (cpu >= 0) r.cpu = cpu;
-	int rc = cpu >= 0 ? mods_walk(&ss->mods, &ss->img.syms, mods_rd, &r) : 0;
-	mods_stop_done(&r);
-	if (rc == 0 && cpu >= 0) ko_locate(ss, cpu, 0); /* files of modules loaded since */
-	if (rc == -2 || gdb_cont(&ss->g) < 0) goto fail;
-	guard_leave(&ss->guard);
+	slicer_init(ss, t0, cpu >= 0 ? cpu : ss->cpus[0]);
+	ss->sl.also = &ss->mods_sl;
+	int rc = cpu >= 0 ? mods_walk_sliced(ss) : 0;
+	if (rc == 0 && cpu >= 0) ko_locate(ss, ss->sl.cpu, 0); /* files of modules loaded since */
+	if (rc == -2 || slicer_release(ss) < 0) goto fail;
 	ss->mods_walked_ns = pace_now();
 	if (cpu < 0) return 0; /* every vCPU in user mode: next time */
 	if (ss->mods.st.loaded + ss->mods.st.unloaded != before) ss->mods_every_ns = MODS_RESCAN_NS;
@@ -434,7 +465,7 @@ static int stub_pac_mask(struct session *ss, int cpu)
  * vCPU's register is tried.
  */
 #define A64_KASLR_GRANULE 0x10000ull /* SEGMENT_ALIGN: the Image's placement (the EFI stub's 64 KiB) */
-static int a64_kaslr(struct session *ss, struct reader *r)
+static int a64_kaslr(struct session *ss)
 {
 	const struct layout *l = &ss->g.layout;
 	const struct reg *vbar = arch_find_reg(l, "VBAR_EL1");
@@ -455,8 +486,8 @@ static int a64_kaslr(struct session *ss, struct reader *r)
 		if (got == -1) return -2;
 		if (got || !(v >> 63)) continue;
 		tried++;
-		r->cpu = ss->cpus[i];
-		rc = kaslr_detect_at(&ss->kaslr, &ss->img.syms, v, ss->img.a64_vectors, A64_KASLR_GRANULE, rd, r);
+		ss->sl.cpu = ss->cpus[i]; /* the reads translate through this kernel-mode vCPU */
+		rc = kaslr_detect_at(&ss->kaslr, &ss->img.syms, v, ss->img.a64_vectors, A64_KASLR_GRANULE, rd, ss);
 	}
 	if (!tried)
 		ERR_SET(&ss->kaslr, ERR_MISMATCH, "cannot be placed: no vCPU entered kernel mode (VBAR_EL1 places an arm64 "
@@ -470,21 +501,23 @@ int locate_kernel(struct session *ss)
 	struct image *im = &ss->img;
 	uint64_t pc = 0;
 	image_range(ss, 0);
+	/* the stop we are in: the attach's, or the one a bare -p's search left the session in */
+	slicer_init(ss, ss->kf.left_stopped_ns ? ss->kf.left_stopped_ns : ss->stopped_since, ss->cpus[0]);
 	int cpu = kernel_vcpu_wait(ss, &pc), rc = 0;
 	if (cpu == -2) {
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
 		return -1;
 	}
-	struct reader r = { ss, cpu >= 0 ? cpu : ss->cpus[0] };
+	ss->sl.cpu = cpu >= 0 ? cpu : ss->cpus[0];
 	if (o->have_kaslr && o->verify) {
-		rc = kaslr_check(&ss->kaslr, &im->syms, im->has_map, o->kaslr, rd, &r);
+		rc = kaslr_check(&ss->kaslr, &im->syms, im->has_map, o->kaslr, rd, ss);
 	} else if (o->have_kaslr) { /* --no-verify: as given, names too */
 		ss->kaslr.slide = ss->kaslr.names_slide = o->kaslr;
 		ss->kaslr.how = ss->kaslr.names_how = KASLR_FORCED;
 	} else if (o->verify && im->a64_vectors) {
-		rc = a64_kaslr(ss, &r);
+		rc = a64_kaslr(ss);
 	} else if (o->verify) {
-		rc = kaslr_detect(&ss->kaslr, &im->syms, im->has_map, cpu >= 0, pc, rd, &r);
+		rc = kaslr_detect(&ss->kaslr, &im->syms, im->has_map, cpu >= 0, pc, rd, ss);
 	}
 	if (rc == -2) {
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
@@ -504,9 +537,20 @@ int locate_kernel(struct session *ss)
 		session_warn(ss, "the map has no linux_banner to check it against the guest: assuming it matches");
 	image_relocate(im, ss->kaslr.slide, ss->kaslr.names_slide);
 	image_range(ss, ss->kaslr.slide);
-	if (stub_pac_mask(ss, r.cpu) < 0) return -1;
-	if (!im->has_orc && o->unwind != UNWIND_FP && o->unwind != UNWIND_CFI && guest_orc(ss, r.cpu) < 0)
+	if (stub_pac_mask(ss, ss->sl.cpu) < 0) return -1;
+	if (!im->has_orc && o->unwind != UNWIND_FP && o->unwind != UNWIND_CFI && guest_orc(ss, ss->sl.cpu) < 0)
 		return -1;
-	if (cpu >= 0 && (locate_modules(ss, r.cpu) < 0 || ko_locate(ss, r.cpu, 1) < 0)) return -1;
+	if (cpu >= 0 && (locate_modules(ss, ss->sl.cpu) < 0 || ko_locate(ss, ss->sl.cpu, 1) < 0)) return -1;
+	if (slicer_release(ss) < 0) { /* the stop ends here: sampling starts with a stop of its own */
+		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+		return -1;
+	}
+	if (!o->quiet && ss->slst.bytes >= SLICE_BYTES) { /* tables read in slices (a map's ORC): what it cost */
+		progress_erase(stderr);
+		fprintf(stderr, "gdbsample: read %.1f MB of the kernel's tables from guest memory in %llu stops (the "
+			"attach's %.1f ms, the longest %.1f ms, at most %llu bytes a stop)\n", (double)ss->slst.bytes / 1e6,
+			(unsigned long long)ss->slst.stops, (double)ss->slst.first_ns / 1e6,
+			(double)ss->slst.longest_ns / 1e6, (unsigned long long)ss->slst.most_bytes);
+	}
 	return choose_methods(ss);
 }

@@ -12,6 +12,7 @@
 #include "kfind.h"
 #include "sample.h"
 #include "summary.h"
+#include "slice.h"
 
 struct session {
 	const struct opts *o;          /* options */
@@ -23,8 +24,9 @@ struct session {
 	int64_t mods_every_ns;         /* the least time between walks: MODS_RESCAN_NS, doubled (up
 				        * to MODS_RESCAN_MAX_NS) after each walk that found nothing new
 				        * (a pc no module holds: a BPF program, a trampoline) */
-	int64_t mods_stop_max_ns;      /* the longest single stop reading them took */
-	uint64_t mods_stops;           /* stops spent reading them */
+	struct slice_stats mods_sl;    /* the stops spent reading them (slice.h) */
+	struct slice_reader sl;        /* locate.c's reads of guest memory, in slices (slice.h) */
+	struct slice_stats slst;       /* ...the stops they made: the attach's, each slice, each walk */
 	int64_t stopped_since;         /* when connecting stopped the VM (pace_now) */
 	struct kfind_stats kf;         /* a bare -p: the kernel read from guest memory (kfind.h) */
 	int methods[UM_N];             /* unwinding methods in use, in order of preference */

@@ -32,10 +32,33 @@ static void modules_rows(const struct session *ss, struct summary *t)
 	summary_u64(t, "modules_unreadable", ", unreadable %v", m->st.bad);
 	summary_u64(t, NULL, ", pcs in no module %v", m->st.unknown_pcs);
 	summary_u64(t, NULL, "; %v bytes read", m->st.bytes);
-	summary_u64(t, NULL, " in %v stops", ss->mods_stops);
-	summary_i64(t, NULL, ", longest %v ms\n", ss->mods_stop_max_ns);
+	summary_u64(t, NULL, " in %v stops", ss->mods_sl.stops);
+	summary_i64(t, NULL, ", longest %v ms\n", ss->mods_sl.longest_ns);
 	summary_scale(t, 1e6, 1);
-	summary_i64(t, "modules_stop_max_us", NULL, ss->mods_stop_max_ns / 1000);
+	summary_i64(t, "modules_stop_max_us", NULL, ss->mods_sl.longest_ns / 1000);
+}
+
+/* Every stop that read tables -- the attach's, the slices, the module walks, a bare -p's search
+ * (keys only; absent when nothing was read). */
+static void read_stop_rows(const struct session *ss, struct summary *t)
+{
+	const struct kfind_stats *k = &ss->kf;
+	if (!ss->slst.stops && !k->stops) {
+		summary_null(t, "read_stops");
+		summary_null(t, "attach_stop_us");
+		summary_null(t, "longest_stop_us");
+		summary_null(t, "longest_stop_bytes");
+		return;
+	}
+	int64_t l = ss->slst.longest_ns;
+	uint64_t b = ss->slst.most_bytes > k->most_bytes ? ss->slst.most_bytes : k->most_bytes;
+	if (k->first_ns > l) l = k->first_ns;
+	if (k->longest_ns > l) l = k->longest_ns;
+	int64_t a = k->stops ? k->first_ns : ss->slst.first_ns;
+	summary_u64(t, "read_stops", NULL, ss->slst.stops + k->stops);
+	summary_i64(t, "attach_stop_us", NULL, a / 1000);
+	summary_i64(t, "longest_stop_us", NULL, l / 1000);
+	summary_u64(t, "longest_stop_bytes", NULL, b);
 }
 
 /* The kernel image, its unwinders, KASLR offsets and task layout (keys only). */
@@ -92,6 +115,7 @@ void session_summary(const struct session *ss, struct summary *t)
 	summary_u64(t, "held_rounds", NULL, ss->held_rounds);
 	summary_i64(t, "vcpus_hotplugged", NULL, ss->hotplugged);
 	image_rows(ss, t);
+	read_stop_rows(ss, t);
 }
 
 void session_image_line(const struct session *ss, char *out, size_t cap)

@@ -116,14 +116,27 @@ def test_zerodd_chain_and_kaslr_in_the_report(linux61, busy):
     assert pids
 
 
+SLICE_BYTES = 32 << 10  # sampler/slice.h: bytes one stop reads at most
+
+
 def test_a_map_alone_reads_orc_from_the_guest(linux61, busy):
-    """Only the kallsyms dump: the ORC tables come from guest memory (the map names them) and idle
-    tagging reads the guest's text; the zerodd chain is the same as with the image."""
+    """Only the kallsyms dump: the ORC tables come from guest memory (the map names them) in
+    slices -- no stop reads more than SLICE_BYTES, so the ~3.9 MB take one stop per slice (bytes,
+    not time: deterministic) -- and idle tagging reads the guest's text; the zerodd chain is the
+    same as with the image. The loaded modules cannot be read without BTF: a warning says so."""
     busy(linux61, ["zerodd"])
     r = gdbsample("-p", str(linux61.gdb_port), "-e", linux61.kallsyms_path(), "-r", "200", "-d", "3",
                   "-f", "folded")
     assert r.returncode == 0, r.stderr
     assert "frames by method: orc " in r.stderr and "text bytes read" in r.stderr, r.stderr
+    m = re.search(r"read ([\d.]+) MB of the kernel's tables from guest memory in (\d+) stops .*at most (\d+) bytes "
+                  r"a stop", r.stderr)
+    assert m, r.stderr
+    mb, stops, most = float(m.group(1)), int(m.group(2)), int(m.group(3))
+    assert 0 < most <= SLICE_BYTES, r.stderr
+    assert stops >= mb * 1e6 / SLICE_BYTES, r.stderr  # every slice a stop of its own
+    # brd is loaded, and a map has no BTF to read it with: said, not left silent
+    assert "kernel modules not read: without BTF" in r.stderr, r.stderr
     rows = conftest.folded_rows(r.stdout)
     want = ["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "ksys_read", "vfs_read", "read_zero",
             "clear_user_rep_good"]

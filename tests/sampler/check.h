@@ -50,5 +50,6 @@ void test_kallsyms(void);
 void test_kcache(void);
 void test_summary(void);
 void test_messages(void);
+void test_slice(void);
 
 #endif

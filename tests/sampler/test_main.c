@@ -36,6 +36,7 @@ int main(void)
 	test_kcache();
 	test_summary();
 	test_messages();
+	test_slice();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }

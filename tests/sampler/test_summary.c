@@ -130,8 +130,8 @@ static void session_fixture(int big)
 	ss.mods.st.walks = 9;
 	ss.mods.st.unknown_pcs = 6;
 	ss.mods.st.bytes = 654321;
-	ss.mods_stops = 12;
-	ss.mods_stop_max_ns = 26543210;
+	ss.mods_sl.stops = 12;
+	ss.mods_sl.longest_ns = 26543210;
 	ss.img.os.os = OS_LINUX;
 	strcpy(ss.img.os.what, "BTF, per-CPU current_task at +0x1fb80");
 }
