@@ -64,7 +64,7 @@ def parse_comm(text):
 def no_tasks(cap, what):
     """Failure (usage) for an option that needs tasks, on a capture without task attribution."""
     return Failure("%s: %s has no task attribution (written by gdbsample before version 3 or "
-                   "with --os none)" % (what, cap.path), EXIT_USAGE)
+                   "with --os none)" % (what, cap.name), EXIT_USAGE)
 
 
 def capture_only(args, path, extra=()):

@@ -141,7 +141,7 @@ def describe(cap, per, frames, first, tasks=()):
     total = sum(c[0] for c in per.values())
     idle = sum(c[1] for c in per.values())
     kid = cap.kernel_id.hex() if cap.kernel_id else "-"
-    L = ["capture     %s (%d bytes)" % (cap.path, cap.size),
+    L = ["capture     %s (%d bytes)" % (cap.name, cap.size),
          "format      version %d, %s" % (cap.version, cap.arch_name()),
          "started     %s" % start_text(cap.start_ns),
          "vcpus       %d" % cap.ncpus,

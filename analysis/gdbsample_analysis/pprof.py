@@ -203,7 +203,7 @@ def from_capture(pb, cap, syms, flt, elf):
     prof.period = period
     prof.default_sample_type = b.s("samples")
     prof.comment.append(b.s("gdbsample capture %s: %d vCPUs, %d Hz requested"
-                            % (os.path.basename(cap.path), cap.ncpus, cap.rate_hz)))
+                            % (os.path.basename(cap.name), cap.ncpus, cap.rate_hz)))
     m = prof.mapping.add()
     m.id = 1
     m.memory_start = cap.kernel_lo
