@@ -61,6 +61,8 @@ CASES = {
                                 "--group-by-cpu", "--idle"],
     "report_v3_by_task.txt": ["report", "sample_v3.cap", "-e", "tiny.elf", "--by-task", "--chains", "4"],
     "info_v3.txt": ["info", "sample_v3.cap"],
+    "info.json": ["info", "--json", "sample.cap"],          # docs/json.md, "info"
+    "info_v3.json": ["info", "--json", "sample_v3.cap"],
 }
 
 
