@@ -5,10 +5,12 @@ import gzip
 import importlib.util
 import os
 import subprocess
+import types
 
 import pytest
 
 import analyze
+from gdbsample_analysis import cli
 import conftest
 
 DATA = analyze.DATA
@@ -31,6 +33,8 @@ COMMANDS = [
     ("map-on-stdin", ["report", "sample.cap", "-e", "{in}"], "tiny.map"),
 ]
 IDS = [c[0] for c in COMMANDS]
+COMMANDS_BY_NAME = set(cli.COMMANDS)      # one case per subcommand for the pipe closed early
+assert COMMANDS_BY_NAME <= set(IDS), "every subcommand needs a pipe case"
 
 
 def tool(args, stdin=None, stdout=subprocess.PIPE):
@@ -51,6 +55,16 @@ def pprof_text(data, path):
     return str(prof).encode()
 
 
+def by_name(args):
+    """The output for the file given by name: in this process (quicker), but pprof's binary
+    output needs a real stdout."""
+    if args[0] == "pprof":
+        return subprocess.run([analyze.TOOL] + args, cwd=DATA, capture_output=True, timeout=60)
+    r = analyze.call(*args)
+    return types.SimpleNamespace(returncode=r.returncode, stdout=r.stdout.encode("utf-8", "surrogateescape"),
+                                 stderr=r.stderr.encode("utf-8", "surrogateescape"))
+
+
 def fill(args, value):
     return [value if a == "{in}" else a for a in args]
 
@@ -60,7 +74,7 @@ def test_dash_reads_stdin_through_a_pipe_as_the_file_would_be_read(name, args, p
     """The input written into a pipe (not a file redirected: stdin cannot seek) gives the output
     the file's name gives, byte for byte (where the output names its input: "stdin"), and the
     same exit code."""
-    want = subprocess.run([analyze.TOOL] + fill(args, path), cwd=DATA, capture_output=True, timeout=60)
+    want = by_name(fill(args, path))
     assert want.returncode in (0, 1), want.stderr   # compare: 1 is "differs", still an answer
     with open(os.path.join(DATA, path), "rb") as f:
         data = f.read()
@@ -133,7 +147,8 @@ def test_damage_on_stdin_is_named_stdin():
     assert p.returncode == 1 and err.startswith(b"gdbsample-analyze: stdin: "), err
 
 
-@pytest.mark.parametrize("name, args, path", COMMANDS, ids=IDS)
+@pytest.mark.parametrize("name, args, path", [c for c in COMMANDS if c[0] in COMMANDS_BY_NAME],
+                         ids=sorted(COMMANDS_BY_NAME, key=IDS.index))
 def test_a_reader_that_goes_away_ends_the_command_quietly_with_exit_0(name, args, path):
     """stdout a pipe whose reading end is already closed (`| head` that has read enough): the
     first write fails with EPIPE; no message, no traceback, exit 0."""
