@@ -102,6 +102,7 @@ def test_package_holds_the_tools_and_no_kernel(root):
     files = {os.path.relpath(os.path.join(d, n), root) for d, _, ns in os.walk(root) for n in ns}
     for path in ("usr/bin/gdbsample", "usr/bin/gdbsample-analyze", "usr/share/gdbsample/VERSION",
                  "usr/share/gdbsample/gdbsample_analysis/cli.py", "usr/share/gdbsample/gdbscripts/sample.py",
+                 "usr/share/gdbsample/gdbsample_analysis/profile_pb2.py",
                  "usr/share/gdbsample/vm-configs/configs.toml", "usr/share/man/man1/gdbsample.1.gz",
                  "usr/share/man/man1/gdbsample-analyze.1.gz", "usr/share/doc/gdbsample/copyright",
                  "usr/share/bash-completion/completions/gdbsample"):
