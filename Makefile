@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gdbsample: top-level build. `make` builds everything, `make test` runs every test,
 # `make demo` runs the main job. Missing Debian packages are installed by `make deps`.
 

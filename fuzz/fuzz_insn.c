@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_insn.c: libFuzzer harness -- instruction words of an image (insn.c): frame-setup position,
  * idle, call before a return address, at every pc, for aarch64 and x86_64. */
 #include "../sampler/insn.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # install/install.mk: make install / uninstall (PREFIX, DESTDIR), the man pages, and make deb;
 # included by the top Makefile. Installs the tools only: never the test kernel.
 #

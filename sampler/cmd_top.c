@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_top.c: `gdbsample top` -- a live view, redrawn every second, of the hottest functions and chains. */
 #include <stdlib.h>
 #include <sys/ioctl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* output.h: -o FILE written to a temporary file beside it and renamed into place only once the
  * result is complete -- a failed or refused run never touches an existing FILE. */
 #ifndef OUTPUT_H

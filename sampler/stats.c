@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c: run statistics -- pause histogram, counters, and the end-of-run summary text. */
 #include "stats.h"
 #include <stdio.h>

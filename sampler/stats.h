@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h: run statistics -- pause histogram, counters, and the end-of-run summary text. */
 #ifndef STATS_H
 #define STATS_H

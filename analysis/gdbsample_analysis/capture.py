@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """capture.py: streaming reader for gdbsample's binary capture format (docs/capture-format.md).
 
 Layout (all integers little-endian; version 4 is written, versions 1 to 3 still read):

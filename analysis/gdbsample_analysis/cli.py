@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cli.py: gdbsample-analyze's command line -- one subcommand per module, errors on one line."""
 import argparse
 import functools

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """common.py: what every subcommand shares -- exit codes, opening inputs, loss notes (outputs: output.py)."""
 import re
 import sys

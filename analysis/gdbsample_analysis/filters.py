@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not, tasks (v3)."""
 import decimal
 import re

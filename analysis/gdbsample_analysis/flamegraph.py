@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """flamegraph.py: `flamegraph` -- folded stacks or a capture as a self-contained interactive SVG.
 
 Layout: the root ("all") sits at the bottom, each frame's children stand on it side by side in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """folded.py: the folded-stack text format, `root;...;leaf COUNT` a line, read and written sorted.
 
 This is the format of `gdbsample -f folded` (with a `cpuN` root frame), FlameGraph's

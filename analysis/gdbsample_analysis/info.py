@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, tasks, pauses, unwinding and chunk integrity."""
 import datetime
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """inputs.py: opening an input file by name, where "-" is stdin -- read once, as bytes, re-readable.
 
 Every input a subcommand takes (captures, folded stacks, reports, -e maps and ELFs) is opened

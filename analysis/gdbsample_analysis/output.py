@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """output.py: every file gdbsample-analyze writes -- complete or not at all, and never over an input.
 
 The rule (the same as gdbsample's sampler/output.c): an output that is the same file as an input

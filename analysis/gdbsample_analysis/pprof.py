@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pprof.py: `pprof` -- a capture or folded stacks as pprof's profile.proto, gzipped (go tool pprof).
 
 The schema is analysis/proto/profile.proto; protoc compiles it into BUILD/pprof/profile_pb2.py at

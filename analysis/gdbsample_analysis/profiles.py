@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """profiles.py: any profile `compare` takes -- an in-guest `profile` report, a `gdbsample -f report`,
 a folded file or a capture -- reduced to the same keys: leaf function and whole chain by symbol."""
 import re

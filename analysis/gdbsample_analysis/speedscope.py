@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """speedscope.py: `speedscope` -- a capture as speedscope's JSON file format, one profile per vCPU.
 
 The format (https://www.speedscope.app/file-format-schema.json), as written here:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """symbols.py: address -> function name from an ELF .symtab or an nm-style map, plus DWARF lines.
 
 The symbol table is built once, sorted, and bisected per address (the same rules as gdbsample's

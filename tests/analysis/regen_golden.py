@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """regen_golden.py: rebuild the analysis golden inputs and outputs after an intended change.
 
   /usr/bin/python3 tests/analysis/regen_golden.py          # captures + golden outputs

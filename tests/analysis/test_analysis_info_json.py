@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`info --json`: one object in the schema docs/json.md describes -- every key it writes is
 documented there and every documented key is written, for each capture version; the numbers are
 the text info's; absent facts are null; a damaged capture still gives JSON, exit 3."""

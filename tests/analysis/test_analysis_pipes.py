@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample-analyze in pipes: "-" reads stdin for every input that is a file (captures as bytes,
 folded and report text, -e maps and ELFs), through a real pipe, giving the same bytes as the file
 argument; a reader that goes away early (`| head`) ends every subcommand quietly with exit 0."""

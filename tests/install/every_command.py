@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """every_command.py: one invocation of every gdbsample-analyze subcommand, for the install tests --
 an installed tree must give the bytes the source tree gives, for each of them."""
 import contextlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bash completion (install/gdbsample.bash, under bash-completion): options come from each tool's
 --help, commands and fixed choices complete."""
 import os

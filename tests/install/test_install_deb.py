@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make deb: the Debian package builds under BUILD/deb (nothing in the repository's parent
 directory), lintian finds no error, and its contents -- unpacked with dpkg -x into a scratch
 root, nothing installed on the host -- run from /. Then the real thing: `apt-get install

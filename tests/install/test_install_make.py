@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make install into a scratch DESTDIR with PREFIX=/usr, the installed tools run from / (no
 source tree, no PYTHONPATH), then make uninstall leaves no file behind."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The licence: LICENSE is the MIT license of "the gdbsample authors", debian/copyright says the
 same (DEP-5's name for it, Expat, with the same text) and lintian-clean, and
 tools/spdx_headers.py puts the SPDX line where the purpose comment can follow it."""

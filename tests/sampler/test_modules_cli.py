@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample refuses a kernel module (.ko, any relocatable object) given as -e in one line, before
 touching a guest: loaded modules come from guest memory (docs/unwinding.md)."""
 import os

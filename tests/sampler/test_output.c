@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_output.c: -o FILE replaced whole, keeping its mode; a read-only FILE refused (output.c). */
 #include "check.h"
 #include "../../sampler/err.h"

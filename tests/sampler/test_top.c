@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_top.c: how `top` draws -- in place only on a terminal that is not TERM=dumb, every line
  * cut to the terminal's width, a frame to its height (issue 22: it ignored both). */
 #include "check.h"
