@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 """The licence: LICENSE is the MIT license of "the gdbsample authors", debian/copyright says the
-same (DEP-5's name for it, Expat, with the same text) and lintian-clean, and
-tools/spdx_headers.py puts the SPDX line where the purpose comment can follow it."""
+same (DEP-5's name for it, Expat, with the same text; lintian checks the package in
+test_install_deb.py), tools/spdx_headers.py puts the SPDX line where the purpose comment can follow
+it, and every tracked source file of ours carries it."""
 import os
 import re
+import subprocess
 import sys
 
 import conftest
@@ -57,3 +59,10 @@ def test_spdx_selection_skips_test_data_corpora_and_hidden_dirs():
     assert style("tests/analysis/data/tiny.c", b"") is None       # DWARF lines in committed ELFs
     assert style("fuzz/corpus/rsp/x.c", b"") is None and style(".ci/run", b"#!/bin/bash") is None
     assert style("docs/json.md", b"#") is None
+
+
+def test_every_source_file_we_wrote_carries_the_spdx_line():
+    """tools/spdx_headers.py --check: no tracked source file without it (a new file: run the tool)."""
+    r = subprocess.run([sys.executable, os.path.join(conftest.ROOT, "tools", "spdx_headers.py"), "--check"],
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, ""), "no SPDX line (run tools/spdx_headers.py):\n" + r.stdout
