@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gdbsample: top-level build. `make` builds everything, `make test` runs every test,
 # `make demo` runs the main job. Missing Debian packages are installed by `make deps`.
 
@@ -33,7 +34,7 @@ DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \
-	    golang-go protobuf-compiler python3-protobuf npm tmux libncurses-dev
+	    golang-go protobuf-compiler python3-protobuf npm tmux libncurses-dev debootstrap
 # A package counts as present when installed or provided by one that is (NodeSource's nodejs
 # provides npm and conflicts with Debian's).
 deps:
@@ -157,6 +158,30 @@ clean:
 linux-image:
 	$(PY) tools/linuxguest.py fetch --build $(abspath $(BUILD))/linux
 	$(PY) tools/linuxguest_arm64.py fetch --build $(abspath $(BUILD))/linux
+
+# A scratch Debian root for the package test (tests/install/test_install_apt.py): debootstrap
+# --variant=minbase of bookworm from the mirror this machine's apt uses (bookworm, -updates and
+# -security, as /etc/apt/sources.list* name them), into $(BUILD)/debroot,
+# once (cached, like linux-image; built beside and moved into place). The test runs apt-get
+# inside it with chroot, so the system's own dpkg state is never touched.
+DEBROOT := $(BUILD)/debroot
+DEBROOT_SUITE := bookworm
+DEBROOT_URIS := $(shell sed -n -e 's/^URIs: *\([^ ]*\).*/\1/p' \
+	-e 's/^deb \(\[[^]]*\] \)\{0,1\}\([^ ]*\) .*/\2/p' /etc/apt/sources.list \
+	$(wildcard /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources) 2>/dev/null)
+DEBROOT_MIRROR := $(or $(firstword $(filter-out %security,$(DEBROOT_URIS))),http://deb.debian.org/debian)
+DEBROOT_SECURITY := $(or $(firstword $(filter %security,$(DEBROOT_URIS))),http://deb.debian.org/debian-security)
+.PHONY: debroot
+debroot: $(DEBROOT)/.ready
+$(DEBROOT)/.ready:
+	@command -v debootstrap >/dev/null || { echo "debroot: debootstrap is missing (make deps installs it)" >&2; exit 1; }
+	rm -rf $(DEBROOT).partial
+	debootstrap --variant=minbase $(DEBROOT_SUITE) $(DEBROOT).partial $(DEBROOT_MIRROR)
+	printf 'deb %s %s main\n' $(DEBROOT_MIRROR) $(DEBROOT_SUITE) $(DEBROOT_MIRROR) $(DEBROOT_SUITE)-updates \
+	  $(DEBROOT_SECURITY) $(DEBROOT_SUITE)-security > $(DEBROOT).partial/etc/apt/sources.list
+	chroot $(DEBROOT).partial apt-get update -qq
+	touch $(DEBROOT).partial/.ready
+	rm -rf $(DEBROOT) && mv $(DEBROOT).partial $(DEBROOT)
 
 # make install / uninstall (PREFIX, default /usr/local; DESTDIR), the man pages (make man) and the
 # Debian package (make deb, into $(BUILD)/deb/): install/install.mk. Only the tools, not the kernel.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """a64_bench.py: the aarch64 port's costs (issue 15), written into docs/benchmarks.md.
 
 (a) gdbsample's pause per sample on the aarch64 test kernel (QEMU virt, TCG, -smp 2, `split 5 3 2`

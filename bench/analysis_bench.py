@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """analysis_bench.py: fold throughput and memory of gdbsample-analyze on synthetic captures.
 
 Writes captures of 100k and 1M samples (2 vCPUs, 1-8 frame stacks over 64 distinct chains, the

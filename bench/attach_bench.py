@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """attach_bench.py: the bare stop/continue cycle (bench/rtt floor) on a plain QEMU and on the same
 VM started by libvirt, and gdbsample's pause per sample attached through --qmp and --domain;
 written between the attach-bench markers of docs/benchmarks.md.

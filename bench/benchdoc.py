@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """benchdoc.py: each benchmark owns one section of docs/benchmarks.md, between its own markers."""
 import os
 

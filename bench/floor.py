@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """floor.py: QEMU's bare stop/continue at a cadence (build/rtt's floor), the baseline the benches
 set gdbsample's pause against."""
 import re

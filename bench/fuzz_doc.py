@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """fuzz_doc.py: puts the table `make fuzz` printed (fuzz/run.sh) into docs/benchmarks.md, with the
 crashes that earlier runs found and that stay fixed (fuzz/crashes/HARNESS/, replayed by make test)."""
 import argparse

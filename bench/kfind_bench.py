@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """kfind_bench.py: what a bare `gdbsample -p` costs when the kernel's names and tables come from
 guest memory (issue 21, items 2 and 6), written into docs/benchmarks.md.
 

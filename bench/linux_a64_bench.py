@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """linux_a64_bench.py: gdbsample's pause per sample on Debian's stock arm64 6.1 kernel (virt -cpu max,
 busy with dd and a fork loop) against QEMU's bare stop/continue on the same guest, interleaved.
 

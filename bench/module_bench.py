@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """module_bench.py: the pause per sample with a hot kernel module against the same kind of work in
 core text (issue 21), written into docs/benchmarks.md.
 

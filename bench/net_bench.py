@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """net_bench.py: what the test kernel's network path sustains under QEMU TCG, measured from the host.
 
 Boots build/kernel.elf (-smp 2, virtio-net on user networking, loopback forwards only) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtt.c: minimal gdbstub client measuring stop/continue cycles -- the benchmark's reference floor.
  * usage: rtt PORT|/unix/path MODE COUNT [MLEN|K [GAP_US]]   MODE: floor | one | three | hg | g | m
  *   GAP_US: the guest runs this long between cycles (default 5000); a sample's cost depends on

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """sampler_bench.py: gdbsample's benchmarks on one QEMU, written into docs/benchmarks.md.
 
 Measures (issue 3): (a) the floor, a bare 0x03 -> stop reply -> c cycle from a minimal C client

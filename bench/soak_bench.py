@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """soak_bench.py: gdbsample over a long run (issue 13), written into docs/benchmarks.md.
 
 `gdbsample -r 1000` for --secs (default 600) against the test kernel on -smp 4 with workloads on

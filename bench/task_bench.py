@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """task_bench.py: what per-sample task attribution costs (issue 14), written into docs/benchmarks.md.
 
 On the stock Debian 6.1 guest under TCG (-smp 2) and on our test kernel (-smp 2): gdbsample's pause

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """unwind_bench.py: what unwinding real kernels costs (issue 12), written into docs/benchmarks.md.
 
 (a) Host CPU per stack walk for each method, on stacks sampled from live guests by walk-bench

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* walk_bench.c: host CPU per stack walk for each unwinding method, on real stacks -- it samples a
  * guest like gdbsample (the same session, plan and unwinders), keeps each vCPU's registers and
  * stack windows, lets the guest go, then times unwind_walk over the kept inputs per method.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fuzz/fuzz.mk: libFuzzer harnesses (clang, ASan + UBSan) into $(BUILD)/fuzz and `make fuzz`; plain
 # gcc replays of the committed corpus and fixed crashes (`make fuzz-replay`, part of unit-test);
 # `make asan-test`: the C unit tests and the sampler's system tests built with ASan + UBSan.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_arch.c: libFuzzer harness -- target.xml text to a register layout (arch_layout_xml), then
  * every register read the sampler makes on a `g` reply of arbitrary length. */
 #include "../sampler/arch.h"

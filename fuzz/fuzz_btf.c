@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_btf.c: libFuzzer harness -- a Linux image's BTF from arbitrary bytes (guestos_linux_btf,
  * through libbpf), then the task identity it lays out decoded from the input's tail. */
 #include "../sampler/guestos.h"

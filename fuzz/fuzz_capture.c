@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_capture.c: libFuzzer harness -- the capture reader (header, CRC-checked chunks, sample
  * records and their extensions) on a file in memory (fmemopen). The first input byte picks
  * whether the CRCs are first made right, so the fuzzer also explores what lies behind them. */

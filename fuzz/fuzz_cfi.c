@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_cfi.c: libFuzzer harness -- arbitrary bytes as an ELF through libdw's CFI (cfi_open,
  * cfi_rule_at at the pcs the image's FDE-bearing sections span, cfi_step on a small stack). */
 #include "../sampler/unwind_cfi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_conn.c: libFuzzer harness -- the /proc/net/tcp and /proc/net/unix row parsers the busy-stub
  * check reads (conn_parse_tcprow, conn_parse_unixrow), one row a line. */
 #include "../sampler/conn.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_insn.c: libFuzzer harness -- instruction words of an image (insn.c): frame-setup position,
  * idle, call before a return address, at every pc, for aarch64 and x86_64; the static words an
  * aarch64 function loads (never more than asked, each 8-byte aligned or not: any address). */

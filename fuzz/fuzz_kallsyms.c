@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_kallsyms.c: libFuzzer harness -- the kallsyms finder and decoder (ksyms_find) on arbitrary
  * bytes: it must refuse with one line or return names that obey what it checked (sorted
  * addresses, printable non-empty names, a type letter each). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_knet.c: libFuzzer harness -- the kernel's Ethernet/ARP/IPv4/UDP input (kernel/net.c) and
  * UDP shell (kernel/udpsh.c) compiled for the host, with small shims for the NIC, the locks and
  * the scheduler; every frame the kernel sends back is checked. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_orc.c: libFuzzer harness -- ORC tables from arbitrary bytes (orc_load), lookups (orc_find)
  * and whole walks (orc_step, then frame pointers) over an arbitrary stack. */
 #include "../sampler/unwind_orc.h"

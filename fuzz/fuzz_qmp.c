@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_qmp.c: libFuzzer harness -- the QMP JSON reader: json_scan over the stream as next_msg
  * does, then json_member/index/path/str/int/bool on every message. */
 #include "../sampler/qmp.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_rsp.c: libFuzzer harness -- the RSP decoder over arbitrary byte splits, checked against
  * byte-at-a-time decoding, plus the reply classifiers and hex helpers on what it decodes. */
 #include "../sampler/rsp.h"

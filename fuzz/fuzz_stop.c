@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_stop.c: libFuzzer harness -- stop-reply, thread-id and run-state parsing (gdb_parse_stop,
  * gdb_parse_tid, gdb_parse_status: QEMU's "info status" text). */
 #include "../sampler/gdb.h"

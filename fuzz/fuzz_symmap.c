@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_symmap.c: libFuzzer harness -- nm-style symbol maps (syms_parse_map), then lookups. */
 #include "../sampler/symbols.h"
 #include <stdlib.h>

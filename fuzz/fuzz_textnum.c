@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_textnum.c: libFuzzer harness -- textnum's strict numbers against a reference reading. */
 #include "../sampler/textnum.h"
 #include <stdint.h>

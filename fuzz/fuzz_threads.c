@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_threads.c: libFuzzer harness -- thread-list replies (gdb_parse_threads), one reply a line,
  * accumulated as list_threads does. */
 #include "../sampler/gdb.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_vmlinuz.c: libFuzzer harness -- bzImage header and payload decompression (vmlinuz_extract),
  * with the output capped low so a decompression bomb is refused rather than run out of memory. */
 #include "../sampler/vmlinuz.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make_seeds.py: writes the small seed corpora under fuzz/corpus/ (a few literal inputs per harness).
 
 Run from the repository root after changing a harness's input layout: python3 fuzz/make_seeds.py

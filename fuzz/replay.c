@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.c: runs a fuzz harness's LLVMFuzzerTestOneInput over files and directories without
  * libFuzzer, so the committed corpus and every fixed crash are replayed by `make test`. */
 #include <dirent.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run.sh: runs each libFuzzer harness for a while and prints a table of executions, coverage and
 # crashes. Usage: run.sh BUILD_FUZZ_DIR SECONDS HARNESS...  (the Makefile's `fuzz` target).
 dir=$1 secs=$2

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """kernel.py: GDB commands that show the test kernel's tasks, CPUs and profiler state, and unwind its interrupts.
 
 Usage:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pmu_persona.py: make the guest's CPUID lie the way a hypervisor can, with no guest change.
 
 By hand (GDB on QEMU's gdbstub, the kernel ELF loaded for its symbols):

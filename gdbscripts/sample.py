@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """sample.py: a slow sampling profiler inside GDB, using GDB's own DWARF unwinder (the oracle for gdbsample).
 
 Usage (parameters come from environment variables):

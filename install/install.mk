@@ -1,9 +1,11 @@
+# SPDX-License-Identifier: MIT
 # install/install.mk: make install / uninstall (PREFIX, DESTDIR), the man pages, and make deb;
 # included by the top Makefile. Installs the tools only: never the test kernel.
 #
 #   PREFIX/bin/gdbsample, PREFIX/bin/gdbsample-analyze
 #   PREFIX/share/gdbsample/     VERSION, gdbsample_analysis/ (found by gdbsample-analyze from its
-#                               own location), gdbscripts/, vm-configs/ (configs.toml, run, libvirt/)
+#                               own location; with protoc's profile_pb2.py for pprof), gdbscripts/,
+#                               vm-configs/ (configs.toml, run, libvirt/)
 #   PREFIX/share/man/man1/      gdbsample.1, gdbsample-analyze.1
 #   PREFIX/share/bash-completion/completions/   gdbsample, gdbsample-analyze (a link to it)
 
@@ -30,7 +32,7 @@ MANPAGES := gdbsample.1 gdbsample-analyze.1
 .PHONY: install-files man install uninstall deb
 
 # What make install installs, built (debian/rules builds only this).
-install-files: $(BUILD)/gdbsample man
+install-files: $(BUILD)/gdbsample man $(PPROF_PB2)
 
 # The man pages with the version and the installed data directory filled in. A stamp holding
 # DATADIR rebuilds them when PREFIX changes.
@@ -45,7 +47,7 @@ install: install-files
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(COMPDIR) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(SHARE_DIRS))
 	$(INSTALL) -m 755 $(BUILD)/gdbsample analysis/gdbsample-analyze $(DESTDIR)$(BINDIR)/
-	$(INSTALL) -m 644 $(ANALYSIS_PY:%=analysis/gdbsample_analysis/%) $(DESTDIR)$(DATADIR)/gdbsample_analysis/
+	$(INSTALL) -m 644 $(ANALYSIS_PY:%=analysis/gdbsample_analysis/%) $(PPROF_PB2) $(DESTDIR)$(DATADIR)/gdbsample_analysis/
 	for f in $(SHARE_DATA); do $(INSTALL) -m 644 $$f $(DESTDIR)$(DATADIR)/$$f || exit 1; done
 	for f in $(SHARE_PROGS); do $(INSTALL) -m 755 $$f $(DESTDIR)$(DATADIR)/$$f || exit 1; done
 	$(INSTALL) -m 644 $(MANPAGES:%=$(BUILD)/man/%) $(DESTDIR)$(MAN1DIR)/
@@ -58,7 +60,7 @@ install: install-files
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gdbsample $(DESTDIR)$(BINDIR)/gdbsample-analyze \
 	  $(MANPAGES:%=$(DESTDIR)$(MAN1DIR)/%) $(DESTDIR)$(COMPDIR)/gdbsample $(DESTDIR)$(COMPDIR)/gdbsample-analyze \
-	  $(ANALYSIS_PY:%=$(DESTDIR)$(DATADIR)/gdbsample_analysis/%) \
+	  $(ANALYSIS_PY:%=$(DESTDIR)$(DATADIR)/gdbsample_analysis/%) $(DESTDIR)$(DATADIR)/gdbsample_analysis/$(notdir $(PPROF_PB2)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(SHARE_DATA) $(SHARE_PROGS))
 	for d in $(addprefix $(DESTDIR)$(DATADIR)/,$(SHARE_DIRS)) $(DESTDIR)$(DATADIR); do \
 	  [ ! -d "$$d" ] || rmdir "$$d" || exit 1; done

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* console.c: the serial console: polled output under a lock, interrupt-driven input ring. */
 #include "console.h"
 #include "arch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* console.h: the serial console (COM1 or the PL011): output for everyone, input for the shell. */
 #ifndef CONSOLE_H
 #define CONSOLE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.h: per-CPU state (one struct per CPU, found through GS or TPIDR_EL1) and CPU setup. */
 #ifndef CPU_H
 #define CPU_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # kernel/kernel.mk: builds build/kernel.elf and build/kernel-nofp.elf (x86_64), build/aarch64/kernel.elf
 # and build/aarch64/kernel-nofp.elf (QEMU virt; ARCH= picks one architecture), each with a symbol table
 # baked in by a multi-pass link.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lib.h: freestanding C library subset (strings, memory, formatting) and common macros. */
 #ifndef LIB_H
 #define LIB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem.c: page allocator: bump allocation from the largest usable region, free lists by size. */
 #include "mem.h"
 #include "boot.h"

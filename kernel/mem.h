@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem.h: physical memory: a page allocator over the PVH memory map, and a tiny heap. */
 #ifndef MEM_H
 #define MEM_H

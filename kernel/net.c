@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net.c: Ethernet/ARP/IPv4/UDP input and output; frames arrive in the net task. */
 #include "net.h"
 #include "boot.h"

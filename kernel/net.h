@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net.h: a minimal network stack: Ethernet, ARP (reply + cache), IPv4 (no fragments), UDP. */
 #ifndef NET_H
 #define NET_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* netload.c: `netload sink PORT` counts datagrams (loss from sequence gaps), `netload send`
  * paces datagrams back to the UDP shell's client, so `profile` has network work to find. */
 #include "netload.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* netload.h: a UDP load test from either end (docs/udp-shell.md): a counting sink, a sender. */
 #ifndef NETLOAD_H
 #define NETLOAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* panic.c: report (message, registers, CPU, task, symbolized backtrace) and stop all CPUs. */
 #include "panic.h"
 #include "arch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* panic.h: stop every CPU with a report and a symbolized backtrace. */
 #ifndef PANIC_H
 #define PANIC_H

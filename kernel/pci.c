@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pci.c: PCI configuration mechanism #1 (ports 0xCF8/0xCFC) and a scan of every bus/slot. */
 #include "pci.h"
 #include "x86.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pci.h: PCI configuration space through the legacy 0xCF8/0xCFC ports, and a bus-0 scan. */
 #ifndef PCI_H
 #define PCI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmu.c: the PMU decision every CPU reads (probed once, then published) and each CPU's arming state;
  * the decision itself and the counters are each architecture's (pmu_x86.c, pmu_armv8.c). */
 #include "pmu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmu.h: deciding whether a performance counter really counts, and driving it for sampling. */
 #ifndef PMU_H
 #define PMU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmu_armv8.c: Armv8 PMU decision (ID_AA64DFR0 claims, then proof that the cycle counter counts)
  * and overflow handling for the pseudo-NMI sampling source. */
 #include "pmu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmu_x86.c: x86 PMU decision (CPUID claims, then proof that the counter counts) and overflow handling. */
 #include "pmu.h"
 #include "hal/pmu.h"

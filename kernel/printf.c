@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* printf.c: a small printf (%d %u %x %p %s %c, width, 0 and - flags, l/ll/z) for every sink. */
 #include "lib.h"
 

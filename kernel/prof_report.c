@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_report.c: folds samples by chain (leaf by symbol with an offset span, callers by
  * return address) and prints the report format of docs/report-format.md. */
 #include "prof_report.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_report.h: folding recorded samples into the text report shared with gdbsample. */
 #ifndef PROF_REPORT_H
 #define PROF_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* profiler.c: per-CPU lock-free sample buffers, start/stop across CPUs, and the `profile` command. */
 #include "profiler.h"
 #include "arch.h"

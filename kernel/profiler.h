@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* profiler.h: the in-guest sampling profiler (`profile`): PMU/NMI source or the timer tick. */
 #ifndef PROFILER_H
 #define PROFILER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c: tasks and per-CPU round-robin scheduling, preempted on every timer tick. */
 #include "sched.h"
 #include "cpu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.h: kernel threads with pids, per-CPU round-robin run queues, sleep/wake/exit/kill. */
 #ifndef SCHED_H
 #define SCHED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* shell.c: the serial shell: line editing on COM1, tokenizing, and the command table. */
 #include "shell.h"
 #include "arch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* shell.h: the command shell; the same parser serves the serial console and (later) UDP. */
 #ifndef SHELL_H
 #define SHELL_H

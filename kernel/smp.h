@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* smp.h: bringing up the other CPUs, and the loop every idle task runs. */
 #ifndef SMP_H
 #define SMP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spinlock.c: spinlocks; interrupts stay off while held so a handler can't deadlock on one. */
 #include "spinlock.h"
 #include "arch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spinlock.h: test-and-set spinlocks that save and restore the interrupt flag. */
 #ifndef SPINLOCK_H
 #define SPINLOCK_H

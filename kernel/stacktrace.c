@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stacktrace.c: frame-pointer walks bounded by the known stacks, plus symbolized printing. */
 #include "stacktrace.h"
 #include "cpu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stacktrace.h: bounded frame-pointer walks that never fault. */
 #ifndef STACKTRACE_H
 #define STACKTRACE_H

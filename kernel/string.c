@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* string.c: memory and string routines the compiler and the kernel expect. */
 #include "lib.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symtab.h: the function table baked into the image at link time, and address lookup. */
 #ifndef SYMTAB_H
 #define SYMTAB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uart.h: the serial port under the console (16550 on x86_64, PL011 on aarch64). */
 #ifndef UART_H
 #define UART_H

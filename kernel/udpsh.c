@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* udpsh.c: runs shell commands that arrive as UDP datagrams and sends the output back in
  * numbered chunks; keeps the last reply so a client's retry is answered without rerunning. */
 #include "udpsh.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* udpsh.h: the shell over UDP (docs/udp-shell.md): requests in, chunked replies out. */
 #ifndef UDPSH_H
 #define UDPSH_H

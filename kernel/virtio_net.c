@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virtio_net.c: virtio-net over legacy virtio-pci (virtio 0.9.5 / 1.x "legacy interface"):
  * one receive and one transmit virtqueue, INTx through the IOAPIC, frames handed to the
  * stack by the net task, never in the interrupt handler. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virtio_net.h: the virtio-net NIC (legacy virtio-pci): receive into a ring, send frames. */
 #ifndef VIRTIO_NET_H
 #define VIRTIO_NET_H

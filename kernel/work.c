@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* work.c: workloads with a known profile: split A:B:C, a call chain, irq-off spins, memcpy. */
 #include "work.h"
 #include "cpu.h"

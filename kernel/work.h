@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* work.h: workloads with a known answer (see docs/workloads.md), started by the shell. */
 #ifndef WORK_H
 #define WORK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arch.c: per-architecture register layout table and the target.xml parser that fills it. */
 #include "arch.h"
 #include "err.h"

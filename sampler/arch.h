@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arch.h: per-architecture facts -- register names, frame-pointer layout, and the `g` layout. */
 #ifndef ARCH_H
 #define ARCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arm64img.c: the arm64 kernel Image (raw, PE/"MZ"-headed) and EFI zboot images: header checks, text, BTF. */
 #include "arm64img.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arm64img.h: the arm64 kernel Image (raw, PE/"MZ"-headed) and EFI zboot images given with -e. */
 #ifndef ARM64IMG_H
 #define ARM64IMG_H

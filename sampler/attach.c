@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attach.c: reach a running VM through its monitor (QMP socket or libvirt domain), open a private
  * gdbstub on it for the session, and close it again on every way out. */
 #include "attach.h"

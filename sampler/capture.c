@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* capture.c: the binary capture format -- versioned header, CRC-checked chunks of samples. */
 #include "capture.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* capture.h: the binary capture format -- versioned header, CRC-checked chunks of samples. */
 #ifndef CAPTURE_H
 #define CAPTURE_H

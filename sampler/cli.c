@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.c: command-line parsing into an options struct (no I/O; errors in errstr). */
 #include "cli.h"
 #include "conn.h"

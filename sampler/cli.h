@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h: command-line parsing into an options struct (no I/O; errors in errstr). */
 #ifndef CLI_H
 #define CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_dump.c: `gdbsample dump` -- stop once and print every vCPU's symbolized stack (like py-spy dump). */
 #include "cli.h"
 #include "cmds.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_record.c: `gdbsample [record]` -- sample until -d or a signal, then write the report, the
  * folded stacks or the capture (to a temporary file renamed into place at the end). */
 #include <ctype.h>

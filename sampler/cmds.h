@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmds.h: the subcommands main() dispatches to; each prints its own messages and returns 0 or
  * the ERR_* code of what failed (main turns it into the exit code). */
 #ifndef CMDS_H

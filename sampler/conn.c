@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.c: byte transport to the gdbstub -- TCP with TCP_NODELAY, or a unix socket -- with bounded
  * connects and writes, and what the host's kernel says about the far end. */
 #include "conn.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.h: byte transport to the gdbstub -- TCP (TCP_NODELAY) or a unix socket. */
 #ifndef CONN_H
 #define CONN_H

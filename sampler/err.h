@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* err.h: the sticky error every context struct carries (code + message), filled by library code. */
 #ifndef ERR_H
 #define ERR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* files.c: whole-file input for the loaders (read to EOF, bounded; /proc files report size 0). */
 #include "files.h"
 #include <errno.h>

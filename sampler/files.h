@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* files.h: whole-file input for the loaders (read to EOF, bounded; /proc files report size 0). */
 #ifndef FILES_H
 #define FILES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fold.c: folded-stack output ("task;root;...;leaf count", sorted) for flame graph tools. */
 #include "writer.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdb.c: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
 #include "gdb.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gdb.h: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
 #ifndef GDB_H
 #define GDB_H

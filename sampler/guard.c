@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guard.c: a forked guard that resumes the guest if gdbsample dies while the VM is stopped. */
 #include "guard.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guard.h: a forked guard that resumes the guest if gdbsample dies while the VM is stopped, or
  * stalls (stopped by a signal or a debugger, starved by the host) longer than --max-pause. */
 #ifndef GUARD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guestos.h: which task is current on a vCPU -- each guest OS's facts behind one small interface. */
 #ifndef GUESTOS_H
 #define GUESTOS_H

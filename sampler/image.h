@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* image.h: the guest kernel as given with -e -- an ELF, a compressed vmlinuz, a symbol map, or an
  * image and a map together: names, text, and whichever unwind tables the image carries. */
 #ifndef IMAGE_H

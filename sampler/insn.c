@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* insn.c: what the kernel's instructions say about a pc -- x86_64 and aarch64: where it sits in its
  * function's frame setup, whether the vCPU is idle there, whether a return address follows a call. */
 #include "insn.h"

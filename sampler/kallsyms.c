@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kallsyms.c: the kernel's own compressed symbol tables (kallsyms_names & co), found by their shape
  * in a blob of read-only data (a vmlinux payload, an arm64 Image, guest memory) and decoded into
  * every symbol's address, type letter and name. Pure: bytes in, a table out. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kaslr.h: the running guest's KASLR offset against the image or map given, found by reading
  * guest memory where the image says known bytes are. */
 #ifndef KASLR_H

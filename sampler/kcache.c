@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kcache.c: what a bare -p read of a kernel from guest memory (names, ORC, BTF), kept in a file
  * under $XDG_CACHE_HOME/gdbsample/ relative to the kernel's _stext. Pure encoding and decoding. */
 #include "kcache.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kcache.h: what a bare -p read of a kernel from guest memory (names, ORC, BTF), kept in a file
  * under $XDG_CACHE_HOME/gdbsample/ relative to the kernel's _stext, so the next attach to the same
  * build -- whatever its KASLR offset -- reads a few KiB to check it instead of megabytes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kfind.c: a bare `gdbsample -p PORT` on a Linux guest -- the kernel found from a vCPU's pc in guest
  * memory: its kallsyms tables (names), then by those names its ORC and BTF, read in slices so that
  * no single stop of the VM lasts longer than KFIND_SLICE_MS. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* locate.c: find the guest kernel the image describes -- its KASLR offsets, its ORC tables in
  * guest memory when only a map was given -- and choose the unwinders. The VM is stopped. */
 #include "session.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c: gdbsample's command line -- parse, dispatch to record (default), dump or top, and turn
  * a command's failure into the exit code (0 ok, 1 failure, 2 bad usage or input). */
 #include "cli.h"

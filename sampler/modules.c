@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* modules.c: a Linux guest's loaded kernel modules read from its memory -- names, text, symbols, ORC. */
 #include "modules.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* modules.h: a Linux guest's loaded kernel modules read from its memory -- names, text, symbols, ORC. */
 #ifndef MODULES_H
 #define MODULES_H

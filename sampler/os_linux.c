@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* os_linux.c: a Linux guest's current task -- per-CPU offset and task_struct fields from BTF (libbpf). */
 #include "guestos.h"
 #include <bpf/btf.h>

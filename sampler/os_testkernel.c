@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* os_testkernel.c: our test kernel's current task -- struct cpu and struct task from its DWARF (libdw). */
 #include "guestos.h"
 #include <dwarf.h>

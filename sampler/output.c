@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* output.c: -o FILE written to a temporary file beside it and renamed into place only once the
  * result is complete -- a failed or refused run never touches an existing FILE. */
 #include "output.h"
@@ -7,6 +8,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The write function of the stream on stdout. SIGPIPE is ignored (record.c: dying would leave
+ * the VM stopped), so a reader that has gone away (`| head` read what it wanted) shows as EPIPE:
+ * that is the end of the output, not an error -- the rest is dropped and the run ends as usual. */
+static ssize_t stdout_write(void *cookie, const char *buf, size_t n)
+{
+	struct output *o = cookie;
+	size_t done = 0;
+	while (!o->gone && done < n) {
+		ssize_t k = write(1, buf + done, n - done);
+		if (k < 0 && errno == EINTR) continue;
+		if (k < 0 && errno == EPIPE) o->gone = 1;
+		else if (k < 0) return done ? (ssize_t)done : -1;
+		else done += (size_t)k;
+	}
+	return (ssize_t)n;
+}
+
 int output_open(struct output *o, const char *path, const char *const *inputs, int ninputs)
 {
 	struct stat so, si;
@@ -14,7 +32,13 @@ int output_open(struct output *o, const char *path, const char *const *inputs, i
 	o->path = path;
 	o->fd = -1;
 	if (!path) {
-		o->f = stdout;
+		fflush(stdout);                 /* anything printed before goes first */
+		o->f = fopencookie(o, "w", (cookie_io_functions_t){ .write = stdout_write });
+		if (!o->f) {
+			ERR_SET(o, ERR_SYS, "stdout: %s", strerror(errno));
+			return -1;
+		}
+		if (isatty(1)) setvbuf(o->f, NULL, _IOLBF, 0);   /* as stdout on a terminal */
 		o->fd = 1;
 		return 0;
 	}
@@ -62,8 +86,12 @@ int output_open(struct output *o, const char *path, const char *const *inputs, i
 int output_commit(struct output *o)
 {
 	if (!o->path) {
-		if (fflush(stdout) || ferror(stdout)) {
-			ERR_SET(o, ERR_SYS, "stdout: %s", strerror(errno));
+		int bad = fflush(o->f) || ferror(o->f);
+		int saved = errno;
+		fclose(o->f);                   /* the stream only: fd 1 stays open */
+		o->f = NULL;
+		if (bad) {
+			ERR_SET(o, ERR_SYS, "stdout: %s", strerror(saved));
 			return -1;
 		}
 		return 0;
@@ -90,7 +118,7 @@ int output_commit(struct output *o)
 
 void output_abort(struct output *o)
 {
-	if (o->f && o->f != stdout) fclose(o->f);
+	if (o->f) fclose(o->f);         /* stdout's stream: fd 1 stays open */
 	o->f = NULL;
 	if (o->tmp[0]) unlink(o->tmp);
 	o->tmp[0] = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* output.h: -o FILE written to a temporary file beside it and renamed into place only once the
  * result is complete -- a failed or refused run never touches an existing FILE. */
 #ifndef OUTPUT_H
@@ -11,12 +12,15 @@ struct output {
 	char final[PATH_MAX];      /* where it is renamed to (FILE, or the file a symlink names) */
 	FILE *f;                   /* the stream to write */
 	int fd;                    /* its descriptor */
+	int gone;                  /* stdout's reader went away (EPIPE, `| head`): the rest dropped */
 	int err;                   /* sticky error code */
 	char errstr[PATH_MAX + 96];/* what went wrong */
 };
 
 /* Open -o path (NULL: stdout). Refused with ERR_USAGE if path is one of the inputs (the same
- * file, whatever its name). FILE not a regular file (/dev/null, a FIFO) is written directly. */
+ * file, whatever its name). FILE not a regular file (/dev/null, a FIFO) is written directly.
+ * stdout is written through f: a reader that goes away (`gdbsample ... | head`) is no error --
+ * the rest is dropped, gone is set and commit succeeds. (fd is still 1 for raw writes.) */
 int output_open(struct output *o, const char *path, const char *const *inputs, int ninputs);
 /* Flush and move the temporary file into place; -1 if anything failed (the temporary file is
  * then removed and FILE is as it was). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pace.c: absolute-deadline pacer -- sampling cost never accumulates as drift; lateness measured. */
 #include "pace.h"
 #include <time.h>

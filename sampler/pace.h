@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pace.h: absolute-deadline pacer -- sampling cost never accumulates as drift; lateness measured. */
 #ifndef PACE_H
 #define PACE_H

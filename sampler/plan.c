@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.c: the pure half of sampling -- which memory each vCPU's sample needs, given its previous
  * sample, and what the replies mean (unwind, idle, flags). No I/O: sample.c sends and receives. */
 #include "sample.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.c: `record`'s live status line on a terminal -- its text and drawing it in place. */
 #include "progress.h"
 #include <stdlib.h>

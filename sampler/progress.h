@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.h: `record`'s live status line on a terminal -- its text (a pure function) and drawing
  * it in place on stderr, at most PROGRESS_PERIOD_NS apart, erased before anything else prints. */
 #ifndef PROGRESS_H

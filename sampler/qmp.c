@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qmp.c: a small QMP client (greeting, qmp_capabilities, commands) and the tiny JSON reader it uses. */
 #include "qmp.h"
 #include "err.h"

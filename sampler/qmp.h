@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qmp.h: a small QMP client (greeting, qmp_capabilities, commands) and the tiny JSON reader it uses. */
 #ifndef QMP_H
 #define QMP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* record.c: the sampling loop shared by `record` and `top`. */
 #include "record.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* record.h: the sampling loop shared by `record` and `top`. */
 #ifndef RECORD_H
 #define RECORD_H

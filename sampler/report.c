@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.c: the text report shared with the in-guest `profile` (format: docs/report-format.md). */
 #include "writer.h"
 #include "err.h"

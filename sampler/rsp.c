@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rsp.c: GDB remote serial protocol packet codec -- framing, checksums, escapes, run lengths. */
 #include "rsp.h"
 #include <string.h>

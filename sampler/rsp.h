@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rsp.h: GDB remote serial protocol packet codec -- pure bytes in, packets out; no I/O. */
 #ifndef RSP_H
 #define RSP_H

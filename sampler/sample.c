@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.c: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
 #include "sample.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.h: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
 #ifndef SAMPLE_H
 #define SAMPLE_H

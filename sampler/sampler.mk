@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # sampler/sampler.mk: builds gdbsample, its C unit tests and its benchmark; included by the top Makefile.
 BUILD ?= build
 SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session.c: one attachment to a guest -- the kernel image, connection, guard, sampler. */
 #include "session.h"
 #include "err.h"

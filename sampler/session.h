@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session.h: one attachment to a guest -- symbols, connection, ELF check, guard, sampler. */
 #ifndef SESSION_H
 #define SESSION_H

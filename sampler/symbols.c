@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symbols.c: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #include "symbols.h"
 #include "err.h"

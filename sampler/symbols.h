@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* symbols.h: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #ifndef SYMBOLS_H
 #define SYMBOLS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* task.c: per-sample task attribution, the same for every guest OS -- what to read, what it means. */
 #include "task.h"
 #include <ctype.h>

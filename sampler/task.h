@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* task.h: per-sample task attribution, the same for every guest OS -- what to read, what it means. */
 #ifndef TASK_H
 #define TASK_H

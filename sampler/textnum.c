@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textnum.c: strict numbers from text -- digits only (no sign, space, prefix or locale), overflow refused.
  *
  * strtoul and sscanf("%llx") accept what no file or option of ours means: leading white space, a

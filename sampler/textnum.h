@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textnum.h: strict numbers from text -- digits only (no sign, space, prefix or locale), overflow refused. */
 #ifndef TEXTNUM_H
 #define TEXTNUM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind.c: the stack walk -- picks an unwinding method per frame and checks every step. */
 #include "unwind.h"
 #include <string.h>

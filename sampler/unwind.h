@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind.h: the stack walk -- frame-pointer, DWARF CFI and ORC unwinders behind one interface,
  * chosen per frame, over the stack memory read from one vCPU. */
 #ifndef UNWIND_H

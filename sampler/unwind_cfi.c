@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_cfi.c: the DWARF CFI unwinder -- .eh_frame/.debug_frame through libdw, rules cached per pc. */
 #include "unwind_cfi.h"
 #include "err.h"

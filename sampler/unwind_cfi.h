@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_cfi.h: the DWARF CFI unwinder -- .eh_frame/.debug_frame through libdw, rules cached per pc. */
 #ifndef UNWIND_CFI_H
 #define UNWIND_CFI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_fp.c: the frame-pointer unwinder -- one step along the saved frame-pointer chain. */
 #include "unwind.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_orc.c: the Linux ORC unwinder -- .orc_unwind_ip/.orc_unwind tables, lookup and step. */
 #include "unwind_orc.h"
 #include "err.h"

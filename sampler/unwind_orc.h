@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_orc.h: the Linux ORC unwinder -- .orc_unwind_ip/.orc_unwind tables, lookup and step. */
 #ifndef UNWIND_ORC_H
 #define UNWIND_ORC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virt.c: reach a libvirt domain's QEMU monitor (virDomainQemuMonitorCommand); optional at build time. */
 #include "virt.h"
 #include "err.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virt.h: reach a libvirt domain's QEMU monitor (virDomainQemuMonitorCommand); optional at build time. */
 #ifndef VIRT_H
 #define VIRT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vmlinuz.c: extract the kernel ELF from a compressed x86 bzImage (zlib, liblzma, libzstd, liblz4). */
 #define ZLIB_CONST
 #include "vmlinuz.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vmlinuz.h: extract the kernel ELF (vmlinux) from a compressed x86 bzImage held in memory. */
 #ifndef VMLINUZ_H
 #define VMLINUZ_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* writer.h: the one interface every output shares -- add a sample, then write the result. */
 #ifndef WRITER_H
 #define WRITER_H

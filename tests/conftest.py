@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared pytest setup: paths, and a fixture that boots the test kernel and always stops it."""
 import json
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """crosscheck.py: the in-guest `profile` and gdbsample over the same window, fed to `compare`.
 
 Boots the test kernel (QEMU TCG) with a gdbstub, starts workloads, starts gdbsample recording a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """demo.py: the main job (`make demo`): where is the guest kernel spending its time, seen from
 inside (the kernel's own `profile`) and from outside (gdbsample over QEMU's gdbstub)?
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """guest.py: boot the test kernel under QEMU (TCG) and drive its serial shell.
 
 Used by the system tests, the demo and the benchmarks. QEMU's serial port is a unix

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """linuxguest.py: fetch Debian's stock kernel, build a busybox initramfs and boot them under QEMU TCG.
 
 The stock kernel is what distros ship (no frame pointers, ORC, KASLR), so gdbsample is tested

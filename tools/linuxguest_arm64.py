@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """linuxguest_arm64.py: Debian's stock arm64 kernel (6.1) and an arm64 busybox initramfs under qemu-system-aarch64.
 
 The same guest as tools/linuxguest.py (shell driven by markers, this boot's kallsyms, the same

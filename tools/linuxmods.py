@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """linuxmods.py: kernel modules for the Linux test guests -- in-tree .ko files from the cached
 linux-image tree, an out-of-tree module built against Debian's linux-headers, the initramfs overlay.
 

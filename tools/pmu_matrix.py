@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """pmu_matrix.py: `make pmu-matrix`: boot every configuration and persona of
 vm-configs/configs.toml, ask the kernel what it decides about its PMU, compare with the table.
 

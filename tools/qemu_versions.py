@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """qemu_versions.py: the QEMU versions gdbsample is tested on -- the system's 7.2 and 10.0 beside it.
 
 "7.2" is Debian 12's qemu-system-x86, run as `qemu-system-x86_64` from PATH. "10.0" is

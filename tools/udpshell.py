@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """udpshell.py: the kernel's UDP shell and netload wire formats, and a small client for them.
 
 The codec functions take and return bytes and never touch a socket, so tests feed them literal

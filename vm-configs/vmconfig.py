@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """vmconfig.py: the VMs of configs.toml as QEMU command lines and libvirt domain XML.
 
 Library for vm-configs/run, tools/guest.py, the PMU matrix and the tests. Every gdbstub,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """capture.py: streaming reader for gdbsample's binary capture format (docs/capture-format.md).
 
 Layout (all integers little-endian; version 4 is written, versions 1 to 3 still read):
@@ -34,6 +35,8 @@ import os
 import re
 import struct
 import zlib
+
+from . import inputs
 
 FLAG_IDLE = 1      # halted in hlt
 FLAG_IRQOFF = 2    # interrupts off
@@ -283,17 +286,18 @@ class Capture:
     """One capture file: header fields on open, then samples() streams the chunks once."""
 
     def __init__(self, path):
-        self.path = path
+        self.path = path                            # as given: "-" is stdin (inputs.py)
+        self.name = inputs.name(path)               # for messages
         try:
-            with open(path, "rb") as f:
+            with inputs.open_input(path) as f:
                 head = f.read(HEADER_SIZE)
-            self.size = os.path.getsize(path)
+            self.size = inputs.size(path)
         except OSError as e:
-            raise CaptureError("%s: %s" % (path, e.strerror or e)) from None
+            raise CaptureError("%s: %s" % (self.name, e.strerror or e)) from None
         try:
             fields = parse_header(head)
         except CaptureError as e:
-            raise CaptureError("%s: %s" % (path, e)) from None
+            raise CaptureError("%s: %s" % (self.name, e)) from None
         self.version = fields["version"]            # format version (1 or 2)
         self.arch = fields["arch"]                  # 1 x86_64, 2 aarch64, 3 riscv64
         self.ncpus = fields["ncpus"]                # vCPUs sampled
@@ -329,9 +333,9 @@ class Capture:
         self.chunks_ok = self.bytes_lost = self.samples_read = 0
         self.last_time_ns = None
         try:
-            f = open(self.path, "rb")
+            f = inputs.open_input(self.path)
         except OSError as e:
-            raise CaptureError("%s: %s" % (self.path, e.strerror or e)) from None
+            raise CaptureError("%s: %s" % (self.name, e.strerror or e)) from None
         with f:
             f.seek(HEADER_SIZE)
             offset = HEADER_SIZE
@@ -397,7 +401,7 @@ class Capture:
         if self.version < 4:
             return mods
         try:
-            with open(self.path, "rb") as f:
+            with inputs.open_input(self.path) as f:
                 f.seek(HEADER_SIZE)
                 while True:
                     head = f.read(CHUNK_HEADER.size)

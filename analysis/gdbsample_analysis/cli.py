@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cli.py: gdbsample-analyze's command line -- one subcommand per module, errors on one line."""
 import argparse
 import functools
@@ -5,9 +6,9 @@ import importlib
 import signal
 import sys
 
-from . import output
+from . import inputs, output
 from .capture import CaptureError
-from .common import EXIT_FAIL, EXIT_USAGE, PROG, Failure
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, Failure
 from .folded import FoldedError
 from .symbols import SymbolError
 from .version import version
@@ -25,6 +26,10 @@ COMMANDS = {
     "perf-script": "perf_script",
     "compare": "compare",
 }
+
+
+# Every argument that names an input file (any subcommand's dest): at most one may be "-".
+INPUT_ARGS = ("capture", "input", "base", "new", "inguest", "external", "elf", "base_elf", "diff")
 
 
 class UsageError(Exception):
@@ -71,6 +76,7 @@ def main(argv=None):
         args = build_parser().parse_args(argv)                     # bad flag: one line, exit 2
         if not getattr(args, "command", None):
             raise UsageError("give a command: " + ", ".join(COMMANDS) + " (-h for help)")
+        inputs.check_one_stdin(*(getattr(args, a, None) for a in INPUT_ARGS))  # stdin is read once
         return args.run(args)                                      # the subcommand's exit code
     except UsageError as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
@@ -78,12 +84,15 @@ def main(argv=None):
     except Failure as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return e.code
+    except inputs.InputError as e:                                 # stdin a terminal, or two inputs -
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return e.code
     except (CaptureError, SymbolError, FoldedError) as e:         # a reader's error not caught nearer
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return EXIT_FAIL
-    except BrokenPipeError:
-        sys.stderr.close()                                         # reader went away: quiet
-        return EXIT_FAIL
+    except BrokenPipeError:                                        # `| head` has read enough: quiet, 0
+        output.reader_gone()
+        return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("%s: interrupted\n" % PROG)
         return 130

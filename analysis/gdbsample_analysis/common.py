@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: MIT
 """common.py: what every subcommand shares -- exit codes, opening inputs, loss notes (outputs: output.py)."""
 import re
 import sys
 
+from . import inputs
 from .capture import Capture, CaptureError
 from .folded import FoldedError, read_folded
 from .symbols import ModuleSymbols, Symbolizer, SymbolError, choose_offset
@@ -115,18 +117,18 @@ def load_folded(path):
 
 
 def is_capture(path):
-    """True if path starts with the capture magic (Failure if it cannot be opened)."""
+    """True if path ("-": stdin) starts with the capture magic (Failure if it cannot be opened)."""
     try:
-        with open(path, "rb") as f:
+        with inputs.open_input(path) as f:
             return f.read(8) == b"GDBSAMP\0"
     except OSError as e:
-        raise Failure("%s: %s" % (path, e.strerror or e)) from None
+        raise Failure("%s: %s" % (inputs.name(path), e.strerror or e)) from None
 
 
 def summary_notes(cap):
     """After reading cap: warn about summary numbers left out as invalid (they count as absent)."""
     for key, value in cap.summary_bad:
-        warn("%s: summary %s %.40r is not a valid number; ignored" % (cap.path, key, str(value)))
+        warn("%s: summary %s %.40r is not a valid number; ignored" % (cap.name, key, str(value)))
 
 
 def loss_status(cap):
@@ -135,5 +137,5 @@ def loss_status(cap):
     if cap.intact:
         return EXIT_OK
     warn("%s: %s; the output covers the %d samples before that"
-         % (cap.path, cap.problem, cap.samples_read))
+         % (cap.name, cap.problem, cap.samples_read))
     return EXIT_DAMAGED

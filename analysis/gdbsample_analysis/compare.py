@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """compare.py: `compare INGUEST EXTERNAL` -- do the kernel's own profile and the external one tell
 the same story? Per function: both shares, the difference with its 95 % interval, a verdict;
 then the total variation distance, a chi-square test, and one overall verdict (the exit code).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """diff.py: `diff BASE NEW` -- differential folded stacks (`stack base new`) and the biggest movers.
 
 Each input is a capture (folded here with -e ELF and the usual filters) or a folded file

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """dwarf.py: DWARF line tables and inlined-subroutine ranges, each read once into a sorted table.
 
 Both tables are built by one pass over the ELF's DWARF (pyelftools) and then answered by bisect

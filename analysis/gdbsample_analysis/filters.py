@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not, tasks (v3)."""
 import decimal
 import re
@@ -64,7 +65,7 @@ def parse_comm(text):
 def no_tasks(cap, what):
     """Failure (usage) for an option that needs tasks, on a capture without task attribution."""
     return Failure("%s: %s has no task attribution (written by gdbsample before version 3 or "
-                   "with --os none)" % (what, cap.path), EXIT_USAGE)
+                   "with --os none)" % (what, cap.name), EXIT_USAGE)
 
 
 def capture_only(args, path, extra=()):

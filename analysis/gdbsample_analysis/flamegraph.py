@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """flamegraph.py: `flamegraph` -- folded stacks or a capture as a self-contained interactive SVG.
 
 Layout: the root ("all") sits at the bottom, each frame's children stand on it side by side in
@@ -22,7 +23,7 @@ import html
 import re
 import zlib
 
-from . import common, filters, output
+from . import common, filters, inputs, output
 from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 from .fold import add_task_format_argument, fold_capture, shared_task_format
 from .folded import FoldedError, parse_folded, safe_name
@@ -234,13 +235,13 @@ def load(path, elf, args, statuses, kaslr_offset=None, task_fmt=None):
     if not common.is_capture(path):
         filters.capture_only(args, path, [("group_by_cpu", "--group-by-cpu")])
         try:
-            with open(path, encoding="utf-8", newline="") as f:   # no \r -> \n translation
+            with inputs.open_input(path, text=True, newline="") as f:   # no \r -> \n translation
                 text = f.read()
         except OSError as e:
-            raise Failure("%s: %s" % (path, e.strerror or e)) from None
+            raise Failure("%s: %s" % (inputs.name(path), e.strerror or e)) from None
         except UnicodeDecodeError:
-            raise Failure("%s: neither a capture nor folded text" % path) from None
-        return parse_profile_text(text, path)
+            raise Failure("%s: neither a capture nor folded text" % inputs.name(path)) from None
+        return parse_profile_text(text, inputs.name(path))
     if not elf:
         raise Failure("%s is a capture: give -e ELF to name its frames" % path, EXIT_USAGE)
     cap = common.open_capture(path)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fold.py: `fold` -- a capture to folded stacks (root first, sorted), filtered, optionally per vCPU.
 
 Samples are first counted by their raw (vCPU, task, frames, exact frames) key, so memory grows with

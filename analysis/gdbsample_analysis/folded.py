@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """folded.py: the folded-stack text format, `root;...;leaf COUNT` a line, read and written sorted.
 
 This is the format of `gdbsample -f folded` (with a `cpuN` root frame), FlameGraph's
@@ -7,6 +8,8 @@ separated by `;`, lines are sorted by the stack text in byte order. A line ends 
 name stays in it, in every subcommand. COUNT is ASCII digits only (no sign, "_" or other digits).
 """
 import re
+
+from . import inputs
 
 COUNT_MAX = (1 << 63) - 1   # largest count read: sums and shares stay exact enough, never overflow
 _COUNT = re.compile(r"[0-9]+")
@@ -56,14 +59,16 @@ def parse_folded(lines, name="<folded>"):
 
 
 def read_folded(path):
-    """Folded file -> dict stack -> count; FoldedError with one line if unreadable or malformed."""
+    """Folded file ("-": stdin) -> dict stack -> count; FoldedError with one line if unreadable or
+    malformed."""
+    shown = inputs.name(path)
     try:
-        with open(path, encoding="utf-8", newline="\n") as f:   # lines end at \n only
-            return parse_folded(f, path)
+        with inputs.open_input(path, text=True, newline="\n") as f:   # lines end at \n only
+            return parse_folded(f, shown)
     except OSError as e:
-        raise FoldedError("%s: %s" % (path, e.strerror or e)) from None
+        raise FoldedError("%s: %s" % (shown, e.strerror or e)) from None
     except UnicodeDecodeError:
-        raise FoldedError("%s: not UTF-8 text (a capture needs -e ELF?)" % path) from None
+        raise FoldedError("%s: not UTF-8 text (a capture needs -e ELF?)" % shown) from None
 
 
 def sorted_items(stacks):

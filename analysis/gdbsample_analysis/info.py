@@ -1,5 +1,8 @@
+# SPDX-License-Identifier: MIT
 """info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, tasks, pauses, unwinding and chunk integrity."""
 import datetime
+import json
+import math
 
 from . import common, output
 from .capture import FLAG_IDLE, FLAG_IRQOFF, FLAG_PARTIAL, FLAG_USER, ID_KINDS
@@ -27,6 +30,12 @@ METHOD_ORDER = ["orc", "cfi", "fp", "none"]
 def add_arguments(p):
     p.add_argument("capture", metavar="CAPTURE")
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object instead of the text (schema: docs/json.md, \"info\")")
+
+
+SCHEMA = "gdbsample-analyze info"   # docs/json.md: the object's "schema" and its version
+SCHEMA_VERSION = 1
 
 
 def count(cap):
@@ -56,6 +65,54 @@ def count(cap):
         if first is None:
             first = s.time_ns
     return per, frames, first, {(t.pid, t.tgid, t.comm) for t in tasks}
+
+
+def hex_addr(value):
+    """An address as JSON text "0x..." (JSON numbers are doubles to most readers: 64 bits do not fit)."""
+    return None if value is None else ("-0x%x" % -value if value < 0 else "0x%x" % value)
+
+
+def json_value(v):
+    """A summary value for JSON: numbers as numbers, but one too large to be finite (1e400) as
+    its text, as JSON has no infinity."""
+    return repr(v) if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def describe_json(cap, per, frames, first, tasks=()):
+    """The info facts as one JSON object (docs/json.md, "info"), keys sorted, ending in a newline."""
+    sm = cap.summary
+    total = sum(c[0] for c in per.values())
+    idle = sum(c[1] for c in per.values())
+    v2 = cap.version >= 2
+    doc = {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+        "capture": {"name": cap.name, "bytes": cap.size, "version": cap.version, "arch": cap.arch_name()},
+        "start_ns": cap.start_ns, "start": start_text(cap.start_ns),
+        "vcpus": cap.ncpus, "rate_hz": cap.rate_hz, "max_frames": cap.max_frames,
+        "kernel": {"lo": hex_addr(cap.kernel_lo), "hi": hex_addr(cap.kernel_hi),
+                   "id_kind": ID_KINDS.get(cap.kernel_id_kind, "unknown(%d)" % cap.kernel_id_kind),
+                   "id": cap.kernel_id.hex() if cap.kernel_id else None},
+        "kaslr": None if not v2 else {"offset": hex_addr(cap.kaslr_offset), "how": sm.get("kaslr_how")},
+        "stext": hex_addr(cap.stext) if v2 and cap.stext else None,
+        "methods": cap.method_names() if v2 else None,
+        "idle_kept": bool(cap.flags & 1),
+        "samples": {"total": total, "idle": idle, "not_idle": total - idle, "frames": frames,
+                    "exact": sum(c[5] for c in per.values()) if v2 else None,
+                    "first_ns": first, "last_ns": cap.last_time_ns if first is not None else None},
+        "cpus": [{"cpu": cpu, "samples": c[0], "idle": c[1], "irqoff": c[2], "user": c[3], "partial": c[4],
+                  "exact": c[5], "with_task": c[6]} for cpu, c in sorted(per.items())],
+        "tasks": None if cap.version < 3 else {
+            "os": cap.task_os, "with_task": sum(c[6] for c in per.values()),
+            "list": [{"pid": p, "tgid": g, "comm": n} for p, g, n in sorted(tasks)]},
+        "modules": None if cap.version < 4 else [
+            {"name": m.name, "ranges": [[hex_addr(lo), hex_addr(hi)] for lo, hi in m.ranges],
+             "symbols": len(m.syms)} for m in cap.modules],
+        "summary": {k: json_value(v) for k, v in sm.items()} if sm else None,
+        "summary_invalid": [k for k, _ in cap.summary_bad],
+        "integrity": {"intact": bool(cap.intact), "chunks_good": cap.chunks_ok, "problem": cap.problem,
+                      "bytes_lost": cap.bytes_lost},
+    }
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
 
 
 def start_text(ns):
@@ -141,7 +198,7 @@ def describe(cap, per, frames, first, tasks=()):
     total = sum(c[0] for c in per.values())
     idle = sum(c[1] for c in per.values())
     kid = cap.kernel_id.hex() if cap.kernel_id else "-"
-    L = ["capture     %s (%d bytes)" % (cap.path, cap.size),
+    L = ["capture     %s (%d bytes)" % (cap.name, cap.size),
          "format      version %d, %s" % (cap.version, cap.arch_name()),
          "started     %s" % start_text(cap.start_ns),
          "vcpus       %d" % cap.ncpus,
@@ -198,6 +255,6 @@ def run(args):
     cap = common.open_capture(args.capture)
     per, frames, first, tasks = count(cap)              # one streaming pass
     common.summary_notes(cap)                           # invalid summary numbers: a warning each
-    out.write(describe(cap, per, frames, first, tasks))
+    out.write((describe_json if args.json else describe)(cap, per, frames, first, tasks))
     out.commit()
     return common.EXIT_OK if cap.intact else common.EXIT_DAMAGED

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """output.py: every file gdbsample-analyze writes -- complete or not at all, and never over an input.
 
 The rule (the same as gdbsample's sampler/output.c): an output that is the same file as an input
@@ -9,7 +10,8 @@ calls abort_all() on every way out), so an existing output is never truncated or
 An output that exists and is not a regular file (/dev/null, a FIFO, a terminal) is written
 directly: there is nothing to replace. stdout is written directly too, but refused when it is a
 regular file that is also an input (`fold X >> X`). A binary output (pprof's gzip) takes bytes, and
-refuses a terminal as stdout.
+refuses a terminal as stdout. A reader of stdout (or of a FIFO) that goes away early (`| head`)
+raises BrokenPipeError through write() and commit(): cli.main ends quietly, exit 0.
 """
 import os
 import stat
@@ -101,6 +103,8 @@ class Output:
     def write(self, text):
         try:
             self.f.write(text)
+        except BrokenPipeError:
+            raise                           # the reader went away (`| head`): cli.main ends quietly
         except OSError as e:
             self.abort()
             raise Failure("%s: %s" % (self.name, _why(e))) from None
@@ -119,6 +123,8 @@ class Output:
                 os.replace(self.tmp, self.final)
                 self.tmp = None
                 _pending.remove(self)
+        except BrokenPipeError:
+            raise
         except OSError as e:
             self.abort()
             raise Failure("%s: %s" % (self.name, _why(e))) from None
@@ -147,6 +153,17 @@ def abort_all():
     """Removes the temporary file of every output not committed (cli.main's way out)."""
     for out in list(_pending):
         out.abort()
+
+
+def reader_gone():
+    """stdout's reader went away (`| head` read enough): the rest is dropped. stdout is pointed at
+    /dev/null, so that the interpreter's flush at exit has nowhere to fail (no "Broken pipe")."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def _umask():

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """perf_script.py: `perf-script` -- a capture or folded stacks as `perf script`'s default text.
 
 The format (perf-script(1): what `perf script` prints for samples recorded with call chains), as

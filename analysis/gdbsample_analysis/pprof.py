@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: MIT
 """pprof.py: `pprof` -- a capture or folded stacks as pprof's profile.proto, gzipped (go tool pprof).
 
 The schema is analysis/proto/profile.proto; protoc compiles it into BUILD/pprof/profile_pb2.py at
-build time (the Makefile), and the encoding is python3-protobuf's. What a profile holds:
+build time (the Makefile), installed beside this package (make install, the .deb), and the encoding
+is python3-protobuf's. What a profile holds:
   sample_type    samples/count, and from a capture wall/nanoseconds; default_sample_type samples,
                  so `pprof -top` ranks by samples as `report` does (-sample_index=wall for time)
   sample         one per distinct (stack, vCPU, task): values [samples, wall ns]; string labels
@@ -58,12 +60,21 @@ def add_arguments(p):
     filters.add_arguments(p)
 
 
+def schema_path():
+    """Where protoc's profile_pb2.py is: installed (make install, the .deb), beside this package;
+    in the source tree, BUILD/pprof (GDBSAMPLE_BUILD, else build/)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile_pb2.py")
+    if os.path.exists(here):
+        return here
+    build = os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
+    return os.path.join(build, "pprof", "profile_pb2.py")
+
+
 def schema():
-    """profile_pb2 as protoc generated it into BUILD/pprof (GDBSAMPLE_BUILD, else build/)."""
+    """profile_pb2 as protoc generated it (schema_path), loaded once."""
     global _schema
     if _schema is None:
-        build = os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
-        path = os.path.join(build, "pprof", "profile_pb2.py")
+        path = schema_path()
         if not os.path.exists(path):
             raise Failure("%s is missing: `make` generates it from analysis/proto/profile.proto "
                           "(needs protoc: protobuf-compiler)" % path)
@@ -203,7 +214,7 @@ def from_capture(pb, cap, syms, flt, elf):
     prof.period = period
     prof.default_sample_type = b.s("samples")
     prof.comment.append(b.s("gdbsample capture %s: %d vCPUs, %d Hz requested"
-                            % (os.path.basename(cap.path), cap.ncpus, cap.rate_hz)))
+                            % (os.path.basename(cap.name), cap.ncpus, cap.rate_hz)))
     m = prof.mapping.add()
     m.id = 1
     m.memory_start = cap.kernel_lo

@@ -1,8 +1,9 @@
+# SPDX-License-Identifier: MIT
 """profiles.py: any profile `compare` takes -- an in-guest `profile` report, a `gdbsample -f report`,
 a folded file or a capture -- reduced to the same keys: leaf function and whole chain by symbol."""
 import re
 
-from . import common, filters
+from . import common, filters, inputs
 from .capture import FLAG_IRQOFF
 from .common import Failure
 from .symbols import is_return
@@ -138,7 +139,7 @@ def from_capture(path, syms, args):
     flt = filters.Filter(args)
     flt.check(cap)
     syms = common.symbols_for(syms, cap, getattr(args, "kaslr_offset", None))
-    prof = Profile(path)
+    prof = Profile(cap.name)
     prof.source = "gdbstub %d Hz" % cap.rate_hz
     if flt.pids is not None:
         prof.source += ", pid %s" % args.pid.strip()
@@ -163,10 +164,10 @@ def load(path, syms, args):
             raise Failure("%s is a capture: give -e ELF to name its frames" % path)
         return from_capture(path, syms, args)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with inputs.open_input(path, text=True, errors="replace") as f:
             text = f.read()
     except OSError as e:
-        raise Failure("%s: %s" % (path, e.strerror or e)) from None
+        raise Failure("%s: %s" % (inputs.name(path), e.strerror or e)) from None
     if re.search(r"^\s*profiled [0-9]+ ms\s*$", text, re.M):
-        return parse_reports(text, path)
-    return from_folded(common.load_folded(path), path)
+        return parse_reports(text, inputs.name(path))
+    return from_folded(common.load_folded(path), inputs.name(path))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """report.py: `report` -- the text report shared with gdbsample -f report and the in-guest profile.
 
 Format (docs/report-format.md; the C writer is sampler/report.c):

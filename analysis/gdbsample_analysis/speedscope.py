@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """speedscope.py: `speedscope` -- a capture as speedscope's JSON file format, one profile per vCPU.
 
 The format (https://www.speedscope.app/file-format-schema.json), as written here:
@@ -27,7 +28,7 @@ import itertools
 import json
 import os
 
-from . import common, filters, output
+from . import common, filters, inputs, output
 from .capture import FLAG_IDLE, FLAG_USER
 from .fold import TASK_ROOTS, USER_FRAME, Namer, add_task_format_argument, task_format, task_frame
 from .symbols import is_return
@@ -209,6 +210,6 @@ def run(args):
     flt.idle = True   # idle samples reach the collector, which empties their stacks unless --idle
     for s in flt.apply(cap.samples()):                           # one streaming pass
         col.add(s)
-    write_file(out, os.path.basename(args.capture), col, syms)
+    write_file(out, os.path.basename(inputs.name(args.capture)), col, syms)
     out.commit()
     return common.loss_status(cap)

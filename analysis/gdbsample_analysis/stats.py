@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """stats.py: the statistics `compare` needs -- score intervals for shares and their difference,
 the chi-square distribution's tail, and the chance size of a total variation distance -- in plain
 Python (no SciPy here)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """symbols.py: address -> function name from an ELF .symtab or an nm-style map, plus DWARF lines.
 
 The symbol table is built once, sorted, and bisected per address (the same rules as gdbsample's
@@ -21,6 +22,7 @@ import copy
 import os
 import re
 
+from . import inputs
 from .folded import safe_name
 
 MAP_TYPES = "tTwW"          # nm types kept from a map: text and weak symbols
@@ -152,12 +154,14 @@ class Symbolizer:
 
     @classmethod
     def load(cls, path):
-        """ELF or nm-style map (detected by content) -> Symbolizer; SymbolError on failure."""
+        """ELF or nm-style map (detected by content; "-" is stdin) -> Symbolizer; SymbolError on
+        failure."""
+        shown, path = inputs.name(path), path
         try:
-            with open(path, "rb") as f:
+            with inputs.open_input(path) as f:
                 data = f.read()
         except OSError as e:
-            raise SymbolError("%s: %s" % (path, e.strerror or e)) from None
+            raise SymbolError("%s: %s" % (shown, e.strerror or e)) from None
         if data[:4] == b"\x7fELF":
             import io
             marks = {}
@@ -165,19 +169,19 @@ class Symbolizer:
                 from elftools.elf.elffile import ELFFile
                 entries = elf_symbols(ELFFile(io.BytesIO(data)), marks)
             except Exception as e:   # pyelftools on a damaged file: ELFError, but also any other kind
-                raise SymbolError("%s: bad ELF: %s" % (path, one_line(e))) from None
+                raise SymbolError("%s: bad ELF: %s" % (shown, one_line(e))) from None
             if not entries:
-                raise SymbolError("%s: no function symbols (stripped?)" % path)
+                raise SymbolError("%s: no function symbols (stripped?)" % shown)
             return cls(entries, is_elf=True, path=path, stext=marks.get(STEXT))
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise SymbolError("%s: not an ELF or nm-style symbol map" % path) from None
+            raise SymbolError("%s: not an ELF or nm-style symbol map" % shown) from None
         marks = {}
         try:
             entries = parse_map(text, marks)
         except SymbolError as e:
-            raise SymbolError("%s: %s" % (path, e)) from None
+            raise SymbolError("%s: %s" % (shown, e)) from None
         return cls(entries, path=None, stext=marks.get(STEXT))
 
     def rebased(self, offset):
@@ -222,7 +226,7 @@ class Symbolizer:
         if not self.path:
             return None
         from elftools.elf.elffile import ELFFile
-        with open(self.path, "rb") as f:
+        with inputs.open_input(self.path) as f:
             import io
             elf = ELFFile(io.BytesIO(f.read()))
         return elf.get_dwarf_info() if elf.has_dwarf_info() else None
@@ -237,9 +241,9 @@ class Symbolizer:
             try:
                 tables[kind] = build(self._dwarf())
             except OSError as e:
-                raise SymbolError("%s: %s" % (self.path, e.strerror or e)) from None
+                raise SymbolError("%s: %s" % (inputs.name(self.path), e.strerror or e)) from None
             except Exception as e:   # pyelftools on damaged DWARF: any kind of exception
-                raise SymbolError("%s: bad DWARF: %s" % (self.path, one_line(e))) from None
+                raise SymbolError("%s: bad DWARF: %s" % (inputs.name(self.path), one_line(e))) from None
         return tables[kind]
 
     def line(self, addr):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """version.py: gdbsample-analyze's version, read from the VERSION file gdbsample is built with."""
 import os
 

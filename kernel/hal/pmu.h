@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hal/pmu.h: the hardware the PMU logic touches, behind functions a host test can replace. */
 #ifndef HAL_PMU_H
 #define HAL_PMU_H

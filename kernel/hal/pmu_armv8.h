@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hal/pmu_armv8.h: the hardware the Armv8 PMU logic touches, behind functions a host test can replace. */
 #ifndef HAL_PMU_ARMV8_H
 #define HAL_PMU_ARMV8_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # mksymtab.sh ELF: prints an assembly file holding the sorted function table baked into the
 # kernel (address, size, name) — read by kernel/symtab.c. /dev/null gives an empty table.
 set -eu

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """analyze.py: run gdbsample-analyze for the analysis tests (as a process, or in this one: call)."""
 import contextlib
 import io

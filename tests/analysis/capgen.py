@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """capgen.py: write gdbsample captures for tests and the benchmark, straight from
 docs/capture-format.md (independent of the reader in analysis/), with ways to damage them.
 

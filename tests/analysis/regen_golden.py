@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """regen_golden.py: rebuild the analysis golden inputs and outputs after an intended change.
 
   /usr/bin/python3 tests/analysis/regen_golden.py          # captures + golden outputs
@@ -61,6 +62,8 @@ CASES = {
                                 "--group-by-cpu", "--idle"],
     "report_v3_by_task.txt": ["report", "sample_v3.cap", "-e", "tiny.elf", "--by-task", "--chains", "4"],
     "info_v3.txt": ["info", "sample_v3.cap"],
+    "info.json": ["info", "--json", "sample.cap"],          # docs/json.md, "info"
+    "info_v3.json": ["info", "--json", "sample_v3.cap"],
 }
 
 

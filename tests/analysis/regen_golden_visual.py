@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """regen_golden_visual.py: rebuild the speedscope and flame graph golden files after an intended
 change (and, with --elf, the test ELF and the capture synthesized against it); also the
 perf-script text of the same capture.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.c: feed a capture through gdbsample's own report and folded writers (sampler/report.c,
  * sampler/fold.c), so tests compare gdbsample-analyze with `gdbsample -f report|folded` on the
  * very same samples. usage: replay report|folded CAPTURE ELF [CHAINS] [idle] */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The capture reader on literal bytes: header checks, chunks, truncation, bit flips, summaries."""
 
 import pytest

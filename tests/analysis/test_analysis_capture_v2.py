@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Capture format version 2 on literal bytes: header fields, exact frames in sample extensions,
 the chunk CRC over the chunk header, and what counts as damage (bad chunk header, unknown chunk
 type, an extension past its chunk); version 1 still reads as before."""

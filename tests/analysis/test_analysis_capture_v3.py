@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Capture format version 3 on literal bytes: the header's task_os byte, task extension records
 (type 2, 32 bytes) into Sample.task, records of another length skipped, hostile names sanitized;
 versions 1 and 2 read exactly as before (byte 101 and type 2 records mean nothing there)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every bad argument or unreadable input: one `gdbsample-analyze: ...` line and a non-zero exit."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """diff (normalisation, movers, mixed inputs) and info (counts, pauses, integrity, exit codes)."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exact frames (interrupted pcs, capture version 2) are named by their own address everywhere:
 fold, report, speedscope, flame graph input, compare and diff -- one naming rule (symbols.py)."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fold: filters (vCPU, time window, idle), grouping, per-vCPU files, damaged captures."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Seeded fuzzing of every subcommand, in-process: random damage to valid captures (bit flips in the
 header, chunk headers and payloads, truncations, hostile field values and summary text behind valid
 CRCs), to folded and report text and to symbol maps. Each run must exit 0, 1, 2 or 3 with only

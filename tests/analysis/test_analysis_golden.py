@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Golden outputs of gdbsample-analyze on the committed tiny.elf and synthetic captures
 (regenerate with tests/analysis/regen_golden.py after an intended change)."""
 import os

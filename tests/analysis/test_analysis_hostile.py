@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Hostile values behind valid CRCs, in text inputs and in options: one line, a documented exit
 code, never a traceback. A summary number that is not one counts as absent (with a warning); a
 sample that makes no sense is damage (3); a header far out of range is unreadable (1); a bad

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every writer's output parses for hostile frame names and titles (issue 22): the SVG as XML,
 speedscope as JSON, pprof as profile.proto, folded and perf-script text line by line. Names come
 in through a folded file and through a symbol map naming a capture's frames; a fixed list of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The KASLR offset: frames are runtime addresses, symbol files have link addresses (ELF,
 System.map) or runtime ones (/proc/kallsyms); the offset is chosen per capture (--kaslr-offset,
 the header's KASLR offset, the runtime _stext against a map's) and applied by every subcommand."""

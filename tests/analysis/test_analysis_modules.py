@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Capture version 4's modules chunk: a capture that lists the guest's kernel modules names their
 frames offline -- `fold` and `report` as "func [module]", perf-script with the module as DSO,
 pprof with a mapping per module -- with or without a kernel map; damage in the chunk is damage."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """-o never destroys a file: an output that is an input (by any name) is refused before any work,
 a failed or interrupted run leaves an existing output as it was and no temporary file behind, a
 finished one replaces it whole (through a symlink: the file the link points to)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Numbers read from text are read whole or refused: maps, folded counts, option values (issue 22)."""
 import pytest
 

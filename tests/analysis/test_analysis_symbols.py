@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Symbolizer: the lookup rules shared with sampler/symbols.c, maps, ELF, DWARF lines and inlines."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Task attribution (capture version 3) in every view: fold's --task-format roots and [user],
 --pid/--comm in each subcommand and their errors, report --by-task, speedscope and flame graph
 names (escaped), diff's shared roots, info's tasks line."""

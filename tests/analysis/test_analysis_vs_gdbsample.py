@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """report and fold --group-by-cpu against gdbsample's own C writers (sampler/report.c, fold.c) on the
 same samples: tests/analysis/replay.c feeds a capture through them (and sampler/capture.c's reader),
 on the synthetic captures (version 1, version 2 with exact frames, version 3 with tasks) and on a

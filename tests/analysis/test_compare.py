@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`compare`: statistics on known values, parsing of every input kind, verdicts and exit codes."""
 import math
 

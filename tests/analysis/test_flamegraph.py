@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """flamegraph subcommand: SVG structure, golden output, diff colours, and headless Chromium."""
 import os
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """perf-script subcommand: perf script's text format, read back by a parser written here from
 perf-script(1), collapsed as perf's collapsers do -- equal to `fold` -- and a golden file.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pprof subcommand: profile.proto's structure, wall time, determinism, and go tool pprof's view.
 
 The profile is decoded with the module protoc generated (BUILD/pprof/profile_pb2.py, made by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """speedscope subcommand: speedscope's file-format schema, real timestamps, idle, golden output."""
 import copy
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Our speedscope files in the real speedscope app (npm package, `make speedscope-app`), in headless
 Chromium: the app imports them without an error and shows our frames with our weights.
 

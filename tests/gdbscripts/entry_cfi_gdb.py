@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDB-side driver of test_entry_cfi.py: steps through the timer interrupt's entry code, recording bt.
 
 Run as (see test_entry_cfi.py):

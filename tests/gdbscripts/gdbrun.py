@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Runs GDB (batch) with a script against a test guest; the process is waited for or killed by its pid."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDB-side driver of the oracle test: GDB and `gdbsample dump` read the stacks of the same stops.
 
 Run as (see test_sample_oracle.py):

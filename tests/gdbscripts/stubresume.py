@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Resume a VM that gdbsample left paused on purpose: one `c` packet to its gdbstub, no other library.
 
 Since issue 22, `gdbsample dump` on a VM another client paused reads it and leaves it paused (the

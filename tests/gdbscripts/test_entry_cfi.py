@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """entry.S's CFI leads GDB's DWARF unwinder to the interrupted code from every instruction."""
 import json
 import os

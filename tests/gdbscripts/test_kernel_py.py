@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbscripts/kernel.py: gs-tasks, gs-cpus and gs-prof read the same state the kernel's shell reports."""
 import os
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbscripts/sample.py (GDB's DWARF unwinder) and gdbsample's frame-pointer walk agree on the same stops."""
 import json
 import os

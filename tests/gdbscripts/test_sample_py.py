@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbscripts/sample.py: folded stacks and a summary from GDB's unwinder, and the one-stop mode."""
 import os
 import re

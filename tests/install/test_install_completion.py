@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bash completion (install/gdbsample.bash, under bash-completion): options come from each tool's
 --help, commands and fixed choices complete."""
 import os
@@ -55,5 +56,5 @@ def test_analyze_options_are_those_of_the_command():
     fold = complete("_gdbsample_analyze", ANALYZE, "fold", "--")
     assert {"--elf", "--split-by-cpu", "--lines", "--cpu", "--task-format"} <= fold
     assert "--tolerance" not in fold
-    assert complete("_gdbsample_analyze", ANALYZE, "info", "--") == {"--help", "--output"}
+    assert complete("_gdbsample_analyze", ANALYZE, "info", "--") == {"--help", "--output", "--json"}
     assert complete("_gdbsample_analyze", ANALYZE, "fold", "--task-format", "comm-") == {"comm-pid"}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make install into a scratch DESTDIR with PREFIX=/usr, the installed tools run from / (no
 source tree, no PYTHONPATH), then make uninstall leaves no file behind."""
 import os
@@ -6,6 +7,7 @@ import subprocess
 import pytest
 
 import conftest
+import every_command
 
 DATA = os.path.join(conftest.ROOT, "tests", "analysis", "data")
 PREFIX = "/usr"
@@ -45,6 +47,7 @@ def test_install_puts_each_part_where_it_belongs(installed):
     have = set(files_under(installed))
     for path in ("usr/bin/gdbsample", "usr/bin/gdbsample-analyze",
                  "usr/share/gdbsample/VERSION", "usr/share/gdbsample/gdbsample_analysis/cli.py",
+                 "usr/share/gdbsample/gdbsample_analysis/profile_pb2.py",
                  "usr/share/gdbsample/gdbscripts/sample.py", "usr/share/gdbsample/gdbscripts/kernel.py",
                  "usr/share/gdbsample/vm-configs/configs.toml", "usr/share/gdbsample/vm-configs/run",
                  "usr/share/gdbsample/vm-configs/libvirt/tcg-qemu64.xml",
@@ -99,6 +102,17 @@ def test_installed_analyze_gives_the_golden_output(installed, args, golden):
     if golden.startswith("info"):  # info names the capture as given
         want = want.replace("sample_v3.cap", os.path.join(DATA, "sample_v3.cap"))
     assert r.stdout == want
+
+
+@pytest.mark.parametrize("name", sorted(every_command.CASES))
+def test_every_installed_subcommand_gives_the_source_trees_bytes(installed, name):
+    """Each subcommand (pprof too: protoc's module is installed beside the package), from /, with
+    no source tree in reach: the same exit code and output as analysis/gdbsample-analyze."""
+    want = every_command.from_source(name)
+    r = subprocess.run([str(installed) + PREFIX + "/bin/gdbsample-analyze"]
+                       + every_command.absolute(every_command.CASES[name]), cwd="/",
+                       env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, capture_output=True, timeout=120)
+    assert (r.returncode, r.stdout) == want, r.stderr.decode()
 
 
 def test_installed_vm_configs_launcher_runs_from_anywhere(installed):

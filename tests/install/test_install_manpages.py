@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The man pages against the tools: every option --help lists is documented, and no other; the
 roff is clean for groff (and mandoc when installed)."""
 import os

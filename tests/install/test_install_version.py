@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--version: both tools print one line with the VERSION file's version, its one home; the Debian
 changelog agrees with it."""
 import os

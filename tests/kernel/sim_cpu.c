@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_cpu.c: the simulated CPU: implements every function of hal/pmu.h for the host PMU tests. */
 #include <stdio.h>
 #include <stdlib.h>

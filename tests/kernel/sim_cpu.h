@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_cpu.h: a simulated x86 CPU (CPUID, per-CPU MSR files, TSC, LVT) behind hal/pmu.h for host tests. */
 #ifndef SIM_CPU_H
 #define SIM_CPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_host.c: host unit tests of kernel logic: stack walks, symbol lookup, printf, parsing. */
 #include <stdio.h>
 #include <string.h>

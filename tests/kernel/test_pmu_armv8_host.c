@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pmu_armv8_host.c: host unit tests of kernel/pmu_armv8.c on a simulated Armv8 PMU. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pmu_host.c: host unit tests of kernel/pmu_x86.c (decision, arming, NMI claims) on a simulated CPU. */
 #include <stdio.h>
 #include <string.h>

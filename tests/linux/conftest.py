@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The stock Debian guests the tests under tests/linux/ share: each booted once for the package and
 stopped by its pid when the package is done (a package-scoped fixture)."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample on Debian's stock arm64 kernel (6.1) as it ships, on QEMU virt -cpu max: pointer
 authentication on, KASLR on, the Image given as -e beside this boot's kallsyms. Busy kernel
 samples unwind to where a kernel stack begins (return addresses stripped of their PAC, frameless

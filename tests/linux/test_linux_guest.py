@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Debian's stock 6.1 kernel boots under QEMU TCG (tools/linuxguest.py): map, shell, workloads, KASLR."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Names and tables from the guest itself (issue 21, item 2): Debian's stock images carry kallsyms
 tables that decode to their boot's /proc/kallsyms; `-e vmlinuz` alone names frames exactly as that
 dump does; a bare `-p` finds the kernel in guest memory -- names, ORC, BTF -- cold, then from the

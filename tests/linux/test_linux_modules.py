@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample on Debian's stock kernels with kernel modules (issue 21): chains through module code
 by the module's own ORC read from guest memory, module names from guest memory equal to a
 kallsyms dump's, `func [module]` in every output, a module loaded mid-run named and unwound

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Linux test guests with kernel modules (tools/linuxguest.py, tools/linuxmods.py): the parsers on
 literals, then on Debian 6.1 and 6.12 (KASLR on) the modules load at boot and mid-run, the ground
 truth (/proc/modules, /sys/module sections, kallsyms) agrees with itself, and the module

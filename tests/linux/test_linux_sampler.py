@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample on Debian's stock kernels as they ship (no frame pointers, ORC, KASLR, a compressed
 vmlinuz without symbols): full chains, the idle chain the guest prints itself, KASLR found and
 applied, and bad images refused. The guests are the package's (tests/linux/conftest.py)."""

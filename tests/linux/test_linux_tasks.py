@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Who was running, from outside: gdbsample's per-task shares on Debian's stock 6.1 kernel against
 the guest's own accounting (/proc/PID/stat), user mode under the right process, idle under the
 idle task, and attribution switched off with one line when the image cannot say."""

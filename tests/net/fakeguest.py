@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fakeguest.py: a UDP server in Python speaking the kernel's UDP shell protocol, for client tests.
 
 It follows docs/udp-shell.md: malformed requests are counted and get no answer; the last output

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """frames.py: raw Ethernet / ARP / IPv4 / UDP frames for the socket-netdev tests, checksums included.
 
 Every builder takes keyword overrides for the fields a malformed frame gets wrong, and computes

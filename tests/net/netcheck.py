@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """netcheck.py: parsers shared by the network system tests (the `net` counters, report shapes)."""
 import re
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tools/udpsh and tools/netload against a fake guest (tests/net/fakeguest.py): reassembly,
 retry on loss with the same sequence number, busy replies, timeouts, exit statuses."""
 import os

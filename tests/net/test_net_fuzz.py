@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Malformed input at both levels: ≥ 10,000 datagrams with bad payloads through user networking,
 ≥ 10,000 bad Ethernet/IPv4/UDP frames through a socket netdev. The kernel keeps answering on the
 serial and the UDP shell, and its drop counters account for what was sent.

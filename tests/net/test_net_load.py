@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """netload in both directions on the real kernel, and profile (in-guest and gdbsample) while the
 guest sinks a stream: both must find the virtio-net/UDP receive path."""
 import os

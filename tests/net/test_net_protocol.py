@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The UDP shell and netload codecs (tools/udpshell.py) on literal datagrams."""
 import pytest
 

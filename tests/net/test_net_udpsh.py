@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The UDP shell on the real kernel: same output as the serial shell, retries answered from the
 cache without running a command twice, the udpsh tool end to end."""
 import os

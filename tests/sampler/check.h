@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.h: the tiny assertion harness shared by the sampler's C unit tests. */
 #ifndef CHECK_H
 #define CHECK_H

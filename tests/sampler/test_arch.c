@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_arch.c: target.xml parsing into the register layout, per architecture. */
 #include "check.h"
 #include "../../sampler/arch.h"

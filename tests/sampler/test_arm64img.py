@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample -e on arm64 kernel images, built here as literal bytes: a PE-headed Image is accepted
 beside a map, a zboot image's gzip/zstd payload is unpacked, and a truncated or malformed one is
 refused with one line and exit 2 -- all before any connection is tried."""

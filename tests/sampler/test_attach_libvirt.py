@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample --domain against a real libvirt: a private session-mode libvirtd started by this test
 (runs as `nobody` with its own runtime, config and cache dirs under a temporary directory, so no
 system daemon or system domain is touched), a TCG domain from vm-configs/run --libvirt --no-gdb.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample --qmp: attach to a running guest started WITHOUT -gdb, through its QMP socket.
 
 Every guest is started by the `boot` fixture (tests/conftest.py) and stopped by its pid; every

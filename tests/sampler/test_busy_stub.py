@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A gdbstub already in use (gdb, or another gdbsample, attached): gdbsample says so and exits 1
 without sending the stub a byte, and leaves no connection queued on it -- QEMU would accept that
 one when the other client leaves, and accepting a client pauses the VM. Every QEMU is stopped by

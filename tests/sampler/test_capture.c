@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_capture.c: capture writer/reader round trip, a truncated file and a flipped bit. */
 #include "check.h"
 #include "../../sampler/capture.h"

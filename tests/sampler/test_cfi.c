@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cfi.c: the DWARF CFI unwinder through libdw on an ELF with known CFI
  * (tests/sampler/data/cfi_frames.S), over stacks built to match it. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli.c: command-line parsing -- defaults, every flag, and the one-line errors. */
 #include "check.h"
 #include "../../sampler/cli.h"

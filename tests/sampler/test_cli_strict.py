@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample's option values, refused before it connects (no QEMU): --comm patterns that would
 take gigabytes to compile (issue 22: 'a{1,32767}' took ~8 GB and 35 s), and numbers strtoul/strtod
 would read in part. Run under a 512 MB address-space limit, so an unbounded regcomp fails fast

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The connection phase has one total deadline (--connect-timeout), and every signal that ends a
 run ends it there too: a stub that answers each request slowly -- but inside the per-request
 timeout -- and never finishes its handshake (a thread list that never ends) used to hold gdbsample

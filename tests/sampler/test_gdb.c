@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gdb.c: the gdbstub client against misbehaving fake stubs (every wait bounded), its pure
  * reply parsers on literals, and the busy-stub checks of the transport on local listeners. */
 #include "check.h"

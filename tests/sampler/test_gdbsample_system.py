@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample against the test kernel under QEMU TCG: accuracy, unwinding, idle, signals, errors.
 
 Every guest is started by the `boot` fixture (tests/conftest.py), which stops QEMU by its pid at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_guard.c: the pause watchdog's shared state machine, driven step by step (no processes). */
 #include "check.h"
 #include "../../sampler/guard.h"

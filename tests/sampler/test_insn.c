@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_insn.c: what instructions say about a pc, on literal aarch64 instruction words (as GCC 12
  * emits them for our kernel with frame records) and x86_64 bytes. */
 #include "check.h"

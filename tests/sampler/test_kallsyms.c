@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kallsyms.c: the kallsyms finder and decoder on synthetic tables laid out as scripts/kallsyms.c
  * lays them out (6.1's order and the later one, relative, per-CPU and absolute addresses, with and
  * without kallsyms_seqs_of_names), and on hostile variants of them. */

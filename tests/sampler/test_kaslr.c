@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kaslr.c: finding the KASLR offset from text and from linux_banner, against a fake guest. */
 #include "check.h"
 #include "../../sampler/kaslr.h"

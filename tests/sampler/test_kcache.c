@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kcache.c: the kernel cache file -- a round trip at one KASLR offset and back at another, and
  * damaged files (truncated, sizes that do not add up, a name outside the pool) refused. */
 #include "check.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample record's live status line, on a real terminal: tmux's, on a private server.
 
 gdbsample runs against the test kernel (the `boot` fixture stops QEMU by pid) inside a detached

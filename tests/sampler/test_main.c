@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_main.c: runs every sampler unit test file and prints "N passed, N failed". */
 #include "check.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_modules.c: kernel modules from guest memory -- struct module's layout from synthetic BTF
  * (6.1's core_layout, 6.4's mem[]), the list walk over synthetic guest memory (names, symbols,
  * ORC, a frame unwound through a module), garbage, a list changing mid-read, loads and unloads. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guest is never left paused: signals to gdbsample's whole process group, and the pause
 watchdog while gdbsample is stopped. Every QEMU is stopped by its pid (the boot fixture); every
 gdbsample started here leads its own process group, which the tests signal as a terminal or

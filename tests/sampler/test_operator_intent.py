@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample never resumes a VM behind its operator's back, nor loses its guard to a kill by name,
 and notices a hot-plugged vCPU. On QEMU 7.2 and 10.0: one guest per version for the whole module
 (started without -gdb, with a QMP socket; the -p tests open a stub on it with HMP `gdbserver`, the

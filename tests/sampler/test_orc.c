@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_orc.c: the ORC unwinder -- table layouts and versions, lookup, and each kind of step
  * (call, full and partial register frames, indirect stack pointers, ends) on synthetic stacks. */
 #include "check.h"

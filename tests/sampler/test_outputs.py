@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample never destroys a file: -o is written beside the target and renamed into place only
 when the result is complete; an output that is one of the inputs is refused. Every QEMU is stopped
 by its pid (the boot fixture); every gdbsample started here is waited for."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pace.c: the absolute-deadline pacer on a synthetic clock. */
 #include "check.h"
 #include "../../sampler/pace.h"

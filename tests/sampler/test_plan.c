@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_plan.c: the sampling plan on literal replies -- which windows a vCPU's sample asks for,
  * given its previous sample, and what the replies make of it (no gdbstub, no socket). */
 #include "check.h"

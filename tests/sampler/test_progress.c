@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_progress.c: the live status line's text -- literals in, the exact line out, cut to the terminal. */
 #include "check.h"
 #include "../../sampler/progress.h"

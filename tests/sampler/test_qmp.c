@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_qmp.c: the JSON reader behind the QMP client, on literal byte strings. */
 #include "check.h"
 #include "../../sampler/qmp.h"

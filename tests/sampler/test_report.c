@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_report.c: the report and folded writers on fixed samples (golden text). */
 #include "check.h"
 #include "../../sampler/writer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rsp.c: the RSP codec on literal byte strings. */
 #include "check.h"
 #include "../../sampler/rsp.h"

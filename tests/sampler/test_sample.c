@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sample.c: the one-round-trip sample against a scripted fake gdbstub on a socketpair. */
 #include "check.h"
 #include "../../sampler/pace.h"

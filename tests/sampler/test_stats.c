@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stats.c: the run summary -- the guest's stopped share as a bracket, in both renderings. */
 #include "check.h"
 #include "../../sampler/stats.h"

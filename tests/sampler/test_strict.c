@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_strict.c: numbers read from text are read whole or refused (textnum.c, the map parser). */
 #include "check.h"
 #include "../../sampler/cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_symbols.c: nm-style map parsing, sorted lookup, and the x86_64 prologue/hlt checks. */
 #include "check.h"
 #include "../../sampler/symbols.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_task.c: task attribution -- the OS layer on BTF built here, the cache, the filters, and
  * the plan's reads on literal replies (no guest, no socket). */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_unwind.c: the walk -- the frame-pointer method and the per-frame dispatcher -- on
  * synthetic stack memory. */
 #include "check.h"

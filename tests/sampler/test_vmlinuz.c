@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_vmlinuz.c: bzImage payload extraction: round trips per codec, bad images, a real image. */
 #include "check.h"
 #include "../../sampler/vmlinuz.h"

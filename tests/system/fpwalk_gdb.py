@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDB script for test_fp_walk: stop the VM, walk every vCPU's RBP chain by hand, print it.
 
 Run as: FPWALK_PORT=P gdb -batch -nx kernel.elf -x fpwalk_gdb.py (see test_fp_walk.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample against the aarch64 kernel (QEMU virt, -cpu max, TCG): shares, whole chains, idle, tasks.
 
 The same bars as the x86_64 tests (tests/sampler/test_gdbsample_system.py) on the port: the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The aarch64 port on QEMU virt (GICv3, PSCI): boot, shell, and the in-guest PMU profiler.
 
 Runs on the system's QEMU 7.2 only (tools/qemu_versions.py: 10.0 is fetched for x86_64). TCG

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The kernel boots to the shell on 1, 2 and 4 CPUs and every CPU ticks at 100 Hz."""
 import time
 

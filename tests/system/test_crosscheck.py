@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The cross-check: the in-guest profile and gdbsample over the same window tell the same story,
 except where the timer tick is blind; and `make demo` runs from a clean clone."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The cross-check on aarch64 (`make crosscheck ARCH=aarch64`): there the kernel's own profile
 samples from the PMU, a pseudo-NMI above its "interrupts off" mask, so it sees irqoff_spin where
 the x86_64 tick is blind -- and agrees with gdbsample there too."""

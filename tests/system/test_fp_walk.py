@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """An external frame-pointer walk (gdb reading RBP by hand) through workload and interrupt frames."""
 import os
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The kernel image: upper-half ELF64 with DWARF, PVH note, and a baked symbol table that
 matches the final link (and a build that refuses one that does not)."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`panic` prints a symbolized backtrace through the shell; `poweroff` ends QEMU with 33."""
 import re
 

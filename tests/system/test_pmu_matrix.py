@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The PMU-detection matrix: every TCG configuration and CPUID persona decides as the table says."""
 import os
 import re

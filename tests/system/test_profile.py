@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The in-guest `profile` command under QEMU TCG (tick source): forms, errors, folding, shares."""
 import os
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The serial shell: every command, workloads start and stop, bad input never breaks it."""
 import re
 import time

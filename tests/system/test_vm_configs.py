@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """vm-configs: the table loads, the launcher stays on loopback, the libvirt XMLs are current and valid."""
 import os
 import shutil

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* a64.h: inline wrappers for the AArch64 system registers and instructions the kernel uses. */
 #ifndef A64_H
 #define A64_H

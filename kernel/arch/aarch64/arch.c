@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arch.c (aarch64): the shell's CPU-specific pieces: MPIDR, clocks, lscpu, poweroff, udf. */
 #include "arch.h"
 #include "cpu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* boot.S (aarch64): entry at EL1 from QEMU's ELF loader (boot CPU) or PSCI CPU_ON (the others). */
 /*
  * Both paths turn the MMU on with one level-1 table mapping VA = PA in 1 GiB blocks (0-1 GiB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* boot.h (aarch64): the memory map mem.c allocates from, set by kmain (no loader hands one over). */
 #ifndef BOOT_H
 #define BOOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.c (aarch64): the per-CPU structs, TPIDR_EL1 and the vector base for the calling CPU. */
 #include "cpu.h"
 #include "a64.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* entry.S (aarch64): the exception vector table and the common entry/exit, unwindable by frames. */
 /*
  * Every vector entry reserves a struct trapframe (trap.h) on the current stack (SP_EL1: tasks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gic.c: GICv3 with affinity routing, one security state (QEMU virt at EL1), group 1 only. */
 #include "gic.h"
 #include "a64.h"

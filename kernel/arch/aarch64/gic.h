@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gic.h: the GICv3 distributor, each CPU's redistributor and its system-register interface. */
 #ifndef GIC_H
 #define GIC_H

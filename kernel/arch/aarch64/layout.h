@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layout.h (aarch64): QEMU virt's memory map as the kernel sees it: identity-mapped, RAM at 1 GiB. */
 #ifndef LAYOUT_H
 #define LAYOUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c (aarch64): kmain, the boot CPU's path from boot.S to a ticking SMP kernel with a shell. */
 #include "arch.h"
 #include "boot.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmu_hal.c (aarch64): the real backend of hal/pmu_armv8.h: PMU system registers, the PPI. */
 #include "hal/pmu_armv8.h"
 #include "arch.h"

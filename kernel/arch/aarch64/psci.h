@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* psci.h: the Power State Coordination Interface calls QEMU's virt machine answers over HVC. */
 #ifndef PSCI_H
 #define PSCI_H

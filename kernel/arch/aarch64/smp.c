@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* smp.c (aarch64): finds the CPUs and starts them with PSCI CPU_ON; the idle loop. */
 #include "smp.h"
 #include "arch.h"

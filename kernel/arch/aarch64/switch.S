@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch.S (aarch64): swtch(&old_sp, new_sp) saves the callee-saved registers and changes stacks. */
 /*
  * The saved area is an ordinary frame: a frame record {x29, x30} at its bottom, then x19..x28,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timer.c (aarch64): the 100 Hz tick on the EL1 virtual timer, uptime and delays from CNTVCT. */
 #include "arch.h"
 #include "cpu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timer.h (aarch64): the generic timer's tick. */
 #ifndef TIMER_H
 #define TIMER_H

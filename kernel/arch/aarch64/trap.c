@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trap.c (aarch64): exception dispatch: interrupts by GIC id, everything synchronous a panic. */
 #include "trap.h"
 #include "arch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trap.h (aarch64): the frame every exception entry saves (entry.S), and the interrupt ids. */
 #ifndef TRAP_H
 #define TRAP_H

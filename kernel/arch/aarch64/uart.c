@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uart.c (aarch64): the PL011 on QEMU virt, behind kernel/uart.h for the shared console. */
 #include "uart.h"
 #include "a64.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* acpi.c: finds the RSDP, walks the RSDT/XSDT, reads the MADT and the FADT. */
 #include "acpi.h"
 #include "apic.h"

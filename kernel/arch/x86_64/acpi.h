@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* acpi.h: just enough ACPI: RSDP -> RSDT/XSDT -> MADT (CPUs, IOAPIC, overrides) and FADT. */
 #ifndef ACPI_H
 #define ACPI_H

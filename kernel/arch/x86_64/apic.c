@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* apic.c: xAPIC registers, IPIs, the periodic tick, PIT-based calibration, and the IOAPIC. */
 #include "apic.h"
 #include "cpu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* apic.h: local APIC (xAPIC MMIO), its timer calibrated against the PIT, the IOAPIC. */
 #ifndef APIC_H
 #define APIC_H

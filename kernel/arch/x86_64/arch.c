@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arch.c (x86_64): the shell's CPU-specific pieces: APIC ids, clocks, lscpu, poweroff, #UD. */
 #include "arch.h"
 #include "acpi.h"

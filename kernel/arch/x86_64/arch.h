@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arch.h (x86_64): what shared kernel code needs from the CPU, under names every arch provides. */
 #ifndef ARCH_H
 #define ARCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* boot.S: PVH entry: 32-bit protected mode, paging off -> long mode, upper half, kmain. */
 #include "layout.h"
 

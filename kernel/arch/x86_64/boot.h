@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* boot.h: what the PVH loader told us (memory map, command line, ACPI RSDP), copied early. */
 #ifndef BOOT_H
 #define BOOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bootinfo.c: copies the PVH start info into kernel memory before anything else can reuse it. */
 #include "boot.h"
 #include "layout.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.c: per-CPU GDT and TSS (with IST stacks for NMI, #DF, #MC), the shared IDT, GS base. */
 #include "cpu.h"
 #include "lib.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpuinfo.c: reads and prints the CPUID leaves lscpu shows (vendor, model, hypervisor, PMU). */
 #include "cpuinfo.h"
 #include "x86.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpuinfo.h: what CPUID says about the part, including its performance-monitoring claims. */
 #ifndef CPUINFO_H
 #define CPUINFO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* entry.S: interrupt and exception entry stubs, unwindable by frame pointer and by CFI alike. */
 /*
  * Every vector has a stub that pushes a dummy error code (if the CPU pushed none) and its

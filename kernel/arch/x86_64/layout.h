@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layout.h: the kernel's virtual memory layout, shared by assembly and C. */
 #ifndef LAYOUT_H
 #define LAYOUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c: kmain, the boot CPU's path from the PVH entry to a ticking SMP kernel with a shell. */
 #include "acpi.h"
 #include "apic.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* msr_safe.S: rdmsr/wrmsr that return -1 instead of dying when the MSR raises #GP. */
 /*
  * Each possibly-faulting instruction has an entry (instruction address, fixup address) in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmu_hal.c: the real backend of hal/pmu.h: CPUID, #GP-safe MSRs, TSC, the LAPIC LVT entry. */
 #include "hal/pmu.h"
 #include "apic.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* smp.c: starts the application processors with INIT-SIPI-SIPI through a low trampoline. */
 #include "apic.h"
 #include "console.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch.S: swtch(&old_rsp, new_rsp) saves the callee-saved registers and changes stacks. */
 /*
  * CFI: an ordinary function with six pushes. After `mov %rsi, %rsp` the same rules read the

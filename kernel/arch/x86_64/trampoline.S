@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trampoline.S: AP start-up code, copied below 1 MiB: real mode -> long mode -> ap_main. */
 #include "layout.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trap.c: dispatch of exceptions (panic), the timer tick, device interrupts and NMIs. */
 #include "trap.h"
 #include "apic.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trap.h: the register frame every interrupt and exception entry saves, and vector numbers. */
 #ifndef TRAP_H
 #define TRAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uart.c (x86_64): the 16550 UART on COM1, behind kernel/uart.h for the shared console. */
 #include "uart.h"
 #include "x86.h"

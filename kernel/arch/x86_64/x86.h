@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86.h: inline wrappers for the x86_64 instructions the kernel uses. */
 #ifndef X86_H
 #define X86_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ksdump.c: print the kallsyms tables of a kernel image (a bzImage's payload, an ELF's .rodata, or
  * any blob at a given address) as /proc/kallsyms prints them -- the tests compare it with a dump. */
 #include "../../../sampler/files.h"
