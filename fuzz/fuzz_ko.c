@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_ko.c: libFuzzer harness -- arbitrary bytes as a kernel module file: the checks (ko_add_file),
  * then, for what passes, placement at a guest address through libdwfl with the file's own functions
  * as the guest's symbols (relocating its DWARF), source lines and CFI rules across its text. */

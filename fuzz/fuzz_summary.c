@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_summary.c: libFuzzer harness -- the summary table's renderings of any bytes as keys, labels
  * and string values: the JSON must be ASCII and one whole JSON value by the QMP reader, every string
  * decoding back to what was given (valid UTF-8) or with U+FFFD (not). */

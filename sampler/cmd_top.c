@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_top.c: `gdbsample top` -- a live view of the hottest functions and chains: full screen
  * (ncurses, keys) on a terminal, plain frames one after another on a pipe or a dumb terminal. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kofile.h: kernel module files (-e NAME.ko, or a directory of them) -- each loaded module's DWARF
  * (source lines) and CFI, its sections placed where the guest loaded them, through libdwfl. */
 #ifndef KOFILE_H

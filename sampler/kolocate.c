@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kolocate.c: the session's side of .ko files -- the guest's release checked against them, each
  * loaded module's file placed after every walk of the modules list, CFI asked through them. */
 #include "err.h"

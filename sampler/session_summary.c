@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session_summary.c: the session's rows of the end-of-run summary -- the modules read, how the VM
  * was reached, a VM held by someone else, the image and unwinders -- and the report's header line. */
 #include "session.h"

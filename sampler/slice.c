@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* slice.c: guest memory read in slices -- the VM runs between them, so no single stop lasts long. */
 #include "slice.h"
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* slice.h: guest memory read in slices -- the VM runs between them, so no single stop lasts long. */
 #ifndef SLICE_H
 #define SLICE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c: run statistics -- pause histogram, counters, and their rows of the end-of-run summary. */
 #include "stats.h"
 #include <stdio.h>

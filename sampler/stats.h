@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h: run statistics -- pause histogram, counters, and their rows of the end-of-run summary. */
 #ifndef STATS_H
 #define STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* summary.c: the run's counters as one table of {key, label, value}, rendered for people, as
  * "key value" lines and as JSON. Pure: text in buffers, no I/O. */
 #include "summary.h"

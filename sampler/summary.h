@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* summary.h: the run's counters as one table of {key, label, value}, rendered for people, as
  * "key value" lines (the capture's trailer, --summary-format kv) and as JSON (docs/json.md). */
 #ifndef SUMMARY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topscreen.c: `top`'s full-screen view through ncurses -- alternate screen, keys, size, restore. */
 #include "topscreen.h"
 #include "topview.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topscreen.h: `top`'s full-screen view through ncurses -- the alternate screen, keys, the
  * terminal's size, and the terminal given back as it was on every way out. */
 #ifndef TOPSCREEN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topview.c: what `top` shows, decided without I/O -- counts per function, sorted rows, keys, layout. */
 #include "topview.h"
 #include <stdio.h>

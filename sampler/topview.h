@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topview.h: what `top` shows, decided without I/O -- samples per function (self and total), the
  * sorted rows, the keys and the screen's layout -- so tests feed literals. */
 #ifndef TOPVIEW_H

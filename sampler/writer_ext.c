@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* writer_ext.c: `-f svg` and `-f speedscope` -- the folded stacks (svg) or a capture (speedscope)
  * kept in an unlinked temporary file, then handed to gdbsample-analyze's flamegraph or speedscope
  * writer (the same code `gdbsample-analyze flamegraph|speedscope` runs), whose output goes to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """vcpus.py: `compare`'s like-with-like step -- the external profile reweighted to the in-guest
 profile's mix of vCPUs, and how unequally the vCPUs' guest time advanced (docs/compare.md).
 

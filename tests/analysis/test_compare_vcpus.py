@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`compare` weighs the external profile by vCPU (issue 23, item 6): two true profiles whose vCPUs
 advanced unequally agree; a real difference is still `differs`; what contention blurs is
 `inconclusive` (exit 4) with the measured imbalance. Literal profiles throughout."""

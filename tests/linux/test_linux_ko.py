@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample -e hotmod.ko on Debian's stock kernels (issue 21, docs/unwinding.md "Kernel module
 files"): the out-of-tree test module's own .ko (built with -g) adds its source lines to `dump`
 and its DWARF CFI to the unwinder, placed where the guest loaded it; names stay those read from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kofile.c: .ko files -- .modinfo, vermagic and banner parsing on literals, section bases
  * derived from symbols, refusals (truncated, not a module, another kernel, another build), and
  * a stand-in module (data/ko_mini.c) placed at guest addresses through libdwfl: lines and CFI. */

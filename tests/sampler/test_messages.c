@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_messages.c: errors that teach -- the fixes named when nothing listens, a QEMU monitor told
  * from a gdbstub by what it sends first. */
 #include "check.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample refuses a bad kernel module file given as -e in one line, before touching a guest
 (docs/unwinding.md, "Kernel module files"): an object that is not a module, a truncated module,
 a damaged ELF header -- exit status 2, the file named. The guest-side checks (another kernel,

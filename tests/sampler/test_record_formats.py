@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`record -f svg` and `-f speedscope` write those files directly, through gdbsample-analyze's own
 flamegraph and speedscope writers: the SVG is byte for byte what `gdbsample-analyze flamegraph`
 draws from the same folded stacks, the speedscope file holds every sample the summary counts, -o

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_slice.c: reads in slices -- no stop reads more than SLICE_BYTES, the VM runs between
  * slices, a vCPU in user mode is skipped, errors come back as they are (a fake transport). */
 #include "check.h"

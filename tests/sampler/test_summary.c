@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_summary.c: the counter table -- its three renderings on literals, and the human and key
  * value text of a run byte for byte as the code before the table wrote them (data/summary_golden.txt,
  * written by the old stats_human/stats_kv/session_kv/session_modules_line on this same fixture). */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Errors that teach, and a quiet -q: a refused connection names the fixes (-gdb, --qmp, --domain);
 -u or -p given a QEMU monitor says which and what to do; a run without -e whose frames cannot be
 named says so, and why; -q prints nothing but errors while --summary / --summary-format bring the

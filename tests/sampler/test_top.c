@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_top.c: how `top` draws -- full screen (ncurses) only on a terminal that is not TERM=dumb;
  * plain frames otherwise, every line cut to the terminal's width (issue 22: it ignored it). */
 #include "check.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdbsample top's full-screen view on a real terminal: tmux's, on a private server (issue 23).
 
 Each test boots the test kernel (the `boot` fixture stops QEMU by pid) and runs `gdbsample top`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_topview.c: `top`'s counts, rows, keys and layout on literals (issue 23: its selection showed
  * the hottest function over and over, the other rows wrapped-around counts). */
 #include "check.h"
