@@ -99,7 +99,7 @@ def test_watchdog_resumes_guest_while_gdbsample_is_stopped(boot):
     for as long as gdbsample was stopped (guard.c; test_guard.c drives that race step by step)."""
     g = boot(smp=2, qmp=True)
     g.work("chain 6")
-    p = start_group(g, "-r", "10000", "--max-pause", "0.2", "-q")
+    p = start_group(g, "-r", "10000", "--max-pause", "0.2", "-q", "--summary")
     wait_sampling(p)
     for i in range(40):
         os.kill(p.pid, signal.SIGSTOP)
