@@ -72,12 +72,15 @@ crosscheck: deps all
 	  --smp $(SMP) --out $(BUILD)/crosscheck$(if $(filter aarch64,$(firstword $(ARCH))),-aarch64)
 
 # The C unit tests run beside pytest, as in `make check` (half their time is a fake stub's
-# timeouts; pytest starts with tests/analysis, which boot no QEMU); their output follows pytest's,
-# and either failing fails the run. pytest lists its slowest tests, for whoever trims the suite.
+# timeouts); their output follows pytest's, and either failing fails the run. pytest runs two
+# test files at a time (xdist, --dist loadfile: a file's module-scoped guests stay on one worker):
+# most QEMU tests wait on the guest's clock more than they compute, and every test already holds
+# beside two CPU hogs -- 10.7 min against 18 min one file at a time on this 2-core host.
+# pytest lists its slowest tests, for whoever trims the suite.
 test: deps all
 	-$(MAKE) --no-print-directory speedscope-app    # npm unreachable: its test skips, saying why
 	@$(MAKE) --no-print-directory unit-test > $(BUILD)/test-unit.log 2>&1 & unit=$$!; \
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests; py=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 tests; py=$$?; \
 	wait $$unit; u=$$?; cat $(BUILD)/test-unit.log; \
 	[ $$u = 0 ] || echo "test: the C unit tests failed" >&2; \
 	[ $$py = 0 ] && [ $$u = 0 ]

@@ -164,16 +164,18 @@ def wait_running(path, timeout=3.0):
 # Tests that boot a guest are marked `qemu`: every test using a guest fixture automatically, and
 # modules that start QEMU themselves with `pytestmark = pytest.mark.qemu`. Tests that build
 # something big (the Debian package), drive a real browser (the speedscope app, the flame graph
-# in headless Chromium) or run gdb over every instruction of the kernel's entry code are marked
-# `slow`, with `pytestmark = pytest.mark.slow` or on the test.
+# in headless Chromium), run gdb over every instruction of the kernel's entry code, or start a
+# process per subcommand (the closed-pipe cases, every installed subcommand, record's
+# gdbsample-analyze writers) are marked `slow`, with `pytestmark = pytest.mark.slow` or on the test.
 # `make check` runs `-m "not qemu and not slow"`: the edit-compile loop's tests, in seconds.
 GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "qemu: the test starts a QEMU guest (left out by `make check`)")
-    config.addinivalue_line("markers", "slow: the test builds something big (the Debian package) or drives "
-                                       "a real viewer app in a browser (left out by `make check`)")
+    config.addinivalue_line("markers", "slow: the test builds something big (the Debian package), drives "
+                                       "a real viewer app in a browser, or starts a process per subcommand "
+                                       "(left out by `make check`)")
 
 
 def pytest_collection_modifyitems(config, items):

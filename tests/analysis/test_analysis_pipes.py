@@ -150,6 +150,7 @@ def test_damage_on_stdin_is_named_stdin():
 
 @pytest.mark.parametrize("name, args, path", [c for c in COMMANDS if c[0] in COMMANDS_BY_NAME],
                          ids=sorted(COMMANDS_BY_NAME, key=IDS.index))
+@pytest.mark.slow  # a process per subcommand: make test, not make check
 def test_a_reader_that_goes_away_ends_the_command_quietly_with_exit_0(name, args, path):
     """stdout a pipe whose reading end is already closed (`| head` that has read enough): the
     first write fails with EPIPE; no message, no traceback, exit 0."""
@@ -163,6 +164,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly_with_exit_0(name, args
     assert (p.returncode, err) == (0, b"")
 
 
+@pytest.mark.slow
 def test_head_reading_one_line_of_a_long_output(tmp_path):
     """A real `| head -n 1` on an output longer than the pipe's buffer (about 1 MB of perf script):
     head gets the first line, gdbsample-analyze ends quietly, exit 0."""

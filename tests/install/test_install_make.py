@@ -104,6 +104,7 @@ def test_installed_analyze_gives_the_golden_output(installed, args, golden):
     assert r.stdout == want
 
 
+@pytest.mark.slow  # a process per subcommand: make test, not make check
 @pytest.mark.parametrize("name", sorted(every_command.CASES))
 def test_every_installed_subcommand_gives_the_source_trees_bytes(installed, name):
     """Each subcommand (pprof too: protoc's module is installed beside the package), from /, with

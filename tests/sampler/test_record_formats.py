@@ -11,7 +11,10 @@ import re
 import subprocess
 
 import conftest
+import pytest
 from test_teaching_errors import FakeStub, run
+
+pytestmark = pytest.mark.slow  # gdbsample-analyze's writers run after each record: make test, not make check
 
 ANALYZE = os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze")
 
