@@ -36,8 +36,12 @@ def vm(qemu, pool):
         g.start()
         g.work("chain 6")
     g = pool[qemu]
+    assert g.proc.poll() is None, f"QEMU {qemu} exited ({g.proc.returncode}) before this test: {g.qemu_log()[-3000:]}"
     assert conftest.qmp_status(g.qmp_path) == "running"
-    return g
+    yield g
+    if g.proc.poll() is not None:  # QEMU itself ended mid-test (seen once, in a migration): say how
+        print(f"QEMU {qemu} exited with {g.proc.returncode} during the test; its log:\n{g.qemu_log()[-3000:]}")
+        pool.pop(qemu).stop()
 
 
 def status(g):
