@@ -18,6 +18,8 @@ from analyze import DATA, call
 from gdbsample_analysis.capture import Capture, CaptureError
 from gdbsample_analysis.folded import parse_folded
 
+pytestmark = pytest.mark.slow  # thousands of mutated inputs (12 s): make test, not make check
+
 ELF = os.path.join(DATA, "tiny.elf")
 MAP = os.path.join(DATA, "tiny.map")
 K = 0xffffffff80100000

@@ -85,6 +85,7 @@ def multinomial_tvd95(p, n1, n2, runs=1000, seed=7):
     return t[int(0.95 * runs)]
 
 
+@pytest.mark.slow  # brute-force multinomials (5 s): make test, not make check
 @pytest.mark.parametrize("p,n1,n2", [([.42, .21, .16, .13, .05, .03], 400, 854), ([.9, .1], 50, 5000),
                                      ([.25] * 4, 100, 100)])
 def test_tvd_noise_matches_brute_force_multinomials(p, n1, n2):
