@@ -41,6 +41,29 @@ def start(g, *args):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def wait_connected(p, port, timeout=60):
+    """Wait until gdbsample (pid p) holds an established TCP connection to the gdbstub's port
+    (its sockets' inodes in /proc/net/tcp), so a test acts on a run that is really sampling;
+    False if it exited or the bound (a hang, not a bar) passed."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and p.poll() is None:
+        inodes = set()
+        for fd in os.listdir(f"/proc/{p.pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                c = line.split()
+                if c[3] == "01" and int(c[2].split(":")[1], 16) == port and c[9] in inodes:
+                    return True
+        time.sleep(0.05)
+    return False
+
+
 
 
 qmp_status = conftest.qmp_status
@@ -292,7 +315,8 @@ def test_qemu_killed_exits_one_with_output(boot):
     g = boot(smp=2)
     g.work("chain 6")
     p = start(g, "-r", "200")
-    time.sleep(1.5)
+    assert wait_connected(p, g.gdbport), p.communicate()
+    time.sleep(1.0)  # some samples taken (the output must hold chain6)
     os.kill(g.pid, signal.SIGKILL)
     out, err = p.communicate(timeout=20)
     assert p.returncode == 1, err
