@@ -31,6 +31,8 @@ comparison is not consistent but the vCPUs' progress was measurably unequal, the
 `inconclusive` (exit 4) if the pair is consistent with the external samples counted as only as
 many independent ones as the slowest vCPU's progress allows; docs/compare.md has the statistics.
 """
+import math
+
 from . import common, filters, output, profiles, stats, vcpus
 from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 
@@ -87,8 +89,16 @@ def categories(a, b):
             off.k_in, off.k_ext, off.off = off.k_in + k_in, off.k_ext + k_ext, off.off + k_off
     if off.k_ext:
         rows.append(off)
-    rows.append(Row(OTHER, a.total - sum(r.k_in for r in rows), b.total - sum(r.k_ext for r in rows)))
+    rows.append(Row(OTHER, remainder(a.total, [r.k_in for r in rows]),
+                    remainder(b.total, [r.k_ext for r in rows])))
     return rows
+
+
+def remainder(total, parts):
+    """total - sum(parts), never below zero: reweighted counts are real numbers, and summed in
+    another order than `total` was they can overshoot it by a rounding error (-2.8e-14 seen)."""
+    left = total - math.fsum(parts)
+    return 0.0 if left < 0 and -left <= 1e-9 * max(abs(total), 1.0) else left
 
 
 def blind_label(a):

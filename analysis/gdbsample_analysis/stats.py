@@ -120,6 +120,8 @@ def tvd_noise95(a, b, draws=2000, seed=1):
     na, nb = sum(a), sum(b)
     if not na or not nb:
         return 0.0
+    if min(list(a) + list(b)) < 0:
+        raise ValueError("negative count: %r" % min(list(a) + list(b)))
     p = [(x + y) / (na + nb) for x, y in zip(a, b)]
     root = [math.sqrt(x) for x in p]
     scale = math.sqrt(1.0 / na + 1.0 / nb)
