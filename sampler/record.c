@@ -40,6 +40,8 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	}
 	if (idle && !ss->o->idle) return 0;
 	st->kept++;
+	const struct symtab *syms = session_syms(ss);
+	if (syms) st->unnamed_frames += syms_unnamed(syms, s->frames, s->n, s->exact);
 	if (k->text && k->text->add(k->text, s) < 0) {
 		ERR_SET(ss, k->text->err, "%s", k->text->errstr);
 		return -1;

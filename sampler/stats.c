@@ -163,6 +163,9 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 		summary_hide(t);
 		summary_json_only(t);
 	}
+	summary_u64(t, "unnamed_frames", "gdbsample: %v frames named by no symbol (past every symbol's end: shown as addresses)\n",
+		    st->unnamed_frames);
+	if (!st->unnamed_frames) summary_hide(t);
 	/* said to people only when it happened; always in the key value form */
 	summary_u64(t, "watchdog_rescues", "gdbsample: the pause watchdog resumed the guest %v time%s", st->rescues);
 	if (!st->rescues) summary_hide(t);

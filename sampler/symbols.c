@@ -107,7 +107,7 @@ static int add(struct symtab *t, uint64_t addr, uint64_t size, char *owned, cons
 		}
 		t->syms = n;
 	}
-	t->syms[t->n++] = (struct sym){ addr, size, owned, mod };
+	t->syms[t->n++] = (struct sym){ .addr = addr, .size = size, .name = owned, .mod = mod };
 	return 0;
 }
 
@@ -179,9 +179,20 @@ const struct sym *syms_lookup(const struct symtab *t, uint64_t addr)
 		else hi = mid;
 	}
 	const struct sym *s = &t->syms[lo];
-	if (s->size && addr - s->addr >= s->size) return NULL;
-	if (!s->size && !t->is_elf && lo + 1 == t->n && addr - s->addr > 0x100000) return NULL;
+	if (s->size) return addr - s->addr < s->size ? s : NULL;
+	if (s->limit) return addr < s->limit ? s : NULL;
+	if ((t->marks & (1u << MARK_ETEXT)) && s->addr < t->mark[MARK_ETEXT] && addr >= t->mark[MARK_ETEXT])
+		return NULL;
+	if (!t->is_elf && lo + 1 == t->n && addr - s->addr > 0x100000) return NULL;
 	return s;
+}
+
+unsigned syms_unnamed(const struct symtab *t, const uint64_t *frames, int n, const uint64_t *exact)
+{
+	unsigned k = 0;
+	for (int i = 0; i < n; i++)
+		k += syms_frame(t, frames[i], i > 0 && !unwind_is_exact(exact, i)) == NULL;
+	return k;
 }
 
 const struct sym *syms_frame(const struct symtab *t, uint64_t addr, int is_return)
@@ -192,7 +203,10 @@ const struct sym *syms_frame(const struct symtab *t, uint64_t addr, int is_retur
 void syms_relocate(struct symtab *t, int64_t names_slide, int64_t text_slide)
 {
 	uint64_t dn = (uint64_t)(names_slide - t->slide), dt = (uint64_t)(text_slide - t->text_slide);
-	for (size_t i = 0; i < t->n; i++) t->syms[i].addr += dn;
+	for (size_t i = 0; i < t->n; i++) {
+		t->syms[i].addr += dn;
+		if (t->syms[i].limit) t->syms[i].limit += dn;
+	}
 	for (int m = 0; m < MARK_N; m++) t->mark[m] += dn;
 	for (int i = 0; i < t->nsecs; i++) t->secs[i].addr += dt;
 	t->slide = names_slide;
@@ -408,6 +422,8 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 				 * 64-bit Architecture, 5.5.4) */
 				if (ty == STT_NOTYPE && (nm[0] == '.' || nm[0] == '$')) continue;
 				if (syms_add(t, s.st_value, s.st_size, nm) < 0) break;
+				/* its section's end: a label at or past it (_etext) names no instruction */
+				t->syms[t->n - 1].limit = ts.sh_addr + ts.sh_size;
 			}
 		}
 	}

@@ -14,6 +14,8 @@ struct sym {
 	const char *name; /* NUL-terminated, owned by the table */
 	const char *mod;  /* the module it is in (modules.c), or NULL (the core kernel); shares name's
 			   * allocation */
+	uint64_t limit;   /* an unsized symbol ends here at the latest: the end of its ELF section;
+			   * 0 = not known (then the kernel's _etext, if it lies above, bounds it) */
 };
 
 /* An executable section's bytes from the ELF. */
@@ -72,8 +74,12 @@ int syms_add_mod(struct symtab *t, uint64_t addr, uint64_t size, const char *nam
 void syms_mark(struct symtab *t, const char *name, uint64_t addr);
 /* Sort and de-duplicate after adding. */
 void syms_finish(struct symtab *t);
-/* The symbol containing addr, or NULL. */
+/* The symbol covering addr, or NULL: never past a symbol's size, its ELF section's end, the
+ * kernel's _etext (for a symbol below it) or, in a map, 1 MiB past the last symbol -- an address
+ * there is unknown (shown as the address), not "symbol+offset". */
 const struct sym *syms_lookup(const struct symtab *t, uint64_t addr);
+/* How many of a chain's n frames (leaf first; exact: unwind_is_exact's bits) no symbol names. */
+unsigned syms_unnamed(const struct symtab *t, const uint64_t *frames, int n, const uint64_t *exact);
 /* The function a frame is in: the leaf and interrupted pcs by their own address, a return
  * address by the call before it (addr - 1: the call may be its function's last instruction). */
 const struct sym *syms_frame(const struct symtab *t, uint64_t addr, int is_return);

@@ -28,6 +28,7 @@ from .folded import safe_name
 MAP_TYPES = "tTwW"          # nm types kept from a map: text and weak symbols
 MAP_LAST_REACH = 0x100000   # an unsized last symbol of a map covers at most this many bytes
 STEXT = "_stext"            # the kernel text's first symbol: where a map says it is (any type)
+ETEXT = "_etext"            # the end of the kernel's main text: bounds the unsized symbols below it
 
 
 def is_return(i, exact=()):
@@ -100,7 +101,7 @@ def parse_map(text, marks=None):
         if addr is None:
             raise SymbolError("line %d: address '%s' is not a 64-bit hex number" % (n, _quote(f[0])))
         good += 1
-        if marks is not None and name == STEXT:
+        if marks is not None and name in (STEXT, ETEXT):
             marks.setdefault(name, addr)
         if kind in MAP_TYPES:
             out.append((addr, size, name))
@@ -120,7 +121,7 @@ def elf_symbols(elf, marks=None):
             continue
         for s in sec.iter_symbols():
             kind, shndx = s["st_info"]["type"], s["st_shndx"]
-            if marks is not None and s.name == STEXT and shndx not in (0, "SHN_UNDEF"):
+            if marks is not None and s.name in (STEXT, ETEXT) and shndx not in (0, "SHN_UNDEF"):
                 marks.setdefault(s.name, s["st_value"])
             if kind not in ("STT_FUNC", "STT_NOTYPE") or not isinstance(shndx, int) or shndx == 0:
                 continue
@@ -129,25 +130,31 @@ def elf_symbols(elf, marks=None):
             # local labels; aarch64's mapping symbols ($x code, $d data), as sampler/symbols.c
             if not s.name or (kind == "STT_NOTYPE" and s.name[0] in ".$"):
                 continue
-            out.append((s["st_value"], s["st_size"], s.name))
+            sec = elf.get_section(shndx)    # an unsized symbol ends with its section at the latest
+            out.append((s["st_value"], s["st_size"], s.name, sec["sh_addr"] + sec["sh_size"]))
     return out
 
 
 class Symbolizer:
     """A sorted symbol table with bisect lookups; DWARF tables built lazily from the same ELF."""
 
-    def __init__(self, entries, is_elf=False, path=None, stext=None):
+    def __init__(self, entries, is_elf=False, path=None, stext=None, etext=None):
+        """entries: (addr, size, name) or (addr, size, name, limit): limit, where an unsized
+        symbol ends at the latest (its ELF section's end)."""
         entries = sorted(entries, key=lambda e: (e[0], e[1] == 0, e[2]))
-        self.starts, self.sizes, self.names = [], [], []   # parallel, sorted by start
-        for addr, size, name in entries:
+        self.starts, self.sizes, self.names, self.limits = [], [], [], []   # parallel, by start
+        for e in entries:
+            addr, size, name = e[:3]
             if self.starts and self.starts[-1] == addr:
                 continue  # one symbol per address: aliases print alike
             self.starts.append(addr)
             self.sizes.append(size)
             self.names.append(safe_name(name))   # as every output writes a frame (folded.py)
+            self.limits.append(e[3] if len(e) > 3 else 0)
         self.is_elf = is_elf     # True if loaded from an ELF (unsized symbols run to the next)
         self.path = path         # the ELF, for DWARF tables
         self.stext = stext       # address of _stext in the file, None if it has none
+        self.etext = etext       # address of _etext in the file, None if it has none
         self.offset = 0          # runtime - file address: subtracted before every lookup
         self._dwarf_tables = {}  # "lines": (addresses, rows), "inline": (boundaries, chains),
                                  # built once and shared by rebased views
@@ -172,7 +179,7 @@ class Symbolizer:
                 raise SymbolError("%s: bad ELF: %s" % (shown, one_line(e))) from None
             if not entries:
                 raise SymbolError("%s: no function symbols (stripped?)" % shown)
-            return cls(entries, is_elf=True, path=path, stext=marks.get(STEXT))
+            return cls(entries, is_elf=True, path=path, stext=marks.get(STEXT), etext=marks.get(ETEXT))
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -182,7 +189,7 @@ class Symbolizer:
             entries = parse_map(text, marks)
         except SymbolError as e:
             raise SymbolError("%s: %s" % (shown, e)) from None
-        return cls(entries, path=None, stext=marks.get(STEXT))
+        return cls(entries, path=None, stext=marks.get(STEXT), etext=marks.get(ETEXT))
 
     def rebased(self, offset):
         """This table with another offset (runtime - file address); shares every table."""
@@ -195,17 +202,23 @@ class Symbolizer:
 
     def lookup(self, addr):
         """(name, start) of the symbol covering runtime address addr, or None; start is a
-        runtime address too."""
+        runtime address too. Never past a symbol's size, its ELF section's end, the kernel's
+        _etext (for a symbol below it) or, in a map, MAP_LAST_REACH past the last symbol: an
+        address there is unknown (shown as the address), as in sampler/symbols.c."""
         addr -= self.offset
         i = bisect.bisect_right(self.starts, addr) - 1
         if i < 0:
             return None
-        start, size = self.starts[i], self.sizes[i]
-        if size and addr - start >= size:
-            return None
-        if not size and not self.is_elf and i + 1 == len(self.starts) and addr - start > MAP_LAST_REACH:
-            return None
-        return self.names[i], start + self.offset
+        start, size, limit = self.starts[i], self.sizes[i], self.limits[i]
+        if size:
+            known = addr - start < size
+        elif limit:
+            known = addr < limit
+        elif self.etext is not None and start < self.etext <= addr:
+            known = False
+        else:
+            known = self.is_elf or i + 1 < len(self.starts) or addr - start <= MAP_LAST_REACH
+        return (self.names[i], start + self.offset) if known else None
 
     @staticmethod
     def frame_addr(addr, is_return):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Symbolizer: the lookup rules shared with sampler/symbols.c, maps, ELF, DWARF lines and inlines."""
 import os
+import subprocess
 
 import conftest
 import pytest
@@ -120,3 +121,46 @@ def test_aarch64_mapping_symbols_are_not_functions():
     s = Symbolizer.load(conftest.KERNEL_A64)
     assert s.names and not [n for n in s.names if n.startswith("$")]
     assert "trap_common" in s.names and "idle_loop" in s.names
+
+
+BOUNDED_S = """\t.text
+\t.globl f
+\t.type f, @function
+f:\t.fill 16, 1, 0x90
+\t.size f, 16
+\t.globl g
+\t.type g, @function
+g:\t.fill 48, 1, 0x90
+\t.globl _etext
+_etext:
+"""
+
+
+def test_names_are_bounded_by_what_they_name(tmp_path):
+    """Issue 24: a pc past a symbol's size, past its ELF section's end, or past _etext (for a
+    symbol below it) is unknown -- shown as its address -- never "g+0x3f7fff..." or "_etext+...".
+    The ELF is a real one, linked here (.text: 64 bytes holding sized f, unsized g, then the
+    _etext label at the section's end); sampler/symbols.c has the same case (test_symbols.c)."""
+    src, elf = tmp_path / "b.s", tmp_path / "b.elf"
+    src.write_text(BOUNDED_S)
+    subprocess.run(["gcc", "-nostdlib", "-static", "-no-pie", "-Wl,-Ttext=0xffffffff81000000", "-Wl,-e,f",
+                  "-Wl,--build-id=none", "-o", str(elf), str(src)], check=True)
+    s = Symbolizer.load(str(elf))
+    va = 0xffffffff81000000
+    assert s.lookup(va + 15) == ("f", va) and s.lookup(va + 16) == ("g", va + 16)
+    assert s.lookup(va + 63) == ("g", va + 16)          # unsized: up to its section's end
+    assert s.lookup(va + 64) is None                    # _etext names no instruction
+    assert s.frame_name(va + 0x3000000, False) == "0x%x" % (va + 0x3000000)
+    assert s.frame_name(va + 64, True) == "g"           # a return address: its call is at 63
+    moved = s.rebased(0x200000)                         # KASLR moves the bound with the name
+    assert moved.lookup(va + 0x200000 + 63) == ("g", va + 0x200000 + 16)
+    assert moved.lookup(va + 0x200000 + 64) is None
+    # a map has no sections: _etext bounds what lies below it, not the init text above it
+    m = Symbolizer(parse_map("ffffffff81000000 T a\nffffffff81000100 T _etext\nffffffff81800000 T init_fn\n"),
+                   etext=0xffffffff81000100)
+    assert m.lookup(0xffffffff810000ff) == ("a", 0xffffffff81000000)
+    assert m.lookup(0xffffffff81000100) == ("_etext", 0xffffffff81000100)
+    assert m.lookup(0xffffffff81800010) == ("init_fn", 0xffffffff81800000)
+    mp = tmp_path / "b.map"
+    mp.write_text("ffffffff81000000 T a\nffffffff81000100 T _etext\n")
+    assert Symbolizer.load(str(mp)).etext == 0xffffffff81000100

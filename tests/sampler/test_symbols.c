@@ -2,6 +2,9 @@
 /* test_symbols.c: nm-style map parsing, sorted lookup, and the x86_64 prologue/hlt checks. */
 #include "check.h"
 #include "../../sampler/symbols.h"
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char map[] =
 	"ffffffff80001000 T kmain\n"
@@ -114,9 +117,94 @@ static void test_escape(void)
 	syms_free(&t);
 }
 
+/* A little ELF: .text of 64 bytes at 0xffffffff81000000 holding sized `f` (0..16), unsized `g`
+ * (at 16) and the unsized end label `_etext` (at 64); the kind of file whose last unsized symbol
+ * once named every address above it ("etext+0x3f7fff7000"). */
+static uint8_t *bounded_elf(size_t *n)
+{
+	static const char str[] = "\0f\0g\0_etext\0", names[] = "\0.text\0.symtab\0.strtab\0.shstrtab\0";
+	const uint64_t va = 0xffffffff81000000ull;
+	size_t text = sizeof(Elf64_Ehdr), sym = text + 64, strs = sym + 4 * sizeof(Elf64_Sym);
+	size_t shn = strs + sizeof str, sh = (shn + sizeof names + 7) & ~(size_t)7;
+	*n = sh + 5 * sizeof(Elf64_Shdr);
+	uint8_t *b = calloc(1, *n);
+	Elf64_Ehdr eh = { .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_shoff = sh,
+			  .e_ehsize = sizeof eh, .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 5, .e_shstrndx = 4 };
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	memcpy(b, &eh, sizeof eh);
+	memset(b + text, 0x90, 64);
+	Elf64_Sym syms[4] = { { 0 },
+		{ .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1, .st_value = va, .st_size = 16 },
+		{ .st_name = 3, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1, .st_value = va + 16 },
+		{ .st_name = 5, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), .st_shndx = 1, .st_value = va + 64 } };
+	memcpy(b + sym, syms, sizeof syms);
+	memcpy(b + strs, str, sizeof str);
+	memcpy(b + shn, names, sizeof names);
+	Elf64_Shdr s[5] = { { 0 },
+		{ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_EXECINSTR, .sh_addr = va,
+		  .sh_offset = text, .sh_size = 64, .sh_addralign = 16 },
+		{ .sh_name = 7, .sh_type = SHT_SYMTAB, .sh_offset = sym, .sh_size = sizeof syms, .sh_link = 3,
+		  .sh_info = 1, .sh_addralign = 8, .sh_entsize = sizeof(Elf64_Sym) },
+		{ .sh_name = 15, .sh_type = SHT_STRTAB, .sh_offset = strs, .sh_size = sizeof str, .sh_addralign = 1 },
+		{ .sh_name = 23, .sh_type = SHT_STRTAB, .sh_offset = shn, .sh_size = sizeof names, .sh_addralign = 1 } };
+	memcpy(b + sh, s, sizeof s);
+	return b;
+}
+
+/* Names are bounded by what they name (issue 24): a sized symbol by its size, an unsized one by
+ * its section's end, a symbol below _etext by _etext; past them an address is unknown and
+ * counted. */
+static void test_bounded(void)
+{
+	size_t n;
+	uint8_t *elf = bounded_elf(&n);
+	struct symtab t = { 0 };
+	const uint64_t va = 0xffffffff81000000ull;
+	CHECK(syms_add_elf(&t, "bounded.elf", elf, n) == 0);
+	const struct sym *s = syms_lookup(&t, va + 15);
+	CHECK(s && !strcmp(s->name, "f"));
+	s = syms_lookup(&t, va + 63);
+	CHECK(s && !strcmp(s->name, "g"));                  /* unsized: up to its section's end */
+	CHECK(syms_lookup(&t, va + 64) == NULL);            /* _etext lies past .text's end */
+	CHECK(syms_lookup(&t, va + 0x3000000) == NULL);
+	CHECK(syms_lookup(&t, va - 1) == NULL);
+	char out[64];
+	syms_format(&t, va + 0x3000000, out, sizeof out);
+	CHECK_STR(out, "0xffffffff84000000");
+	uint64_t frames[4] = { va + 4, va + 40, va + 0x1000, va + 64 }, exact[4] = { 0 };
+	CHECK(syms_unnamed(&t, frames, 4, exact) == 1);      /* +0x1000; 64 is a return: its call, 63, is g */
+	frames[3] = va + 65;
+	CHECK(syms_unnamed(&t, frames, 4, exact) == 2);
+	exact[0] = 1u << 3;                                 /* an interrupted pc is named by itself */
+	frames[3] = va + 64;
+	CHECK(syms_unnamed(&t, frames, 4, exact) == 2);
+	syms_relocate(&t, 0x200000, 0x200000);              /* KASLR moves the bound with the name */
+	s = syms_lookup(&t, va + 0x200000 + 63);
+	CHECK(s && !strcmp(s->name, "g"));
+	CHECK(syms_lookup(&t, va + 0x200000 + 64) == NULL);
+	syms_free(&t);
+	free(elf);
+
+	struct symtab m = { 0 };                            /* a map: no sections, _etext bounds */
+	static const char map2[] = "ffffffff81000000 T a\nffffffff81000100 T _etext\nffffffff81800000 T init_fn\n";
+	CHECK(syms_parse_map(&m, map2, sizeof map2 - 1) == 0);
+	s = syms_lookup(&m, 0xffffffff810000ffull);
+	CHECK(s && !strcmp(s->name, "a"));
+	s = syms_lookup(&m, 0xffffffff81000100ull);         /* _etext itself names its own address */
+	CHECK(s && !strcmp(s->name, "_etext"));
+	s = syms_lookup(&m, 0xffffffff81800010ull);         /* above _etext (init text): not bounded by it */
+	CHECK(s && !strcmp(s->name, "init_fn"));
+	CHECK(syms_lookup(&m, 0xffffffff81800000ull + 0x100001) == NULL);
+	syms_free(&m);
+}
+
 void test_symbols(void)
 {
 	test_map();
 	test_text();
 	test_escape();
+	test_bounded();
 }
