@@ -30,7 +30,7 @@ include kernel/kernel.mk
 # Debian packages the build, the tests, the demo and the package (make deb: dpkg-dev, debhelper,
 # fakeroot, lintian; man pages: groff-base, man-db, mandoc) need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
-	    libelf-dev libdw-dev libbpf-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
+	    libelf-dev libdw-dev libbpf-dev libiberty-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \

@@ -47,6 +47,7 @@ const char cli_usage[] =
 	"  --pid LIST         keep only samples of these pids or thread-group ids, e.g. 1,5-7\n"
 	"  --comm REGEX       keep only samples whose task name matches (POSIX extended regex)\n"
 	"  --no-verify        skip checking the image against the guest (and finding the KASLR offset)\n"
+	"  --no-demangle      keep C++ and Rust symbol names as the image holds them (_ZN..., _R...)\n"
 	"  --max-pause SECONDS  resume the guest if one sample keeps it stopped longer (gdbsample\n"
 	"                     stopped or starved); 0 turns the watchdog off (default 1)\n"
 	"  --connect-timeout SECONDS  give up if connecting and the handshake with the gdbstub take\n"
@@ -142,7 +143,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
-       OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT };
+       OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
 enum { OPT_INTERVAL = 512 };
 
 int cli_parse(struct opts *o, int argc, char **argv)
@@ -154,6 +155,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "idle", no_argument, 0, OPT_IDLE },
 		{ "chains", required_argument, 0, OPT_CHAINS },
 		{ "no-verify", no_argument, 0, OPT_NOVERIFY },
+		{ "no-demangle", no_argument, 0, OPT_NODEMANGLE },
 		{ "qmp", required_argument, 0, OPT_QMP },
 		{ "domain", required_argument, 0, OPT_DOMAIN },
 		{ "connect", required_argument, 0, OPT_CONNECT },
@@ -179,6 +181,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	o->max_frames = 64;
 	o->chains = 8;
 	o->verify = 1;
+	o->demangle = 1;
 	o->max_pause = 1.0;
 	o->connect_timeout = 10.0;
 	o->interval = 1.0;
@@ -263,6 +266,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (num(o, "--chains", optarg, 1, 1000000, &o->chains)) return -1;
 			break;
 		case OPT_NOVERIFY: o->verify = 0; break;
+		case OPT_NODEMANGLE: o->demangle = 0; break;
 		case OPT_QMP:
 			o->qmp = optarg;
 			conns++;

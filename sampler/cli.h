@@ -42,6 +42,7 @@ struct opts {
 	int chains;              /* --chains N */
 	double interval;         /* --interval SECONDS: top's time between refreshes (default 1) */
 	int verify;              /* ELF check on (--no-verify clears) */
+	int demangle;            /* C++/Rust names demangled (--no-demangle clears) */
 	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
 	int task_format;         /* --task-format TF_*: the folded root when tasks are known */
 	struct task_filter filter; /* --pid LIST, --comm REGEX */

@@ -2,6 +2,7 @@
 /* main.c: gdbsample's command line -- parse, dispatch to record (default), dump or top, and turn
  * a command's failure into the exit code (0 ok, 1 failure, 2 bad usage or input). */
 #include "cli.h"
+#include "demangle.h"
 #include "cmds.h"
 #include "err.h"
 
@@ -28,6 +29,7 @@ int main(int argc, char **argv)
 		printf("gdbsample %s\n", GDBSAMPLE_VERSION);
 		return 0;
 	}
+	demangle_enable(o.demangle);                                            /* before any name is read */
 	switch (o.cmd) {
 	case CMD_DUMP: return exit_code(cmd_dump(&o));                         /* stop once, print stacks */
 	case CMD_TOP: return exit_code(cmd_top(&o));                           /* live view */

@@ -105,6 +105,21 @@ static void image_rows(const struct session *ss, struct summary *t)
 	}
 }
 
+/* What demangling did to the kernel's (and its modules') names; people hear of refusals only. */
+static void names_rows(const struct session *ss, struct summary *t)
+{
+	if (!ss->img.syms.n) {
+		summary_null(t, "names_demangled");
+		summary_null(t, "names_undemangled");
+		return;
+	}
+	summary_u64(t, "names_demangled", NULL, ss->img.syms.demangled);
+	summary_u64(t, "names_undemangled",
+		    "gdbsample: symbol names that look mangled (_Z..., _R...) but libiberty rejects: %v, shown as they are\n",
+		    ss->img.syms.undemangled);
+	if (!ss->img.syms.undemangled) summary_hide(t);
+}
+
 void session_summary(const struct session *ss, struct summary *t)
 {
 	static char ko[8192];
@@ -117,6 +132,7 @@ void session_summary(const struct session *ss, struct summary *t)
 	summary_i64(t, "vcpus_hotplugged", NULL, ss->hotplugged);
 	image_rows(ss, t);
 	read_stop_rows(ss, t);
+	names_rows(ss, t);
 }
 
 void session_image_line(const struct session *ss, char *out, size_t cap)

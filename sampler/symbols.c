@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* symbols.c: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #include "symbols.h"
+#include "demangle.h"
 #include "err.h"
 #include "files.h"
 #include "insn.h"
@@ -113,25 +114,27 @@ static int add(struct symtab *t, uint64_t addr, uint64_t size, char *owned, cons
 
 int syms_add(struct symtab *t, uint64_t addr, uint64_t size, const char *name)
 {
-	char *dup = malloc(escaped_len(name) + 1);
-	if (!dup) {
-		ERR_SET(t, ERR_SYS, "out of memory");
-		return -1;
-	}
-	escape_into(dup, name);
-	return add(t, addr, size, dup, NULL);
+	return syms_add_mod(t, addr, size, name, NULL);
 }
 
+/* A symbol's name as every output writes it: demangled (unless --no-demangle), then escaped. */
 int syms_add_mod(struct symtab *t, uint64_t addr, uint64_t size, const char *name, const char *mod)
 {
-	char *buf = malloc(escaped_len(name) + escaped_len(mod) + 2);
+	int rejected;
+	char *readable = demangle(name, &rejected);
+	const char *shown = readable ? readable : name;
+	t->demangled += readable != NULL;
+	t->undemangled += (unsigned)rejected;
+	char *buf = malloc(escaped_len(shown) + (mod ? escaped_len(mod) + 1 : 0) + 1);
 	if (!buf) {
+		free(readable);
 		ERR_SET(t, ERR_SYS, "out of memory");
 		return -1;
 	}
-	char *m = escape_into(buf, name);
-	escape_into(m, mod);
-	return add(t, addr, size, buf, m);
+	char *m = escape_into(buf, shown);
+	free(readable);
+	if (mod) escape_into(m, mod);
+	return add(t, addr, size, buf, mod ? m : NULL);
 }
 
 void syms_name(const struct sym *s, char *out, size_t cap)

@@ -53,6 +53,8 @@ struct symtab {
 	uint32_t marks;          /* bit m: mark[m] was found */
 	int64_t slide;           /* added to the names (and marks) by syms_relocate: the KASLR offset */
 	int64_t text_slide;      /* ...and to the text sections */
+	uint64_t demangled;      /* names added in their demangled form (demangle.c) */
+	uint64_t undemangled;    /* names that look mangled but the demangler refused: kept raw */
 	int err;                 /* sticky error code */
 	char errstr[ERR_MAX];        /* what went wrong */
 };

@@ -6,7 +6,7 @@ import importlib
 import signal
 import sys
 
-from . import inputs, output
+from . import demangle, inputs, output
 from .capture import CaptureError
 from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, Failure
 from .folded import FoldedError
@@ -54,6 +54,9 @@ def build_parser():
         mod = importlib.import_module("." + module, __package__)
         sp = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(sp)
+        if any(a.dest == "elf" for a in sp._actions):            # every verb that names frames
+            sp.add_argument("--no-demangle", action="store_true",
+                            help="keep C++ and Rust symbol names as the file holds them (_ZN..., _R...)")
         sp.set_defaults(run=mod.run)
     return p
 
@@ -77,6 +80,7 @@ def main(argv=None):
         if not getattr(args, "command", None):
             raise UsageError("give a command: " + ", ".join(COMMANDS) + " (-h for help)")
         inputs.check_one_stdin(*(getattr(args, a, None) for a in INPUT_ARGS))  # stdin is read once
+        demangle.enabled = not getattr(args, "no_demangle", False)
         return args.run(args)                                      # the subcommand's exit code
     except UsageError as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))

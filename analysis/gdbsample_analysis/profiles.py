@@ -11,8 +11,9 @@ from .symbols import is_return
 # Numbers are ASCII digits, at most 18 of them: counts and sums stay far from overflowing.
 HEADER = re.compile(r"^profiled ([0-9]{1,18}) ms$")
 COUNTS = re.compile(r"^([0-9]{1,18}) samples on ([0-9]{1,18}) cpus, ([0-9]{1,18}) dropped, source (.+)$")
-LEAF = re.compile(r"^([0-9]{1,18}(?:\.[0-9])?)% ([0-9]{1,18}) (\S+)$")
-CALLER = re.compile(r"^ {8}<- (\S+)$")
+LEAF = re.compile(r"^([0-9]{1,18}(?:\.[0-9])?)% ([0-9]{1,18}) (\S.*)$")   # a demangled name has spaces
+CALLER = re.compile(r"^ {8}<- (\S.*)$")
+LINE_SUFFIX = re.compile(r" \([^()]*:[0-9]+\)$")   # ' (file.c:42)' after a frame
 # the in-guest profile's samples by the CPU that took them (one line per CPU, after the counts)
 CPU = re.compile(r"^cpu ([0-9]{1,4}): ([0-9]{1,18}) samples$")
 NOTE = re.compile(r"^\(([0-9]{1,18}) (?:more chains not shown|samples left out: .*)\)$")
@@ -22,9 +23,16 @@ INFO = re.compile(r"^(?:attached|kernel|task) .+$")
 
 
 def function_of(frame):
-    """'split_a+0x20..0x3e' -> 'split_a'; '0xffff...' stays; ' (file:line)' is dropped."""
-    frame = frame.split(" (", 1)[0]
-    return frame if frame.startswith("0x") else frame.split("+", 1)[0]
+    """'split_a+0x20..0x3e' -> 'split_a'; '0xffff...' stays; ' (file:line)' is dropped. A
+    demangled name may hold '+' and ' (' itself (`operator+(int)`, `std::function<void (int)>`):
+    only the last '+0x' and a final ' (file:line)' are the report's."""
+    m = LINE_SUFFIX.search(frame)
+    if m:
+        frame = frame[:m.start()]
+    if frame.startswith("0x"):
+        return frame
+    at = frame.rfind("+0x")
+    return frame[:at] if at > 0 else frame
 
 
 class Profile:

@@ -22,7 +22,7 @@ import copy
 import os
 import re
 
-from . import inputs
+from . import demangle, inputs
 from .folded import safe_name
 
 MAP_TYPES = "tTwW"          # nm types kept from a map: text and weak symbols
@@ -142,6 +142,11 @@ class Symbolizer:
         """entries: (addr, size, name) or (addr, size, name, limit): limit, where an unsized
         symbol ends at the latest (its ELF section's end)."""
         entries = sorted(entries, key=lambda e: (e[0], e[1] == 0, e[2]))
+        try:                     # names as gdbsample shows them: demangled, then made safe
+            readable, self.undemangled = demangle.demangle_all(e[2] for e in entries)
+        except demangle.DemangleError as err:
+            raise SymbolError(str(err)) from None
+        self.demangled = len(readable)
         self.starts, self.sizes, self.names, self.limits = [], [], [], []   # parallel, by start
         for e in entries:
             addr, size, name = e[:3]
@@ -149,7 +154,7 @@ class Symbolizer:
                 continue  # one symbol per address: aliases print alike
             self.starts.append(addr)
             self.sizes.append(size)
-            self.names.append(safe_name(name))   # as every output writes a frame (folded.py)
+            self.names.append(safe_name(readable.get(name, name)))   # as every output writes it
             self.limits.append(e[3] if len(e) > 3 else 0)
         self.is_elf = is_elf     # True if loaded from an ELF (unsized symbols run to the next)
         self.path = path         # the ELF, for DWARF tables

@@ -14,7 +14,7 @@ from analyze import DATA, HERE
 from analyze import call as run  # in this process: no interpreter start per call (make check time)
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
-OBJS = ["capture", "symbols", "insn", "report", "fold", "rsp", "pace", "files", "task", "textnum"]
+OBJS = ["demangle", "capture", "symbols", "insn", "report", "fold", "rsp", "pace", "files", "task", "textnum"]
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def replay(tmp_path_factory):
         pytest.fail("%s missing: run `make build/gdbsample`" % missing[0])
     exe = str(tmp_path_factory.mktemp("replay") / "replay")
     subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-I", os.path.join(conftest.ROOT, "sampler"),
-                    "-o", exe, os.path.join(HERE, "replay.c")] + objs + ["-lelf"], check=True)
+                    "-o", exe, os.path.join(HERE, "replay.c")] + objs + ["-lelf", "-liberty"], check=True)
     return exe
 
 
@@ -116,3 +116,23 @@ def test_maps_read_and_named_alike(replay, tmp_path):
         py = run("fold", "sample.cap", "-e", m)
         assert c.returncode == 1 and py.returncode == 1 and "line " in c.stderr and "line " in py.stderr, \
             (text, c.stderr, py.stderr)
+
+
+MANGLED = ["_ZN2ns11SymbolTable7ResolveEm", "_ZN4core3fmt5write17h0123456789abcdefE",
+           "_RNvCs15kBYyAo9fc_7mycrate7example", "_ZN3foo"]
+READABLE = ["ns::SymbolTable::Resolve(unsigned long)", "core::fmt::write", "mycrate::example", "_ZN3foo"]
+
+
+def test_mangled_names_read_alike(replay, tmp_path):
+    """Demangling (issue 24) is the same in C (libiberty) and Python (c++filt -i): C++, Rust
+    legacy and v0 names fold and report byte for byte alike; a name libiberty rejects stays raw;
+    --no-demangle keeps every name raw."""
+    m = tmp_path / "mangled.map"
+    m.write_text("".join("%x T %s\n" % (a, n) for a, n in zip(TINY, MANGLED)) + "ffffffff80101000 B sink\n")
+    cap = os.path.join(DATA, "sample.cap")
+    same_as_gdbsample(replay, cap, m)
+    folded = run("fold", cap, "-e", m).stdout
+    assert any(name in folded for name in READABLE[:3]), folded
+    assert not any(raw in folded for raw in MANGLED[:3]), folded
+    raw = run("fold", cap, "-e", m, "--no-demangle").stdout
+    assert any(name in raw for name in MANGLED[:3]) and not any(name in raw for name in READABLE[:3]), raw

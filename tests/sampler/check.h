@@ -26,6 +26,7 @@ void test_pace(void);
 void test_capture(void);
 void test_arch(void);
 void test_symbols(void);
+void test_demangle(void);
 void test_report(void);
 void test_cli(void);
 void test_sample(void);

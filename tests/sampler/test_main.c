@@ -12,6 +12,7 @@ int main(void)
 	test_pace();
 	test_capture();
 	test_symbols();
+	test_demangle();
 	test_report();
 	test_cli();
 	test_sample();

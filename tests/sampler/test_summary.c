@@ -102,6 +102,8 @@ static void session_fixture(int big)
 	ss.held_rounds = 31;
 	ss.hotplugged = 1;
 	ss.img.syms.n = 5;
+	ss.img.syms.demangled = 3;
+	ss.img.syms.undemangled = 1;
 	strcpy(ss.img.what, "vmlinuz-6.1 (xz payload) + kallsyms");
 	ss.nmethods = 2;
 	ss.methods[0] = UM_ORC;
