@@ -52,5 +52,6 @@ void test_kcache(void);
 void test_summary(void);
 void test_messages(void);
 void test_slice(void);
+void test_hash(void);
 
 #endif

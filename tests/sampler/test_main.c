@@ -38,6 +38,7 @@ int main(void)
 	test_summary();
 	test_messages();
 	test_slice();
+	test_hash();
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
 }
