@@ -86,6 +86,8 @@ test: deps all
 	[ $$py = 0 ] && [ $$u = 0 ]
 
 unit-test: kernel-unit sampler-unit
+# The kernel's host tests include tests/check.h too (the sampler's rule names it in sampler.mk).
+$(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests: tests/check.h
 
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
 # and build no package nor drive a real viewer app (pytest -m "not qemu and not slow";

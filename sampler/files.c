@@ -65,3 +65,9 @@ int file_read(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *
 	close(fd);
 	return -1;
 }
+
+const char *file_base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}

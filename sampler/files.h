@@ -10,5 +10,7 @@
 /* Read path whole into a malloc'd, NUL-terminated buffer; -1 with a one-line message in err
  * (missing, a directory, unreadable, larger than max). */
 int file_read(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *err, size_t errcap);
+/* path's last component (after its last '/'), as the loaders' messages name a file. */
+const char *file_base(const char *path);
 
 #endif

@@ -2,32 +2,17 @@
 /* fold.c: folded-stack output ("task;root;...;leaf count", sorted) for flame graph tools. */
 #include "writer.h"
 #include "err.h"
+#include "hash.h"
 #include <stdlib.h>
-
-/* One distinct stack line. */
-struct entry {
-	char *line;      /* "cpu0;root;...;leaf" */
-	uint64_t hash;   /* of line */
-	uint64_t count;  /* samples */
-};
 
 struct fold {
 	struct writer w;            /* interface, first */
 	FILE *out;                  /* destination */
 	const struct symtab *syms;  /* may be NULL */
 	int tf;                     /* TF_*: the root frame (TF_CPU: "cpuN", as without tasks) */
-	struct entry *e;            /* distinct lines */
-	size_t n, cap;              /* used / allocated */
-	size_t *tab;                /* open-addressing index (+1) */
-	size_t tabcap;              /* power of two */
+	struct hash lines;          /* distinct lines "cpu0;root;...;leaf" (key: the string and its NUL)
+				     * -> uint64_t samples */
 };
-
-static uint64_t strhash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	while (*s) h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
-	return h;
-}
 
 /* Frame name: the leaf's (and an interrupted pc's) own symbol; a caller's, the symbol holding
  * the call (return address - 1); a module's function as perf names it, "func [module]". */
@@ -36,22 +21,6 @@ static void name(const struct symtab *t, uint64_t a, int is_return, char *out, s
 	const struct sym *s = t ? syms_frame(t, a, is_return) : NULL;
 	if (s) syms_name(s, out, cap);
 	else snprintf(out, cap, "0x%llx", (unsigned long long)a);
-}
-
-static int rehash(struct fold *f)
-{
-	size_t ncap = f->tabcap ? f->tabcap * 2 : 1024;
-	size_t *nt = calloc(ncap, sizeof *nt);
-	if (!nt) return -1;
-	for (size_t i = 0; i < f->n; i++) {
-		size_t k = f->e[i].hash & (ncap - 1);
-		while (nt[k]) k = (k + 1) & (ncap - 1);
-		nt[k] = i + 1;
-	}
-	free(f->tab);
-	f->tab = nt;
-	f->tabcap = ncap;
-	return 0;
 }
 
 static int fold_add(struct writer *w, const struct sample *s)
@@ -70,44 +39,30 @@ static int fold_add(struct writer *w, const struct sample *s)
 		off += (size_t)snprintf(line + off, sizeof line - off, ";%s", nm);
 		if (off >= sizeof line) off = sizeof line - 1;
 	}
-	uint64_t h = strhash(line);
-	if (f->n * 2 >= f->tabcap && rehash(f) < 0) goto oom;
-	size_t k = h & (f->tabcap - 1);
-	for (; f->tab[k]; k = (k + 1) & (f->tabcap - 1)) {
-		struct entry *e = &f->e[f->tab[k] - 1];
-		if (e->hash == h && !strcmp(e->line, line)) {
-			e->count++;
-			return 0;
-		}
+	uint64_t *count = hash_get(&f->lines, line, strlen(line) + 1, NULL);
+	if (!count) {
+		ERR_SET(w, ERR_SYS, "out of memory");
+		return -1;
 	}
-	if (f->n == f->cap) {
-		size_t ncap = f->cap ? f->cap * 2 : 256;
-		struct entry *ne = realloc(f->e, ncap * sizeof *ne);
-		if (!ne) goto oom;
-		f->e = ne;
-		f->cap = ncap;
-	}
-	f->e[f->n] = (struct entry){ strdup(line), h, 1 };
-	if (!f->e[f->n].line) goto oom;
-	f->tab[k] = ++f->n;
+	++*count;
 	return 0;
-oom:
-	ERR_SET(w, ERR_SYS, "out of memory");
-	return -1;
 }
 
-static int linecmp(const void *a, const void *b)
+static int linecmp(const void *a, const void *b, void *ctx)
 {
-	return strcmp(((const struct entry *)a)->line, ((const struct entry *)b)->line);
+	(void)ctx;
+	return strcmp(((const struct hash_item *)a)->key, ((const struct hash_item *)b)->key);
 }
 
 static int fold_finish(struct writer *w, const struct run_info *ri)
 {
 	struct fold *f = (struct fold *)w;
 	(void)ri;
-	qsort(f->e, f->n, sizeof *f->e, linecmp);
-	for (size_t i = 0; i < f->n; i++)
-		fprintf(f->out, "%s %llu\n", f->e[i].line, (unsigned long long)f->e[i].count);
+	hash_sort(&f->lines, linecmp, NULL);
+	for (size_t i = 0; i < f->lines.n; i++) {
+		const struct hash_item *it = hash_at(&f->lines, i);
+		fprintf(f->out, "%s %llu\n", (const char *)it->key, (unsigned long long)*(uint64_t *)hash_value(it));
+	}
 	if (fflush(f->out) || ferror(f->out)) {
 		ERR_SET(w, ERR_SYS, "writing folded output: %s", strerror(errno));
 		return -1;
@@ -118,9 +73,7 @@ static int fold_finish(struct writer *w, const struct run_info *ri)
 static void fold_free(struct writer *w)
 {
 	struct fold *f = (struct fold *)w;
-	for (size_t i = 0; i < f->n; i++) free(f->e[i].line);
-	free(f->e);
-	free(f->tab);
+	hash_free(&f->lines);
 	free(f);
 }
 
@@ -134,5 +87,6 @@ struct writer *fold_writer_new(FILE *out, const struct symtab *syms, int tf)
 	f->out = out;
 	f->syms = syms;
 	f->tf = tf;
+	hash_init(&f->lines, sizeof(uint64_t));
 	return &f->w;
 }

@@ -2,6 +2,7 @@
 /* image.c: the guest kernel as given with -e -- an ELF, a compressed vmlinuz, a symbol map, or an
  * image and a map together: names, text, and whichever unwind tables the image carries. */
 #include "image.h"
+#include "elfsec.h"
 #include "err.h"
 #include "files.h"
 #include "kallsyms.h"
@@ -9,54 +10,33 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static const char *base(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 static void what_add(struct image *im, const char *fmt, const char *a, const char *b)
 {
 	size_t o = strlen(im->what);
 	snprintf(im->what + o, sizeof im->what - o, fmt, o ? " + " : "", a, b);
 }
 
-static Elf_Scn *section(Elf *e, const char *name, GElf_Shdr *sh)
-{
-	size_t shstr;
-	Elf_Scn *s = NULL;
-	if (elf_getshdrstrndx(e, &shstr)) return NULL;
-	while ((s = elf_nextscn(e, s))) {
-		const char *n;
-		if (gelf_getshdr(s, sh) && (n = elf_strptr(e, shstr, sh->sh_name)) && !strcmp(n, name)) return s;
-	}
-	return NULL;
-}
+static void image_guestos(struct image *im, const char *path, const uint8_t *btf, size_t len);
 
-static const uint8_t *section_bytes(Elf *e, const char *name, size_t *len, uint64_t *addr)
+/* A Linux kernel's BTF (an ELF's .BTF, an arm64 Image's blob): struct module's layout from it, for
+ * the modules in guest memory; kept as offsets, as the image's bytes are dropped after loading. */
+static void image_btf(struct image *im, const uint8_t *btf, size_t len)
 {
-	GElf_Shdr sh;
-	Elf_Scn *s = section(e, name, &sh);
-	Elf_Data *d = s && sh.sh_type == SHT_PROGBITS ? elf_getdata(s, NULL) : NULL;
-	if (!d || !d->d_buf) return NULL;
-	*len = d->d_size;
-	if (addr) *addr = sh.sh_addr;
-	return d->d_buf;
+	im->has_btf = 1;
+	mods_layout_btf(&im->modl, btf, len);
 }
-
-static void image_guestos(struct image *im, const char *path);
 
 /* The ELF's own tables: ORC (.orc_unwind_ip, .orc_unwind, .orc_header) and CFI. */
 static int load_tables(struct image *im, const char *path, int want)
 {
 	size_t iplen, elen, hlen = 0;
 	uint64_t ipaddr;
-	const uint8_t *ips = section_bytes(im->elf, ".orc_unwind_ip", &iplen, &ipaddr);
-	const uint8_t *ents = section_bytes(im->elf, ".orc_unwind", &elen, NULL);
-	const uint8_t *hdr = section_bytes(im->elf, ".orc_header", &hlen, NULL);
+	const uint8_t *ips = elfsec_bytes(im->elf, ".orc_unwind_ip", &iplen, &ipaddr);
+	const uint8_t *ents = elfsec_bytes(im->elf, ".orc_unwind", &elen, NULL);
+	const uint8_t *hdr = elfsec_bytes(im->elf, ".orc_header", &hlen, NULL);
 	if ((want & IMG_WANT_ORC) && ips && ents) {
 		if (orc_load(&im->orc, ips, iplen, ipaddr, ents, elen, hdr, hlen, im->text_lo, im->text_hi) < 0) {
-			ERR_SET(im, ERR_FORMAT, "%s: %s", base(path), im->orc.errstr);
+			ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), im->orc.errstr);
 			return -1;
 		}
 		im->has_orc = 1;
@@ -67,18 +47,16 @@ static int load_tables(struct image *im, const char *path, int want)
 			    : eh.e_machine == EM_AARCH64 ? uw_arch_aarch64.nregs : uw_arch_riscv64.nregs;
 		im->has_cfi = cfi_open(&im->cfi, im->elf, nregs) == 0;
 	}
-	image_guestos(im, path);
 	size_t blen = 0;
-	const uint8_t *btf = section_bytes(im->elf, ".BTF", &blen, NULL);
-	if (btf) { /* kept as offsets: the ELF is dropped after loading */
-		im->has_btf = 1;
-		mods_layout_btf(&im->modl, btf, blen);
-	}
+	const uint8_t *btf = elfsec_bytes(im->elf, ".BTF", &blen, NULL);
+	image_guestos(im, path, btf, blen);
+	if (btf) image_btf(im, btf, blen);
 	return 0;
 }
 
-/* Who runs on each vCPU (guestos.h): Linux from the image's .BTF, our kernel from its DWARF. */
-static void image_guestos(struct image *im, const char *path)
+/* Who runs on each vCPU (guestos.h): Linux from the image's .BTF (btf, or NULL), our kernel from
+ * its DWARF. */
+static void image_guestos(struct image *im, const char *path, const uint8_t *btf, size_t len)
 {
 	struct guestos *os = &im->os;
 	int want = im->want_os;
@@ -87,31 +65,31 @@ static void image_guestos(struct image *im, const char *path)
 		snprintf(os->why, sizeof os->why, "--os none");
 		return;
 	}
-	size_t len = 0;
-	const uint8_t *btf = section_bytes(im->elf, ".BTF", &len, NULL);
 	if (want == OS_LINUX || (want == OS_AUTO && btf)) {
 		if (!btf) snprintf(os->why, sizeof os->why, "%s has no .BTF section (a kernel built without "
-				   "CONFIG_DEBUG_INFO_BTF)", base(path));
+				   "CONFIG_DEBUG_INFO_BTF)", file_base(path));
 		else guestos_linux_btf(os, btf, len);
 		return;
 	}
 	guestos_testkernel_dwarf(os, im->elf);
 	if (os->os == OS_NONE && want == OS_AUTO)
-		snprintf(os->why, sizeof os->why, "%s has neither BTF (Linux) nor our test kernel's DWARF", base(path));
+		snprintf(os->why, sizeof os->why, "%s has neither BTF (Linux) nor our test kernel's DWARF",
+			 file_base(path));
 }
 
-/* An ELF image (from a file or a vmlinuz payload): text, symbols if any, tables. Takes buf. */
+/* An ELF image (from a file, or a vmlinuz's payload: im->codec says how it was compressed): text,
+ * symbols if any, tables. Takes buf. */
 static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len, int want)
 {
 	im->elfbuf = buf;
 	im->elflen = len;
-	if (syms_add_elf(&im->syms, base(path), buf, len) < 0) {
+	if (syms_add_elf(&im->syms, file_base(path), buf, len) < 0) {
 		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
 		return -1;
 	}
 	im->elf = elf_memory((char *)buf, len);
 	if (!im->elf) {
-		ERR_SET(im, ERR_FORMAT, "%s: bad ELF: %s", base(path), elf_errmsg(-1));
+		ERR_SET(im, ERR_FORMAT, "%s: bad ELF: %s", file_base(path), elf_errmsg(-1));
 		return -1;
 	}
 	for (int i = 0; i < im->syms.nsecs; i++) {
@@ -119,7 +97,30 @@ static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len
 		if (!im->text_lo || s->addr < im->text_lo) im->text_lo = s->addr;
 		if (s->addr + s->len > im->text_hi) im->text_hi = s->addr + s->len;
 	}
-	return load_tables(im, path, want);
+	if (load_tables(im, path, want) < 0) return -1;
+	if (im->codec) what_add(im, "%s%s (%s payload)", file_base(path), im->codec);
+	else what_add(im, "%s%s%s", file_base(path), "");
+	return 0;
+}
+
+/* A bzImage's ELF payload (vmlinuz.h), in place of the file's bytes (freed); im->codec says how
+ * it was compressed. */
+static int unpack_vmlinuz(struct image *im, const char *path, uint8_t **buf, size_t *len)
+{
+	struct vmlinuz z = { 0 };
+	uint8_t *elf;
+	size_t elflen;
+	int rc = vmlinuz_extract(&z, *buf, *len, &elf, &elflen);
+	free(*buf);
+	*buf = NULL;
+	if (rc < 0) {
+		ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), z.errstr);
+		return -1;
+	}
+	im->codec = z.codec;
+	*buf = elf;
+	*len = elflen;
+	return 0;
 }
 
 /* An arm64 Image (or a zboot image's payload): checked and kept until the map is read. Takes buf. */
@@ -132,7 +133,7 @@ static int load_a64_file(struct image *im, const char *path, uint8_t *buf, size_
 		int rc = a64img_unzboot(&im->a64, buf, len, &img, &ilen);
 		free(buf);
 		if (rc < 0) {
-			ERR_SET(im, ERR_FORMAT, "%s: %s", base(path), im->a64.errstr);
+			ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), im->a64.errstr);
 			return -1;
 		}
 		buf = img;
@@ -141,13 +142,28 @@ static int load_a64_file(struct image *im, const char *path, uint8_t *buf, size_
 	}
 	im->a64buf = buf;
 	im->a64len = len;
-	snprintf(im->a64name, sizeof im->a64name, "%s", base(path));
+	snprintf(im->a64name, sizeof im->a64name, "%s", file_base(path));
 	if (a64img_parse(&im->a64, buf, len) < 0) {
-		ERR_SET(im, ERR_FORMAT, "%s: %s", base(path), im->a64.errstr);
+		ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), im->a64.errstr);
 		return -1;
 	}
-	if (kind == A64IMG_ZBOOT) what_add(im, "%s%s (zboot, %s payload)", base(path), im->codec);
-	else what_add(im, "%s%s (arm64 Image)", base(path), "");
+	if (kind == A64IMG_ZBOOT) what_add(im, "%s%s (zboot, %s payload)", file_base(path), im->codec);
+	else what_add(im, "%s%s (arm64 Image)", file_base(path), "");
+	return 0;
+}
+
+/* The image's own kallsyms tables (k, freed here) as its names: an arm64 Image's, or a stripped
+ * ELF's in its .rodata. */
+static int names_from_kallsyms(struct image *im, struct kallsyms *k)
+{
+	int rc = image_add_kallsyms(&im->syms, k);
+	ksyms_free(k);
+	if (rc < 0) {
+		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
+		return -1;
+	}
+	im->names_kallsyms = 1;
+	what_add(im, "%s%s%s", "its kallsyms", "");
 	return 0;
 }
 
@@ -171,10 +187,7 @@ static int a64_text(struct image *im, uint64_t lo, uint64_t etext)
 	else if (!x->btf_len) snprintf(os->why, sizeof os->why, "%s holds no BTF blob (a kernel built without "
 				       "CONFIG_DEBUG_INFO_BTF)", im->a64name);
 	else guestos_linux_btf(os, im->a64buf + x->btf_foff, x->btf_len);
-	if (x->btf_len) { /* struct module's layout, for the modules in guest memory */
-		im->has_btf = 1;
-		mods_layout_btf(&im->modl, im->a64buf + x->btf_foff, x->btf_len);
-	}
+	if (x->btf_len) image_btf(im, im->a64buf + x->btf_foff, x->btf_len);
 	return 0;
 }
 
@@ -219,14 +232,7 @@ static int a64_names(struct image *im)
 		ksyms_free(&k);
 		return -1;
 	}
-	int rc = image_add_kallsyms(&im->syms, &k);
-	ksyms_free(&k);
-	if (rc < 0) {
-		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
-		return -1;
-	}
-	im->names_kallsyms = 1;
-	what_add(im, "%s%s%s", "its kallsyms", "");
+	if (names_from_kallsyms(im, &k) < 0) return -1;
 	return a64_text(im, stext, etext);
 }
 
@@ -271,27 +277,19 @@ static int image_kallsyms(struct image *im, const char *path)
 {
 	size_t len;
 	uint64_t addr;
-	const uint8_t *ro = section_bytes(im->elf, ".rodata", &len, &addr);
+	const uint8_t *ro = elfsec_bytes(im->elf, ".rodata", &len, &addr);
 	struct kallsyms k;
 	if (!ro) {
 		ERR_SET(im, ERR_USAGE, "no function names: %s has neither symbols nor .rodata (for its kallsyms "
-			"tables); give a System.map or a kallsyms dump too (-e MAP)", base(path));
+			"tables); give a System.map or a kallsyms dump too (-e MAP)", file_base(path));
 		return -1;
 	}
 	if (ksyms_find(&k, ro, len, addr) < 0) {
 		ERR_SET(im, ERR_USAGE, "no function names: %s has no symbols, and its kallsyms tables: %s; give a "
-			"System.map or a kallsyms dump too (-e MAP)", base(path), k.errstr);
+			"System.map or a kallsyms dump too (-e MAP)", file_base(path), k.errstr);
 		return -1;
 	}
-	int rc = image_add_kallsyms(&im->syms, &k);
-	ksyms_free(&k);
-	if (rc < 0) {
-		ERR_SET(im, im->syms.err, "%s", im->syms.errstr);
-		return -1;
-	}
-	im->names_kallsyms = 1;
-	what_add(im, "%s%s%s", "its kallsyms", "");
-	return 0;
+	return names_from_kallsyms(im, &k);
 }
 
 int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os)
@@ -333,37 +331,25 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 		}
 		if ((is_elf || is_bz || is_a64) && (im->elfbuf || im->a64name[0])) {
 			free(buf);
-			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)", base(p));
+			ERR_SET(im, ERR_USAGE, "-e %s: a second kernel image (give one image and at most one map)",
+				file_base(p));
 			return -1;
 		}
 		if (is_elf || is_bz) elfpath = p;
 		if (is_a64) {
 			if (load_a64_file(im, p, buf, len) < 0) return -1;
-		} else if (is_elf) {
+		} else if (is_elf || is_bz) { /* an ELF, or a vmlinuz's compressed one */
+			if (is_bz && unpack_vmlinuz(im, p, &buf, &len) < 0) return -1;
 			if (load_elf(im, p, buf, len, want) < 0) return -1;
-			what_add(im, "%s%s%s", base(p), "");
-		} else if (is_bz) {
-			struct vmlinuz z = { 0 };
-			uint8_t *elf;
-			size_t elflen;
-			int rc = vmlinuz_extract(&z, buf, len, &elf, &elflen);
-			free(buf);
-			if (rc < 0) {
-				ERR_SET(im, ERR_FORMAT, "%s: %s", base(p), z.errstr);
-				return -1;
-			}
-			im->codec = z.codec;
-			if (load_elf(im, p, elf, elflen, want) < 0) return -1;
-			what_add(im, "%s%s (%s payload)", base(p), z.codec);
 		} else {
 			if (!len) {
 				free(buf);
-				ERR_SET(im, ERR_USAGE, "-e %s: empty file", base(p));
+				ERR_SET(im, ERR_USAGE, "-e %s: empty file", file_base(p));
 				return -1;
 			}
 			if (im->has_map) {
 				free(buf);
-				ERR_SET(im, ERR_USAGE, "-e %s: a second symbol map (give at most one)", base(p));
+				ERR_SET(im, ERR_USAGE, "-e %s: a second symbol map (give at most one)", file_base(p));
 				return -1;
 			}
 			size_t before = im->syms.n;
@@ -371,16 +357,16 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 			int placeholder = strstr((const char *)buf, "The real System.map is in") != NULL;
 			free(buf);
 			if (rc < 0) {
-				ERR_SET(im, ERR_FORMAT, "-e %s: %s", base(p), im->syms.errstr);
+				ERR_SET(im, ERR_FORMAT, "-e %s: %s", file_base(p), im->syms.errstr);
 				return -1;
 			}
 			if (placeholder && im->syms.n == before) {
 				ERR_SET(im, ERR_FORMAT, "-e %s: Debian's placeholder System.map (the real one is in the "
-					"-dbg package); give a kallsyms dump of the guest", base(p));
+					"-dbg package); give a kallsyms dump of the guest", file_base(p));
 				return -1;
 			}
 			im->has_map = 1;
-			what_add(im, "%s%s%s", base(p), "");
+			what_add(im, "%s%s%s", file_base(p), "");
 		}
 	}
 	if (nkos == npaths) { /* module files alone: the kernel is found in guest memory (kfind.c) */
@@ -391,7 +377,7 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 	if (!im->syms.n && im->elf && image_kallsyms(im, elfpath) < 0) return -1;
 	if (!im->syms.n) {
 		ERR_SET(im, ERR_USAGE, "no function names: %s has no symbols; give a System.map or a kallsyms "
-			"dump too (-e MAP)", npaths ? base(paths[0]) : "the image");
+			"dump too (-e MAP)", npaths ? file_base(paths[0]) : "the image");
 		return -1;
 	}
 	/* Keep the ELF only while libdw reads CFI from it: a decompressed distro image is ~60 MB. */

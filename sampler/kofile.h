@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* kofile.h: kernel module files (-e NAME.ko, or a directory of them) -- each loaded module's DWARF
- * (source lines) and CFI, its sections placed where the guest loaded them, through libdwfl. */
+ * (source lines) and CFI, its sections placed where the guest loaded them, through libdwfl.
+ * kofile.c reads, checks and finds the files; koplace.c places them. */
 #ifndef KOFILE_H
 #define KOFILE_H
 #include <stddef.h>
@@ -82,19 +83,15 @@ struct koset {
 	char errstr[ERR_MAX];    /* what went wrong */
 };
 
-/* ---- pure parts ---- */
+/* ---- pure parts (kofile.c) ---- */
 /* The value of key in a .modinfo section ("key=value\0" strings); 0 found, -1 not. */
 int ko_modinfo(const uint8_t *p, size_t len, const char *key, char *out, size_t cap);
 /* The kernel release a vermagic names (its first word); 0, or -1 if empty. */
 int ko_vermagic_release(const char *vermagic, char *out, size_t cap);
 /* The release in a linux_banner ("Linux version RELEASE (...") of len bytes; 0, or -1. */
 int ko_banner_release(const char *banner, size_t len, char *out, size_t cap);
-/* Each section's base from the .ko's symbols and the guest's (matched by name; the base a
- * section's most symbols agree on wins, ties to the lower address); bases sorted by shndx. */
-int ko_section_bases(const struct ko_sym *ks, size_t nk, const struct ko_gsym *gs, size_t ng,
-		     struct ko_base *out, int cap, struct ko_match *m);
 
-/* ---- files ---- */
+/* ---- files (kofile.c) ---- */
 /* Add a .ko's bytes (takes buf): checked to be a kernel module (ET_REL, sections in bounds,
  * .modinfo with vermagic, a name); -1 with errstr (ERR_FORMAT) if not. */
 int ko_add_file(struct koset *s, const char *path, uint8_t *buf, size_t len);
@@ -103,6 +100,18 @@ int ko_add_dir(struct koset *s, const char *path);
 /* Check the files given against the guest's release (ks->release): -1 (ERR_MISMATCH) if one was
  * built for another kernel. */
 int ko_check_release(struct koset *s);
+/* The file for loaded module mod: one given, else its NAME.ko from the directories on first sight
+ * (added; refused and counted in skipped if built for another release), else NULL. */
+struct kofile *ko_file_for(struct koset *s, const char *mod);
+/* The summary line ("" without .ko files). */
+void ko_line(const struct koset *s, char *out, size_t cap);
+void ko_free(struct koset *s);
+
+/* ---- placement (koplace.c) ---- */
+/* Each section's base from the .ko's symbols and the guest's (matched by name; the base a
+ * section's most symbols agree on wins, ties to the lower address); bases sorted by shndx. Pure. */
+int ko_section_bases(const struct ko_sym *ks, size_t nk, const struct ko_gsym *gs, size_t ng,
+		     struct ko_base *out, int cap, struct ko_match *m);
 /* Place the files of the modules loaded now (found in directories on first sight), and unplace
  * those of modules gone: 0, or -1 (ERR_MISMATCH) if a file given is not the build loaded. The
  * guest's symbols of each module are names' (syms with mod == its name). */
@@ -114,8 +123,7 @@ struct cfi_ctx *ko_cfi(void *arg, uint64_t pc);
 /* "file.c:42" for pc (a return address: give pc - 1) from its .ko's line table, then for code
  * inlined there ", inlined FUNC from caller.c:LINE" per level, innermost first; 0, or -1. */
 int ko_srcline(struct koset *s, uint64_t pc, char *out, size_t cap);
-/* The summary line ("" without .ko files). */
-void ko_line(const struct koset *s, char *out, size_t cap);
-void ko_free(struct koset *s);
+/* Forget k's placement (its libdwfl session and CFI): its module is gone or moved. */
+void ko_unplace(struct kofile *k);
 
 #endif

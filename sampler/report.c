@@ -2,6 +2,7 @@
 /* report.c: the text report shared with the in-guest `profile` (format: docs/report-format.md). */
 #include "writer.h"
 #include "err.h"
+#include "hash.h"
 #include <stdlib.h>
 
 /*
@@ -13,16 +14,16 @@
  * callers by exact return address. Chains print by count, most first; ties by text.
  */
 
-/* One folded chain. */
+/* A chain's key: words (host order) indexed by these: the leaf symbol's address (or the raw pc
+ * when unknown), the sample's exact-frame bits (bit k+1: caller k is an interrupted pc), then the
+ * callers' return addresses, innermost first. */
+enum { KEY_LEAF, KEY_EXACT, KEY_CALLERS = KEY_EXACT + 4 };
+
+/* One folded chain: the value its key maps to. */
 struct chain {
-	uint64_t leaf;        /* leaf symbol's address, or the raw pc when unknown */
 	int known;            /* leaf symbol known */
 	uint64_t lo, hi;      /* offsets (known) seen in the leaf */
 	uint64_t count;       /* samples */
-	int n;                /* callers */
-	uint64_t *callers;    /* return addresses, innermost first */
-	uint64_t exact[4];    /* the sample's exact-frame bits (bit k+1: callers[k] is an interrupted pc) */
-	uint64_t hash;        /* of leaf + callers */
 };
 
 /* One task's samples (attribution on). */
@@ -40,10 +41,7 @@ struct report {
 	FILE *out;                  /* destination */
 	const struct symtab *syms;  /* may be NULL */
 	int chains;                 /* how many to print */
-	struct chain *c;            /* all chains */
-	size_t n, cap;              /* used / allocated */
-	size_t *tab;                /* open-addressing index into c (+1; 0 = empty) */
-	size_t tabcap;              /* power of two */
+	struct hash chains_seen;    /* every chain: key (KEY_*) -> struct chain */
 	uint64_t total;             /* samples added */
 	struct tstat *t;            /* tasks seen (linear: a profile has tens, not thousands) */
 	size_t nt, tcap;
@@ -111,72 +109,42 @@ static void print_tasks(struct report *r)
 	if (r->nt > shown) fprintf(r->out, "task (%zu more not shown)\n", r->nt - shown);
 }
 
-static uint64_t mix(uint64_t h, uint64_t v)
+/* A chain's key words (a malloc'd copy: aligned) and its callers. */
+static const uint64_t *key_words(const struct hash_item *it)
 {
-	return (h ^ v) * 0x100000001b3ull;
+	return it->key;
 }
 
-/* Rebuild the index at ncap slots (to grow, or after sorting moved the chains). */
-static int reindex(struct report *r, size_t ncap)
+static int key_ncallers(const struct hash_item *it)
 {
-	size_t *nt = calloc(ncap, sizeof *nt);
-	if (!nt) return -1;
-	for (size_t i = 0; i < r->n; i++) {
-		size_t k = r->c[i].hash & (ncap - 1);
-		while (nt[k]) k = (k + 1) & (ncap - 1);
-		nt[k] = i + 1;
-	}
-	free(r->tab);
-	r->tab = nt;
-	r->tabcap = ncap;
-	return 0;
+	return (int)(it->len / 8) - KEY_CALLERS;
 }
 
 static int rep_add(struct writer *w, const struct sample *s)
 {
 	struct report *r = (struct report *)w;
 	if (task_add(r, s) < 0) goto oom;
+	if (!s->n) { /* a chain needs its leaf (no source makes one: the capture reader refuses them) */
+		ERR_SET(w, ERR_FORMAT, "a sample with no frames");
+		return -1;
+	}
 	const struct sym *sym = r->syms ? syms_lookup(r->syms, s->frames[0]) : NULL;
-	uint64_t leaf = sym ? sym->addr : s->frames[0];
-	uint64_t h = mix(0xcbf29ce484222325ull, leaf);
-	for (int i = 1; i < s->n; i++) h = mix(h, s->frames[i]);
-	h = mix(h, (uint64_t)s->n);
-	for (int i = 0; i < 4; i++) h = mix(h, s->exact[i]);
-	if (r->n * 2 >= r->tabcap && reindex(r, r->tabcap ? r->tabcap * 2 : 1024) < 0) goto oom;
-	size_t k = h & (r->tabcap - 1);
-	for (; r->tab[k]; k = (k + 1) & (r->tabcap - 1)) {
-		struct chain *c = &r->c[r->tab[k] - 1];
-		if (c->hash != h || c->leaf != leaf || c->n != s->n - 1 ||
-		    memcmp(c->callers, s->frames + 1, (size_t)c->n * 8) || memcmp(c->exact, s->exact, sizeof c->exact))
-			continue;
-		c->count++;
-		if (sym) {
-			uint64_t off = s->frames[0] - sym->addr;
-			if (off < c->lo) c->lo = off;
-			if (off > c->hi) c->hi = off;
-		}
-		r->total++;
-		return 0;
+	uint64_t key[KEY_CALLERS + SAMPLE_MAX_FRAMES];
+	key[KEY_LEAF] = sym ? sym->addr : s->frames[0];
+	memcpy(key + KEY_EXACT, s->exact, sizeof s->exact);
+	memcpy(key + KEY_CALLERS, s->frames + 1, (size_t)(s->n - 1) * 8);
+	int added;
+	struct chain *c = hash_get(&r->chains_seen, key, (size_t)(KEY_CALLERS + s->n - 1) * 8, &added);
+	if (!c) goto oom;
+	uint64_t off = sym ? s->frames[0] - sym->addr : 0;
+	if (added) {
+		c->known = sym != NULL;
+		c->lo = c->hi = off;
+	} else if (sym) {
+		if (off < c->lo) c->lo = off;
+		if (off > c->hi) c->hi = off;
 	}
-	if (r->n == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 256;
-		struct chain *nc = realloc(r->c, ncap * sizeof *nc);
-		if (!nc) goto oom;
-		r->c = nc;
-		r->cap = ncap;
-	}
-	struct chain *c = &r->c[r->n];
-	c->leaf = leaf;
-	c->known = sym != NULL;
-	c->lo = c->hi = sym ? s->frames[0] - sym->addr : 0;
-	c->count = 1;
-	c->n = s->n - 1;
-	c->hash = h;
-	memcpy(c->exact, s->exact, sizeof c->exact);
-	c->callers = malloc((size_t)(c->n ? c->n : 1) * 8);
-	if (!c->callers) goto oom;
-	memcpy(c->callers, s->frames + 1, (size_t)c->n * 8);
-	r->tab[k] = ++r->n;
+	c->count++;
 	r->total++;
 	return 0;
 oom:
@@ -194,29 +162,32 @@ static void fmt_caller(const struct symtab *t, uint64_t a, int exact, char *out,
 	else snprintf(out, cap, "0x%llx", (unsigned long long)a);
 }
 
-static void fmt_leaf(const struct report *r, const struct chain *c, char *out, size_t cap)
+static void fmt_leaf(const struct report *r, const struct hash_item *it, char *out, size_t cap)
 {
-	const struct sym *s = c->known ? syms_lookup(r->syms, c->leaf) : NULL;
-	if (!s) snprintf(out, cap, "0x%llx", (unsigned long long)c->leaf);
+	const struct chain *c = hash_value(it);
+	uint64_t leaf = key_words(it)[KEY_LEAF];
+	const struct sym *s = c->known ? syms_lookup(r->syms, leaf) : NULL;
+	if (!s) snprintf(out, cap, "0x%llx", (unsigned long long)leaf);
 	else if (c->lo == c->hi) syms_name_off(s, c->lo, out, cap);
 	else snprintf(out, cap, "%s+0x%llx..0x%llx%s%s%s", s->name, (unsigned long long)c->lo,
 		      (unsigned long long)c->hi, s->mod ? " [" : "", s->mod ? s->mod : "", s->mod ? "]" : "");
 }
 
-static const struct report *sort_ctx;
-
-static int chaincmp(const void *a, const void *b)
+static int chaincmp(const void *a, const void *b, void *ctx)
 {
-	const struct chain *x = a, *y = b;
+	const struct hash_item *x = a, *y = b;
+	const struct chain *cx = hash_value(x), *cy = hash_value(y);
 	char fx[256], fy[256];
-	if (x->count != y->count) return x->count > y->count ? -1 : 1;
-	fmt_leaf(sort_ctx, x, fx, sizeof fx);
-	fmt_leaf(sort_ctx, y, fy, sizeof fy);
+	if (cx->count != cy->count) return cx->count > cy->count ? -1 : 1;
+	fmt_leaf(ctx, x, fx, sizeof fx);
+	fmt_leaf(ctx, y, fy, sizeof fy);
 	int c = strcmp(fx, fy);
 	if (c) return c;
-	for (int i = 0; i < x->n && i < y->n; i++)
-		if (x->callers[i] != y->callers[i]) return x->callers[i] < y->callers[i] ? -1 : 1;
-	return x->n - y->n;
+	const uint64_t *kx = key_words(x) + KEY_CALLERS, *ky = key_words(y) + KEY_CALLERS;
+	int nx = key_ncallers(x), ny = key_ncallers(y);
+	for (int i = 0; i < nx && i < ny; i++)
+		if (kx[i] != ky[i]) return kx[i] < ky[i] ? -1 : 1;
+	return nx - ny;
 }
 
 /* One header line: control bytes (a file name may hold a newline or a terminal escape) as \xNN,
@@ -245,24 +216,21 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 				      (unsigned long long)ri->idle);
 		else fprintf(r->out, "no samples\n");
 	}
-	sort_ctx = r;
-	if (r->n) qsort(r->c, r->n, sizeof *r->c, chaincmp); /* qsort(NULL, 0) is undefined */
-	if (r->tabcap && reindex(r, r->tabcap) < 0) { /* `top` keeps adding after a finish */
-		ERR_SET(w, ERR_SYS, "out of memory");
-		return -1;
-	}
-	size_t shown = r->n < (size_t)r->chains ? r->n : (size_t)r->chains;
+	hash_sort(&r->chains_seen, chaincmp, r); /* `top` keeps adding after a finish */
+	size_t n = r->chains_seen.n, shown = n < (size_t)r->chains ? n : (size_t)r->chains;
 	for (size_t i = 0; i < shown; i++) {
-		const struct chain *c = &r->c[i];
-		fmt_leaf(r, c, buf, sizeof buf);
+		const struct hash_item *it = hash_at(&r->chains_seen, i);
+		const struct chain *c = hash_value(it);
+		const uint64_t *exact = key_words(it) + KEY_EXACT, *callers = key_words(it) + KEY_CALLERS;
+		fmt_leaf(r, it, buf, sizeof buf);
 		fprintf(r->out, "%.1f%% %llu %s\n", 100.0 * (double)c->count / (double)r->total,
 			(unsigned long long)c->count, buf);
-		for (int k = 0; k < c->n; k++) {
-			fmt_caller(r->syms, c->callers[k], unwind_is_exact(c->exact, k + 1), buf, sizeof buf);
+		for (int k = 0; k < key_ncallers(it); k++) {
+			fmt_caller(r->syms, callers[k], unwind_is_exact(exact, k + 1), buf, sizeof buf);
 			fprintf(r->out, "        <- %s\n", buf);
 		}
 	}
-	if (r->n > shown) fprintf(r->out, "(%zu more chains not shown)\n", r->n - shown);
+	if (n > shown) fprintf(r->out, "(%zu more chains not shown)\n", n - shown);
 	if (fflush(r->out) || ferror(r->out)) {
 		ERR_SET(w, ERR_SYS, "writing the report: %s", strerror(errno));
 		return -1;
@@ -273,9 +241,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 static void rep_free(struct writer *w)
 {
 	struct report *r = (struct report *)w;
-	for (size_t i = 0; i < r->n; i++) free(r->c[i].callers);
-	free(r->c);
-	free(r->tab);
+	hash_free(&r->chains_seen);
 	free(r->t);
 	free(r);
 }
@@ -290,5 +256,6 @@ struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chain
 	r->out = out;
 	r->syms = syms;
 	r->chains = chains;
+	hash_init(&r->chains_seen, sizeof(struct chain));
 	return &r->w;
 }

@@ -26,9 +26,10 @@ $(BUILD)/sampler/%.o: sampler/%.c $(wildcard sampler/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAMPLER_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/sampler/%.o: tests/sampler/%.c $(wildcard sampler/*.h tests/sampler/*.h)
+# -Itests: the tests' `#include "check.h"` is tests/check.h, the harness every C test program shares.
+$(BUILD)/tests/sampler/%.o: tests/sampler/%.c $(wildcard sampler/*.h tests/sampler/*.h) tests/check.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SAMPLER_CFLAGS) -c -o $@ $<
+	$(CC) $(SAMPLER_CFLAGS) -Itests -c -o $@ $<
 
 $(BUILD)/sampler/topscreen.o: SAMPLER_CFLAGS += $(SAMPLER_CURSES_CFLAGS)
 

@@ -42,8 +42,24 @@ static uint64_t late_count(const struct pace *p)
 	return p ? p->skipped : 0;
 }
 
-/* A row whose label is "LABEL" + name + " %v" (the per-method and per-reason counters). */
-static void named_u64(struct summary *t, const char *keyfmt, const char *a, const char *b, const char *label, uint64_t v)
+/* A row is added plainly (summary.h: said to people by its label, in the key value lines and in
+ * JSON by its key); one whose condition is false then takes these shapes (row_unless). */
+enum {
+	ROW_UNSAID = 1,  /* not said to people (a condition on the text: "only when it happened") */
+	ROW_JSON = 2,    /* JSON only: the key value lines leave it out (a zero they never had) */
+};
+
+/* Give the last row added the shape `how` unless cond. */
+static void row_unless(struct summary *t, int cond, int how)
+{
+	if (cond) return;
+	if (how & ROW_UNSAID) summary_hide(t);
+	if (how & ROW_JSON) summary_json_only(t);
+}
+
+/* A row whose key is keyfmt of a and b (the per-method and per-reason counters). */
+static void named_u64(struct summary *t, const char *keyfmt, const char *a, const char *b, const char *label,
+		      uint64_t v)
 {
 	char key[96];
 	snprintf(key, sizeof key, keyfmt, a, b);
@@ -106,27 +122,21 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 		const char *mn = m < UM_N ? unwind_method_names[m] : "none";
 		int first = 1;
 		for (int i = 0; i < UW_NSTOPS; i++) {
-			if (!ss->stops_by[m][i]) { /* zeros: for JSON only, as key value lines never had them */
-				named_u64(t, "unwind_stop_%s_%s", mn, unwind_stop_names[i], NULL, 0);
-				summary_json_only(t);
-				continue;
-			}
+			uint64_t v = ss->stops_by[m][i];
 			snprintf(label, sizeof label, "%s%s%s %s %%v", first ? (any ? "; " : " ") : "", first ? mn : "",
 				 first ? "" : ",", unwind_stop_names[i]);
-			char key[96];
-			snprintf(key, sizeof key, "unwind_stop_%s_%s", mn, unwind_stop_names[i]);
-			summary_u64(t, key, label, ss->stops_by[m][i]);
-			first = 0;
-			any = 1;
+			named_u64(t, "unwind_stop_%s_%s", mn, unwind_stop_names[i], v ? label : NULL, v);
+			row_unless(t, v != 0, ROW_JSON); /* zeros: as key value lines never had them */
+			if (v) {
+				first = 0;
+				any = 1;
+			}
 		}
 	}
 	summary_u64(t, "text_reads", "; text bytes read %v", ss->text_reads);
-	if (!ss->text_reads) summary_hide(t);
+	row_unless(t, ss->text_reads != 0, ROW_UNSAID);
 	summary_u64(t, "reg_reads", "; registers read for walks %v", ss->reg_reads);
-	if (!ss->reg_reads) {
-		summary_hide(t);
-		summary_json_only(t);
-	}
+	row_unless(t, ss->reg_reads != 0, ROW_UNSAID | ROW_JSON);
 	summary_text(t, "\n");
 
 	summary_u64(t, "errors_register", "gdbsample: errors: registers %v", ss->reg_errors);
@@ -143,35 +153,30 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 
 	const struct task_stats *k = &ss->task;
 	int tasks = k->verified + k->hits + k->misses + k->lost != 0;
-	static const char *const task_keys[] = { "task_verified", "task_hits", "task_misses", "task_lost",
-						 "task_renamed", "task_reads", "task_bytes" };
-	for (size_t i = 0; !tasks && i < sizeof task_keys / sizeof task_keys[0]; i++) {
-		summary_u64(t, task_keys[i], NULL, 0); /* none counted: zeros, for JSON only */
-		summary_json_only(t);
-	}
-	if (tasks) {
-		summary_u64(t, "task_verified", "gdbsample: tasks: %v confirmed in the same round trip", k->verified);
-		summary_u64(t, "task_hits", ", %v from the cache", k->hits);
-		summary_u64(t, "task_misses", ", %v cost another trip", k->misses);
-		summary_u64(t, "task_lost", ", %v unattributed", k->lost);
-		summary_u64(t, "task_renamed", "; %v renamed (exec or a reused task struct)\n", k->renamed);
-		summary_u64(t, "task_reads", NULL, k->reads);
-		summary_u64(t, "task_bytes", NULL, k->bytes);
+	const struct { const char *key, *label; uint64_t v; } task_rows[] = {
+		{ "task_verified", "gdbsample: tasks: %v confirmed in the same round trip", k->verified },
+		{ "task_hits", ", %v from the cache", k->hits },
+		{ "task_misses", ", %v cost another trip", k->misses },
+		{ "task_lost", ", %v unattributed", k->lost },
+		{ "task_renamed", "; %v renamed (exec or a reused task struct)\n", k->renamed },
+		{ "task_reads", NULL, k->reads },
+		{ "task_bytes", NULL, k->bytes },
+	};
+	for (size_t i = 0; i < sizeof task_rows / sizeof task_rows[0]; i++) {
+		summary_u64(t, task_rows[i].key, tasks ? task_rows[i].label : NULL, tasks ? task_rows[i].v : 0);
+		row_unless(t, tasks, ROW_JSON); /* none counted: zeros */
 	}
 	summary_u64(t, "filtered", "gdbsample: %v samples left out by --pid/--comm\n", st->filtered);
-	if (!st->filtered) {
-		summary_hide(t);
-		summary_json_only(t);
-	}
+	row_unless(t, st->filtered != 0, ROW_UNSAID | ROW_JSON);
 	summary_u64(t, "unnamed_frames", "gdbsample: %v frames named by no symbol (past every symbol's end: shown as addresses)\n",
 		    st->unnamed_frames);
-	if (!st->unnamed_frames) summary_hide(t);
+	row_unless(t, st->unnamed_frames != 0, ROW_UNSAID);
 	/* said to people only when it happened; always in the key value form */
 	summary_u64(t, "watchdog_rescues", "gdbsample: the pause watchdog resumed the guest %v time%s", st->rescues);
-	if (!st->rescues) summary_hide(t);
+	row_unless(t, st->rescues != 0, ROW_UNSAID);
 	summary_i64(t, "watchdog_longest_ns", " (gdbsample was held up, longest stop %v ms", st->rescue_max_ns);
 	summary_scale(t, 1e6, 0);
-	if (!st->rescues) summary_hide(t);
+	row_unless(t, st->rescues != 0, ROW_UNSAID);
 	summary_u64(t, "watchdog_lost_rounds", "; %v sample round%s lost)\n", st->rescued_samples);
-	if (!st->rescues) summary_hide(t);
+	row_unless(t, st->rescues != 0, ROW_UNSAID);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check.h"
 #include "cpu.h"
 #include "sched.h"
 #include "stacktrace.h"
@@ -25,9 +26,7 @@ const uint32_t symtab_size[3] = { 0x100, 0x80, 0x100 };
 const uint32_t symtab_name[3] = { 0, 3, 6 };
 const char symtab_strings[] = "f0\0f1\0f2";
 
-static int passed, failed;
-#define CHECK(cond) do { if (cond) passed++; else { failed++; \
-	fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); } } while (0)
+int check_passed, check_failed; /* check.h's counters */
 
 static uint64_t stack[512] __attribute__((aligned(16)));	/* a task's stack */
 static uint64_t ist[IST_STACK_SIZE / 8] __attribute__((aligned(16)));	/* cpu0's NMI stack */
@@ -172,6 +171,5 @@ int main(void)
 	test_walk_from_a_prologue();
 	test_symtab();
 	test_printf_and_parse();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_summary();
 }

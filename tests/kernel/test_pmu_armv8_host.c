@@ -3,12 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check.h"
 #include "hal/pmu_armv8.h"
 #include "pmu.h"
 
-static int passed, failed;
-#define CHECK(cond) do { if (cond) passed++; else { failed++; \
-	fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); } } while (0)
+int check_passed, check_failed; /* check.h's counters */
 
 /*
  * The simulated part, written from the Arm ARM's PMUv3 description: PMCCNTR counts while
@@ -157,6 +156,5 @@ int main(void)
 	test_claimed_but_swallowed();
 	test_counting_part_is_trusted_and_its_rate_measured();
 	test_arm_overflow_disarm();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_summary();
 }

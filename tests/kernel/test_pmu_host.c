@@ -3,12 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check.h"
 #include "pmu.h"
 #include "sim_cpu.h"
 
-static int passed, failed;
-#define CHECK(cond) do { if (cond) passed++; else { failed++; \
-	fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); } } while (0)
+int check_passed, check_failed; /* check.h's counters */
 
 #define PERIOD 2000000ull		/* pmu_period() at SIM_TSC_HZ: one overflow per ms */
 #define ALL 0, 0xffffffffu		/* sim_count over every MSR number / CPUID leaf */
@@ -479,6 +478,5 @@ int main(void)
 	test_no_pmu_claimed();
 	test_unclaimed_nmi();
 	fresh();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return check_summary();
 }

@@ -4,6 +4,42 @@
 
 int check_passed, check_failed;
 
+/* One entry point per test file. */
+void test_rsp(void);
+void test_unwind(void);
+void test_pace(void);
+void test_capture(void);
+void test_arch(void);
+void test_symbols(void);
+void test_demangle(void);
+void test_report(void);
+void test_cli(void);
+void test_sample(void);
+void test_qmp(void);
+void test_vmlinuz(void);
+void test_orc(void);
+void test_cfi(void);
+void test_plan(void);
+void test_gdb(void);
+void test_guard(void);
+void test_stats(void);
+void test_kaslr(void);
+void test_modules(void);
+void test_kofile(void);
+void test_task(void);
+void test_strict(void);
+void test_output(void);
+void test_top(void);
+void test_topview(void);
+void test_insn(void);
+void test_progress(void);
+void test_kallsyms(void);
+void test_kcache(void);
+void test_summary(void);
+void test_messages(void);
+void test_slice(void);
+void test_hash(void);
+
 int main(void)
 {
 	test_rsp();
@@ -39,6 +75,6 @@ int main(void)
 	test_summary();
 	test_messages();
 	test_slice();
-	printf("%d passed, %d failed\n", check_passed, check_failed);
-	return check_failed ? 1 : 0;
+	test_hash();
+	return check_summary();
 }
