@@ -178,8 +178,27 @@ $(BUILD)/kernel-pmu-armv8-tests: $(KPMU_A64_SRCS) $(wildcard kernel/*.h kernel/h
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_A64_SRCS)
 
+# The RISC-V PMU logic: the test simulates the SBI PMU firmware and the hart (hal/pmu_riscv.h).
+KPMU_RV_SRCS := tests/kernel/test_pmu_riscv_host.c kernel/pmu.c kernel/pmu_riscv.c kernel/printf.c kernel/string.c
+$(BUILD)/kernel-pmu-riscv-tests: $(KPMU_RV_SRCS) $(wildcard kernel/*.h kernel/hal/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_RV_SRCS)
+
+# The riscv64 frame walk (leaf frames without ra, prologue and epilogue words) on literal words:
+# the shared walk built with RISC-V's record offset (RISCV_WALK), plus arch/riscv64/stackwalk.c.
+KWALK_RV_SRCS := tests/kernel/test_stackwalk_riscv_host.c kernel/stacktrace.c kernel/arch/riscv64/stackwalk.c \
+		 kernel/symtab.c kernel/printf.c kernel/string.c
+$(BUILD)/kernel-stackwalk-riscv-tests: $(KWALK_RV_SRCS) $(wildcard kernel/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -DHOST_TEST -DRISCV_WALK -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KWALK_RV_SRCS)
+
 .PHONY: kernel-unit
-kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests
+kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests \
+	     $(BUILD)/kernel-pmu-riscv-tests $(BUILD)/kernel-stackwalk-riscv-tests
 	$(BUILD)/kernel-host-tests
 	$(BUILD)/kernel-pmu-tests
 	$(BUILD)/kernel-pmu-armv8-tests
+	$(BUILD)/kernel-pmu-riscv-tests
+	$(BUILD)/kernel-stackwalk-riscv-tests

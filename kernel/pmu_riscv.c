@@ -104,8 +104,11 @@ static int prove_overflows(struct pmu_decision *d)
 	uint64_t hz = hal_cycles_hz(), elapsed = 0, below = d->counter_hz / (1000000 / OVERFLOW_AFTER_US);
 	pmu_call(PMU_STOP, ctr_idx, 1, 0, 0);
 	hal_rv_lcof_clear();
-	if (pmu_call(PMU_START, ctr_idx, 1, START_SET_INIT_VALUE, 0 - (below ? below : 1)).error)
+	long err = pmu_call(PMU_START, ctr_idx, 1, START_SET_INIT_VALUE, 0 - (below ? below : 1)).error;
+	if (err) {
+		snprintf(d->detail, sizeof(d->detail), "SBI counter_start below the wrap: error %ld", err);
 		return 0;
+	}
 	int seen = wait_overflow(hz / (1000000 / OVERFLOW_BOUND_US), &elapsed);
 	pmu_call(PMU_STOP, ctr_idx, 1, 0, 0);
 	hal_rv_lcof_clear();

@@ -8,7 +8,7 @@
 #define MAX_STACK_SWITCHES 2	/* IST -> task stack is one; allow a little slack */
 /* Where a frame record {caller's fp, return address} sits relative to the frame pointer:
  * at it on x86_64 and aarch64, just below it on RISC-V (s0 is the frame's CFA there). */
-#if defined(__riscv)
+#if defined(__riscv) || defined(RISCV_WALK)	/* RISCV_WALK: the riscv64 walk's host test */
 #define FRAME_RECORD_BELOW 16
 #else
 #define FRAME_RECORD_BELOW 0
@@ -146,7 +146,7 @@ int a64_frame_not_set_up(uint64_t pc, int at_entry)
 	return 0;
 }
 
-#if !defined(__riscv)	/* riscv64's is arch/riscv64/stackwalk.c: its frame records differ */
+#if !defined(__riscv) && !defined(RISCV_WALK)	/* riscv64's is arch/riscv64/stackwalk.c: its frame records differ */
 int stacktrace_interrupted_lr(uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr, uint64_t *out, int max)
 {
 	uint64_t off = 1;
