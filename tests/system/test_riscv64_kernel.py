@@ -81,6 +81,7 @@ def test_shell_commands_and_bad_input(g):
     assert re.search(rf"^profile:\s+{PMU_SOURCE} \(counted \d+ cycles in \d+ ns; \d+ MHz; overflowed in \d+ us\)$",
                      out, re.M), out
     assert re.search(r"^blind spot:\s+not an NMI: masked with interrupts off", out, re.M), out
+    assert len(re.findall(r"^profile:", out, re.M)) == 1, out  # the source, and no tick-only line beside it
 
 
 def test_workloads_run_on_both_harts_and_split_shares_within_5pp(g):
@@ -143,7 +144,7 @@ def test_tick_fallback_says_why_and_poweroff(fresh):
     out = t.cmd("lscpu")
     assert re.search(r"^profile:\s+tick only: counter did not overflow: no overflow \(sip\.LCOFIP\) within \d+ us",
                      out, re.M), out
-    assert "blind spot:" not in out, out
+    assert "blind spot:" not in out and len(re.findall(r"^profile:", out, re.M)) == 1, out
     t.work("split 5 3 2")
     head, chains = parse(t.cmd("profile 1000 all 8", timeout=30))
     assert head["source"] == "tick 100 Hz", head
