@@ -30,7 +30,8 @@ include kernel/kernel.mk
 # Debian packages the build, the tests, the demo and the package (make deb: dpkg-dev, debhelper,
 # fakeroot, lintian; man pages: groff-base, man-db, mandoc) need; installed only when missing.
 DEB_PKGS := gcc make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
-	    libelf-dev libdw-dev libbpf-dev libiberty-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
+	    qemu-system-misc opensbi gcc-riscv64-linux-gnu \
+	    libelf-dev libdw-dev libbpf-dev libiberty-dev rustc zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
 	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \
@@ -51,7 +52,8 @@ deps:
 
 # Boot the kernel under QEMU TCG with the serial console on this terminal and a
 # gdbstub on loopback only; CONFIG picks a row of vm-configs/configs.toml (an aarch64 row, e.g.
-# CONFIG=tcg-a64-max, boots build/aarch64/kernel.elf). Quit with `poweroff` (or Ctrl-A X).
+# CONFIG=tcg-a64-max, boots build/aarch64/kernel.elf; a riscv64 row, e.g. CONFIG=tcg-rv64-sscofpmf,
+# build/riscv64/kernel.elf). Quit with `poweroff` (or Ctrl-A X).
 CONFIG ?= tcg-qemu64
 run: deps kernel
 	@vm-configs/run $(CONFIG) --build $(BUILD) --smp $(SMP) --serial mon:stdio \

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cpu.h: per-CPU state (one struct per CPU, found through GS or TPIDR_EL1) and CPU setup. */
+/* cpu.h: per-CPU state (one struct per CPU, found through GS, TPIDR_EL1 or tp) and CPU setup. */
 #ifndef CPU_H
 #define CPU_H
 #include <stdint.h>
@@ -23,11 +23,12 @@ struct tss {
 #endif
 
 struct cpu {
-	struct cpu *self;		/* gs:0 on x86_64, so mycpu() is one load; TPIDR_EL1 on aarch64 */
+	struct cpu *self;		/* gs:0 on x86_64, so mycpu() is one load; TPIDR_EL1 on aarch64, tp on riscv64 */
 	int id;				/* logical index 0..ncpu-1 */
 	uint32_t apic_id;		/* x86_64: local APIC id from the MADT */
 	uint64_t mpidr;			/* aarch64: MPIDR_EL1 affinity, the PSCI target */
 	uint64_t pmr;			/* aarch64: ICC_PMR_EL1 as last written (entry.S: CPU_PMR) */
+	uint64_t hartid;		/* riscv64: the hart id, the SBI HSM and IPI target */
 	volatile int online;		/* set by the CPU itself once it ticks */
 	struct task *current;		/* task running now */
 	struct task *idle;		/* this CPU's idle task */
@@ -51,13 +52,15 @@ static inline struct cpu *mycpu(void)
 	struct cpu *c;
 #if defined(__aarch64__)
 	__asm__ volatile("mrs %0, tpidr_el1" : "=r"(c));
+#elif defined(__riscv)
+	__asm__ volatile("mv %0, tp" : "=r"(c));
 #else
 	__asm__ volatile("mov %%gs:0, %0" : "=r"(c));
 #endif
 	return c;
 }
 
-void cpu_init(struct cpu *c);		/* x86_64: GDT, TSS, IDT, GS base; aarch64: vectors, TPIDR_EL1 */
+void cpu_init(struct cpu *c);		/* x86_64: GDT, TSS, IDT, GS base; aarch64: vectors, TPIDR_EL1; riscv64: stvec, tp */
 void idt_init(void);			/* build the shared IDT once */
 int cpu_online_count(void);
 #endif

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # kernel/kernel.mk: builds build/kernel.elf and build/kernel-nofp.elf (x86_64), build/aarch64/kernel.elf
-# and build/aarch64/kernel-nofp.elf (QEMU virt; ARCH= picks one architecture), each with a symbol table
-# baked in by a multi-pass link.
+# and build/aarch64/kernel-nofp.elf, build/riscv64/kernel.elf and build/riscv64/kernel-nofp.elf (QEMU virt;
+# ARCH= picks architectures), each with a symbol table baked in by a multi-pass link.
 #
 # Pass 0 links with an empty table; the table generated from pass 0 is linked into pass 1;
 # the table generated from pass 1 must equal the one inside it, or the build fails. The table
@@ -19,11 +19,11 @@
 # Both keep .eh_frame (kernel.ld): in kernel.elf it holds only the assembly files' CFI (entry
 # stubs, context switch, boot), the C code's CFI goes to .debug_frame there.
 
-# The architectures `make` builds a kernel for: both by default, one with ARCH=x86_64|aarch64.
-ARCH ?= x86_64 aarch64
-KARCHES := $(filter x86_64 aarch64,$(ARCH))
+# The architectures `make` builds a kernel for: all three by default, fewer with e.g. ARCH=riscv64.
+ARCH ?= x86_64 aarch64 riscv64
+KARCHES := $(filter x86_64 aarch64 riscv64,$(ARCH))
 ifneq ($(words $(ARCH)),$(words $(KARCHES)))
-$(error ARCH must be x86_64 and/or aarch64, not '$(ARCH)')
+$(error ARCH must be some of x86_64 aarch64 riscv64, not '$(ARCH)')
 endif
 
 KCFLAGS_COMMON := -std=c11 -ffreestanding -fno-builtin -fno-stack-protector -fno-pic -fno-pie \
@@ -72,6 +72,23 @@ KCFLAGS_A64_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-shri
 	   -fno-asynchronous-unwind-tables
 KASFLAGS_A64 := -g -Ikernel -Ikernel/arch/aarch64
 
+# riscv64 (QEMU virt, S-mode under OpenSBI): the same sources but the arch directory.
+#   -march=rv64ima_zicsr_zifencei: no C (compressed) extension, so every instruction is 4 bytes
+#   and the unwinder's prologue checks (arch/riscv64/stackwalk.c) read whole words; no F/D: the
+#   kernel saves no FP state. -mcmodel=medany: the kernel sits at 0x80200000, above 2 GiB.
+#   -mno-relax: no linker relaxation, so a pass's code size never depends on the symbol table.
+#   -fno-schedule-insns2 keeps GCC's prologue in its canonical order (sd ra, sd s0, addi s0).
+#   GCC 12 still saves no ra in a leaf function's frame: stackwalk.c handles that case.
+RV_CROSS ?= riscv64-linux-gnu-
+KCC_rv = $(RV_CROSS)gcc
+KLD_rv = $(RV_CROSS)ld
+KNM_rv = $(RV_CROSS)nm
+RV_ARCHFLAGS := -march=rv64ima_zicsr_zifencei -mabi=lp64 -mcmodel=medany -mno-relax
+KCFLAGS_RV := $(KCFLAGS_COMMON) $(RV_ARCHFLAGS) -mstrict-align -fno-tree-loop-distribute-patterns \
+	   -Ikernel -Ikernel/arch/riscv64
+KCFLAGS_RV_FP := -fno-omit-frame-pointer -fno-shrink-wrap -fno-schedule-insns2 -fno-asynchronous-unwind-tables
+KASFLAGS_RV := -g $(RV_ARCHFLAGS) -Ikernel -Ikernel/arch/riscv64
+
 KSRCS_SHARED := $(addprefix kernel/,console.c mem.c panic.c pmu.c printf.c prof_report.c profiler.c sched.c \
 		shell.c spinlock.c stacktrace.c string.c symtab.c work.c)
 KSRCS_C := $(KSRCS_SHARED) $(addprefix kernel/,net.c netload.c pci.c pmu_x86.c udpsh.c virtio_net.c) \
@@ -79,9 +96,11 @@ KSRCS_C := $(KSRCS_SHARED) $(addprefix kernel/,net.c netload.c pci.c pmu_x86.c u
 KSRCS_S := $(wildcard kernel/arch/x86_64/*.S)
 KSRCS_A64_C := $(KSRCS_SHARED) kernel/pmu_armv8.c $(wildcard kernel/arch/aarch64/*.c)
 KSRCS_A64_S := $(wildcard kernel/arch/aarch64/*.S)
+KSRCS_RV_C := $(KSRCS_SHARED) kernel/pmu_riscv.c $(wildcard kernel/arch/riscv64/*.c)
+KSRCS_RV_S := $(wildcard kernel/arch/riscv64/*.S)
 MKSYMTAB := sh kernel/tools/mksymtab.sh
 
-# $(call KERNEL_VARIANT,NAME,CFLAGS,TOOLS (x86|a64: KCC_/KLD_/KNM_),ASFLAGS,LDSCRIPT,C SOURCES,S SOURCES): the rules that
+# $(call KERNEL_VARIANT,NAME,CFLAGS,TOOLS (x86|a64|rv: KCC_/KLD_/KNM_),ASFLAGS,LDSCRIPT,C SOURCES,S SOURCES): the rules that
 # compile into $(BUILD)/NAME/ and link $(BUILD)/NAME.elf, symbol-table passes and check included.
 # One call per build; $$ is left for the $(eval) to expand.
 define KERNEL_VARIANT
@@ -127,9 +146,12 @@ $(eval $(call KERNEL_VARIANT,kernel,$(KCFLAGS_X86) $(KCFLAGS_FP),x86,$(KASFLAGS_
 $(eval $(call KERNEL_VARIANT,kernel-nofp,$(KCFLAGS_X86) $(KCFLAGS_NOFP),x86,$(KASFLAGS_X86),kernel/kernel.ld,$(KSRCS_C),$(KSRCS_S)))
 $(eval $(call KERNEL_VARIANT,aarch64/kernel,$(KCFLAGS_A64) $(KCFLAGS_A64_FP),a64,$(KASFLAGS_A64),kernel/arch/aarch64/kernel.ld,$(KSRCS_A64_C),$(KSRCS_A64_S)))
 $(eval $(call KERNEL_VARIANT,aarch64/kernel-nofp,$(KCFLAGS_A64) $(KCFLAGS_NOFP),a64,$(KASFLAGS_A64),kernel/arch/aarch64/kernel.ld,$(KSRCS_A64_C),$(KSRCS_A64_S)))
+$(eval $(call KERNEL_VARIANT,riscv64/kernel,$(KCFLAGS_RV) $(KCFLAGS_RV_FP),rv,$(KASFLAGS_RV),kernel/arch/riscv64/kernel.ld,$(KSRCS_RV_C),$(KSRCS_RV_S)))
+$(eval $(call KERNEL_VARIANT,riscv64/kernel-nofp,$(KCFLAGS_RV) $(KCFLAGS_NOFP),rv,$(KASFLAGS_RV),kernel/arch/riscv64/kernel.ld,$(KSRCS_RV_C),$(KSRCS_RV_S)))
 
 KERNEL_ELFS_x86_64 := $(BUILD)/kernel.elf $(BUILD)/kernel-nofp.elf
 KERNEL_ELFS_aarch64 := $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf
+KERNEL_ELFS_riscv64 := $(BUILD)/riscv64/kernel.elf $(BUILD)/riscv64/kernel-nofp.elf
 kernel: $(foreach a,$(KARCHES),$(KERNEL_ELFS_$(a)))
 
 # Host unit tests of kernel logic that needs no hardware (stack walks, symbols, printf).
@@ -156,8 +178,27 @@ $(BUILD)/kernel-pmu-armv8-tests: $(KPMU_A64_SRCS) $(wildcard kernel/*.h kernel/h
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
 	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_A64_SRCS)
 
+# The RISC-V PMU logic: the test simulates the SBI PMU firmware and the hart (hal/pmu_riscv.h).
+KPMU_RV_SRCS := tests/kernel/test_pmu_riscv_host.c kernel/pmu.c kernel/pmu_riscv.c kernel/printf.c kernel/string.c
+$(BUILD)/kernel-pmu-riscv-tests: $(KPMU_RV_SRCS) $(wildcard kernel/*.h kernel/hal/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KPMU_RV_SRCS)
+
+# The riscv64 frame walk (leaf frames without ra, prologue and epilogue words) on literal words:
+# the shared walk built with RISC-V's record offset (RISCV_WALK), plus arch/riscv64/stackwalk.c.
+KWALK_RV_SRCS := tests/kernel/test_stackwalk_riscv_host.c kernel/stacktrace.c kernel/arch/riscv64/stackwalk.c \
+		 kernel/symtab.c kernel/printf.c kernel/string.c
+$(BUILD)/kernel-stackwalk-riscv-tests: $(KWALK_RV_SRCS) $(wildcard kernel/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -DHOST_TEST -DRISCV_WALK -Ikernel -Ikernel/arch/x86_64 \
+	  -Dvsnprintf=k_vsnprintf -Dsnprintf=k_snprintf -o $@ $(KWALK_RV_SRCS)
+
 .PHONY: kernel-unit
-kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests
+kernel-unit: $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-tests \
+	     $(BUILD)/kernel-pmu-riscv-tests $(BUILD)/kernel-stackwalk-riscv-tests
 	$(BUILD)/kernel-host-tests
 	$(BUILD)/kernel-pmu-tests
 	$(BUILD)/kernel-pmu-armv8-tests
+	$(BUILD)/kernel-pmu-riscv-tests
+	$(BUILD)/kernel-stackwalk-riscv-tests

@@ -127,10 +127,13 @@ void prof_lscpu(struct out *o)
 {
 	const struct pmu_decision *d = pmu_decide();
 	out_printf(o, "pmu claims:  %s\n", d->claimed);
-	if (d->kind != PMU_NONE)
+	if (d->kind != PMU_NONE) {
 		out_printf(o, "profile:     %s (%s)\n", pmu_source_name(d->kind), d->detail);
-	else
+		if (d->blind)
+			out_printf(o, "blind spot:  %s\n", d->blind);
+	} else {
 		out_printf(o, "profile:     tick only: %s%s%s\n", d->reason, d->detail[0] ? ": " : "", d->detail);
+	}
 	out_printf(o, "pmu probe:   %lu ns (bound %d ns)\n", d->probe_ns, PMU_PROBE_NS);
 }
 

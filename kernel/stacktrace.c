@@ -6,6 +6,13 @@
 #include "symtab.h"
 
 #define MAX_STACK_SWITCHES 2	/* IST -> task stack is one; allow a little slack */
+/* Where a frame record {caller's fp, return address} sits relative to the frame pointer:
+ * at it on x86_64 and aarch64, just below it on RISC-V (s0 is the frame's CFA there). */
+#if defined(__riscv) || defined(RISCV_WALK)	/* RISCV_WALK: the riscv64 walk's host test */
+#define FRAME_RECORD_BELOW 16
+#else
+#define FRAME_RECORD_BELOW 0
+#endif
 
 static int on_task_stack(const struct task *t, uint64_t addr, uint64_t *lo, uint64_t *hi)
 {
@@ -54,11 +61,12 @@ int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max)
 	while (n < max) {
 		if (fp & 7)
 			break;				/* misaligned: not a frame pointer */
-		if (fp < lo || fp + 16 > hi) {		/* left this stack: another known one? */
-			if (switches++ >= MAX_STACK_SWITCHES || !stack_bounds(fp, &lo, &hi) || fp + 16 > hi)
+		if (fp < lo + FRAME_RECORD_BELOW || fp - FRAME_RECORD_BELOW + 16 > hi) {	/* left this stack: another known one? */
+			if (switches++ >= MAX_STACK_SWITCHES || fp < FRAME_RECORD_BELOW ||
+			    !stack_bounds(fp - FRAME_RECORD_BELOW, &lo, &hi) || fp - FRAME_RECORD_BELOW + 16 > hi)
 				break;
 		}
-		const uint64_t *frame = (const uint64_t *)fp;
+		const uint64_t *frame = (const uint64_t *)(fp - FRAME_RECORD_BELOW);
 		uint64_t next = frame[0], ret = frame[1];
 		if (!kernel_text_contains(ret))
 			break;				/* end of chain (task_entry's zero) or garbage */
@@ -70,7 +78,7 @@ int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max)
 	return n;
 }
 
-#if defined(__x86_64__) || !defined(__aarch64__)	/* host tests run the x86_64 walk */
+#if defined(__x86_64__) || (!defined(__aarch64__) && !defined(__riscv))	/* host tests run the x86_64 walk */
 #define OP_PUSH_RBP 0x55			/* push %rbp */
 static const uint8_t mov_rsp_rbp[3] = { 0x48, 0x89, 0xe5 };	/* mov %rsp,%rbp */
 
@@ -138,6 +146,7 @@ int a64_frame_not_set_up(uint64_t pc, int at_entry)
 	return 0;
 }
 
+#if !defined(__riscv) && !defined(RISCV_WALK)	/* riscv64's is arch/riscv64/stackwalk.c: its frame records differ */
 int stacktrace_interrupted_lr(uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr, uint64_t *out, int max)
 {
 	uint64_t off = 1;
@@ -151,6 +160,7 @@ int stacktrace_interrupted_lr(uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr
 	}
 	return stacktrace_from(fp, sp, out, max);
 }
+#endif
 
 static void print_frame(struct out *o, int i, uint64_t addr)
 {
@@ -169,7 +179,7 @@ static void print_frames(struct out *o, uint64_t pc, const uint64_t *frames, int
 		print_frame(o, i + 1, frames[i]);
 }
 
-#if defined(__x86_64__) || !defined(__aarch64__)
+#if defined(__x86_64__) || (!defined(__aarch64__) && !defined(__riscv))
 void backtrace_print(struct out *o, uint64_t rip, uint64_t fp, uint64_t sp)
 {
 	uint64_t frames[32];

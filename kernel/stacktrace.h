@@ -24,6 +24,12 @@ int stacktrace_interrupted(uint64_t rip, uint64_t rbp, uint64_t rsp, uint64_t *o
  */
 int stacktrace_interrupted_lr(uint64_t pc, uint64_t fp, uint64_t sp, uint64_t lr, uint64_t *out, int max);
 int a64_frame_not_set_up(uint64_t pc, int at_entry);
+/*
+ * RISC-V (arch/riscv64/stackwalk.c): the same, where a frame record sits just below s0 and a
+ * leaf function's holds only the caller's s0 (GCC saves no ra in a leaf): lr is the first caller
+ * there too, and in a prologue before s0 is set or an epilogue after s0 is restored.
+ */
+int rv_frame_not_set_up(uint64_t pc, int at_entry);
 /* The callers of the context a trap frame saved (the arch's trap.c picks the walk above). */
 struct trapframe;
 int stacktrace_trapframe(const struct trapframe *tf, uint64_t *out, int max);

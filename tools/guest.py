@@ -26,6 +26,7 @@ PROMPT = "\n> "
 DEFAULT_CONFIG = "tcg-qemu64"
 POWEROFF_STATUS = 33  # isa-debug-exit: (0x10 << 1) | 1, written by the shell's `poweroff`
 POWEROFF_STATUS_A64 = 0  # aarch64: `poweroff` is PSCI SYSTEM_OFF, after which QEMU exits 0
+POWEROFF_STATUS_RV64 = 0  # riscv64: `poweroff` is SBI system_reset, OpenSBI's virt test finisher exits 0
 
 
 class GuestError(Exception):

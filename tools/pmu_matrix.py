@@ -149,11 +149,13 @@ def main():
     ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "kernel.elf"), help="the x86_64 kernel")
     ap.add_argument("--kernel-a64", default=os.path.join(ROOT, "build", "aarch64", "kernel.elf"),
                     help="the aarch64 kernel, for rows with arch = \"aarch64\"")
+    ap.add_argument("--kernel-rv64", default=os.path.join(ROOT, "build", "riscv64", "kernel.elf"),
+                    help="the riscv64 kernel, for rows with arch = \"riscv64\"")
     ap.add_argument("--table", default=vmconfig.TABLE)
     ap.add_argument("--tcg-only", action="store_true", help="list KVM rows as skipped (what `make test` runs)")
     ap.add_argument("--only", action="append", default=[], help="run only these rows (config or persona names)")
     a = ap.parse_args()
-    for k in (a.kernel, a.kernel_a64):
+    for k in (a.kernel, a.kernel_a64, a.kernel_rv64):
         if not os.path.exists(k):
             sys.exit(f"pmu-matrix: {k} is missing (run `make kernel`)")
     try:
@@ -175,7 +177,7 @@ def main():
         if why:
             row.result, row.problems = "SKIP", [why]
             continue
-        run_row(row, a.kernel_a64 if row.cfg["arch"] == "aarch64" else a.kernel, a.table)
+        run_row(row, {"aarch64": a.kernel_a64, "riscv64": a.kernel_rv64}.get(row.cfg["arch"], a.kernel), a.table)
     print_table(rows)
     n = {k: sum(r.result == k for r in rows) for k in ("PASS", "FAIL", "SKIP")}
     print(f"pmu-matrix: {n['PASS']} PASS, {n['FAIL']} FAIL, {n['SKIP']} SKIP in {time.monotonic() - t0:.0f} s")

@@ -188,16 +188,17 @@ def _fetch_locked(build, top):
 
 # -- what callers use ------------------------------------------------------------------------
 SYSTEM_QEMU_A64 = "qemu-system-aarch64"  # Debian 12's qemu-system-arm; aarch64 guests run on 7.2 only
+SYSTEM_QEMU_OTHER = {"aarch64": SYSTEM_QEMU_A64, "riscv64": "qemu-system-riscv64"}  # riscv64: qemu-system-misc
 
 
 def command(version, build=None, fetch_missing=True, arch="x86_64"):
     """The argv prefix that runs this version's QEMU for arch (QEMU's own pid: no wrapper).
     "10.0" is fetched first when missing (fetch_missing) -- see fetch() for what it raises.
-    aarch64 runs on the system's 7.2 only: 10.0's qemu-system-arm is not fetched (QemuUnavailable)."""
-    if arch == "aarch64":
+    aarch64 and riscv64 run on the system's 7.2 only: 10.0's qemu-system-arm/-misc are not fetched (QemuUnavailable)."""
+    if arch in SYSTEM_QEMU_OTHER:
         if version != SYSTEM:
-            raise QemuUnavailable(f"aarch64 guests run on the system's QEMU {SYSTEM} only (10.0 is fetched for x86_64)")
-        return [SYSTEM_QEMU_A64]
+            raise QemuUnavailable(f"{arch} guests run on the system's QEMU {SYSTEM} only (10.0 is fetched for x86_64)")
+        return [SYSTEM_QEMU_OTHER[arch]]
     if version == SYSTEM:
         return [SYSTEM_QEMU]
     if version == "10.0":
@@ -212,7 +213,7 @@ def skip_reason(version, build=None, arch="x86_64"):
     """None if version can run here (fetching 10.0 if needed), else why not: the system QEMU is
     missing, or Debian's archive is unreachable and nothing is cached. Other failures raise."""
     if version == SYSTEM:
-        binary = SYSTEM_QEMU_A64 if arch == "aarch64" else SYSTEM_QEMU
+        binary = SYSTEM_QEMU_OTHER.get(arch, SYSTEM_QEMU)
         return None if shutil.which(binary) else f"{binary} is not installed (make deps)"
     try:
         command(version, build, arch=arch)

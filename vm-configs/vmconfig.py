@@ -14,8 +14,13 @@ from xml.sax.saxutils import escape
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = os.path.join(HERE, "configs.toml")
 QEMU = "qemu-system-x86_64"
-ARCHES = ("x86_64", "aarch64")  # a row's `arch` (default x86_64): which kernel and QEMU it runs
-QEMU_BINARY = {"x86_64": QEMU, "aarch64": "qemu-system-aarch64"}
+ARCHES = ("x86_64", "aarch64", "riscv64")  # a row's `arch` (default x86_64): which kernel and QEMU it runs
+QEMU_BINARY = {"x86_64": QEMU, "aarch64": "qemu-system-aarch64", "riscv64": "qemu-system-riscv64"}
+# Each arch's machine: x86_64 the pc, aarch64 virt with GICv3, riscv64 virt under the OpenSBI QEMU ships.
+MACHINE = {"x86_64": ["-machine", "pc"], "aarch64": ["-machine", "virt,gic-version=3"],
+           "riscv64": ["-machine", "virt", "-bios", "default"]}
+# The kernel a row boots, under the build directory.
+KERNEL_PATH = {"x86_64": "kernel.elf", "aarch64": "aarch64/kernel.elf", "riscv64": "riscv64/kernel.elf"}
 DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
 CONFIG_FIELDS = {"name": str, "accel": str, "cpu": str, "smp": int, "memory": int,
                  "claimed": str, "decision": str, "source": str, "why": str}
@@ -54,7 +59,7 @@ def load(path=TABLE):
             raise ConfigError(f"config {row['name']}: accel must be tcg or kvm, not {row['accel']!r}")
         row.setdefault("arch", "x86_64")
         if row["arch"] not in ARCHES:
-            raise ConfigError(f"config {row['name']}: arch must be {' or '.join(ARCHES)}, not {row['arch']!r}")
+            raise ConfigError(f"config {row['name']}: arch must be one of {', '.join(ARCHES)}, not {row['arch']!r}")
         if row.get("requires", "host-pmu") != "host-pmu":
             raise ConfigError(f"config {row['name']}: requires can only be \"host-pmu\"")
         if not 1 <= row["smp"] <= 8:
@@ -128,8 +133,9 @@ def qemu_command(cfg, kernel, serial="stdio", gdb=None, qmp=None, smp=None, extr
     waits for a client so no output is lost); gdb: see check_gdb; qmp: a unix socket path;
     qemu: the argv prefix that runs the row's QEMU (tools/qemu_versions.py command()).
     x86_64 rows run the pc machine with isa-debug-exit (poweroff: status 33); aarch64 rows the
-    virt machine with GICv3, where poweroff is PSCI SYSTEM_OFF (status 0)."""
-    machine = ["-machine", "pc"] if cfg.get("arch", "x86_64") == "x86_64" else ["-machine", "virt,gic-version=3"]
+    virt machine with GICv3, where poweroff is PSCI SYSTEM_OFF (status 0); riscv64 rows the virt machine
+    under OpenSBI, where poweroff is SBI system_reset (status 0)."""
+    machine = MACHINE[cfg.get("arch", "x86_64")]
     cmd = list(qemu) + machine + ["-accel", cfg["accel"], "-cpu", cfg["cpu"],
            "-smp", str(smp or cfg["smp"]), "-m", f"{cfg['memory']}M", "-kernel", kernel,
            "-display", "none", "-nodefaults", "-no-reboot"]
@@ -182,9 +188,10 @@ def libvirt_xml(cfg, kernel, gdb_port, serial_path, name=None):
         cpu = "  <cpu mode='host-passthrough' check='none' migratable='off'/>\n"
     else:
         cpu = f"  <cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{escape(cpu_model)}</model>\n  </cpu>\n"
-    a64 = cfg.get("arch", "x86_64") == "aarch64"
+    arch = cfg.get("arch", "x86_64")
+    a64 = arch == "aarch64"
     args = (["-gdb", f"tcp:127.0.0.1:{int(gdb_port)}"] if gdb_port is not None else []) + \
-        ([] if a64 else ["-device", DEBUG_EXIT])
+        ([] if arch != "x86_64" else ["-device", DEBUG_EXIT])
     if cpu_flags:  # flags libvirt has no element for (pmu=, x-force-features=): the last -cpu wins
         args = ["-cpu", cfg["cpu"]] + args
     qargs = "".join(f"    <qemu:arg value='{escape(a)}'/>\n" for a in args)
@@ -197,11 +204,11 @@ def libvirt_xml(cfg, kernel, gdb_port, serial_path, name=None):
         f"  <memory unit='MiB'>{cfg['memory']}</memory>\n"
         f"  <vcpu>{cfg['smp']}</vcpu>\n"
         "  <os>\n"
-        + ("    <type arch='aarch64' machine='virt'>hvm</type>\n" if a64 else
+        + (f"    <type arch='{arch}' machine='virt'>hvm</type>\n" if arch != "x86_64" else
            "    <type arch='x86_64' machine='pc'>hvm</type>\n") +
         f"    <kernel>{escape(kernel)}</kernel>\n"
         "  </os>\n"
-        + ("  <features>\n    <gic version='3'/>\n  </features>\n" if a64 else
+        + ("  <features>\n    <gic version='3'/>\n  </features>\n" if a64 else "" if arch == "riscv64" else
            "  <features>\n    <acpi/>\n    <apic/>\n  </features>\n") +
         f"{cpu}"
         "  <on_poweroff>destroy</on_poweroff>\n"

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.qemu  # every configuration of the matrix boots
 
 
 def matrix(*args):
-    return subprocess.run([sys.executable, MATRIX, "--kernel", conftest.KERNEL, "--kernel-a64", conftest.KERNEL_A64, *args],
+    return subprocess.run([sys.executable, MATRIX, "--kernel", conftest.KERNEL, "--kernel-a64", conftest.KERNEL_A64,
+                           "--kernel-rv64", os.path.join(conftest.BUILD, "riscv64", "kernel.elf"), *args],
                           capture_output=True, text=True, timeout=600)
 
 
