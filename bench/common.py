@@ -30,6 +30,12 @@ DEFAULTS = {
     "out": os.path.join(ROOT, "docs", "benchmarks.md"),
 }
 KV_FLAGS = ["--summary-format", "kv"]  # the summary as `key value` lines on stderr (implies --summary)
+# The summary keys the benches read from every run (tests/system/test_bench_common.py checks that
+# gdbsample still gives each of them; the task_* and modules_* keys come only when counted).
+KV_KEYS = ("samples", "duration_ns", "rate_achieved_hz", "pause_p50_us", "pause_p99_us", "pause_max_us",
+           "stopped_fraction", "paused_fraction", "prediction_hits", "prediction_misses", "round_trips",
+           "mem_bytes", "deadlines_skipped", "failed_rounds", "idle", "frames_orc", "unwind_stop_end",
+           "unwind_stop_user")
 
 
 def logger(name):
