@@ -17,6 +17,8 @@ import qemu_versions  # noqa: E402
 import vmconfig  # noqa: E402
 from qemuguest import GuestError, QemuGuest, free_port, free_udp_ports, stop_qemu  # noqa: E402,F401
 
+__all__ = ["DEFAULT_CONFIG", "Guest", "GuestError", "POWEROFF_STATUS", "POWEROFF_STATUS_A64", "PROMPT",
+           "free_port", "free_udp_ports", "stop_qemu"]
 PROMPT = "\n> "
 DEFAULT_CONFIG = "tcg-qemu64"
 POWEROFF_STATUS = 33  # isa-debug-exit: (0x10 << 1) | 1, written by the shell's `poweroff`

@@ -32,6 +32,13 @@ from linuxinitramfs import (BASIC_WORKLOADS, BUSYBOX, INIT, KALLSYMS_END, LINKS,
 from linuxparse import (parse_kallsyms, parse_kallsyms_modules, parse_proc_modules, parse_stat,  # noqa: E402,F401
                         split_kallsyms_dumps)
 
+# What callers import from here (the split's modules' names included, as before the split).
+__all__ = ["APT", "ArchiveUnreachable", "BASIC_WORKLOADS", "BUSYBOX", "DEFAULT_BUILD", "INIT", "KALLSYMS_END",
+           "LINKS", "LinuxGuest", "LinuxGuestError", "META", "MODULE_PARAMS", "OVERLAY", "QEMU", "READY", "ROOT",
+           "SCRIPTS", "SERIES", "STEXT_NOKASLR", "UNREACHABLE", "USER_HZ", "WORKLOADS", "WORKLOAD_MODULES",
+           "apt_options", "build_initramfs", "cached_kernel", "cached_modules", "ensure_tool", "fetch_all",
+           "fetch_kernel", "fetch_modules", "install", "kernel_release", "pack_tree", "parse_kallsyms",
+           "parse_kallsyms_modules", "parse_proc_modules", "parse_stat", "split_kallsyms_dumps"]
 QEMU = "qemu-system-x86_64"
 STEXT_NOKASLR = 0xffffffff81000000  # _stext when the kernel runs at its link address
 USER_HZ = 100                       # unit of utime/stime in /proc/PID/stat
