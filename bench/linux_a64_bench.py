@@ -52,7 +52,7 @@ def measure(args, port, image, kmap):
 
 
 def main():
-    ap = common.parser(__doc__.splitlines()[0], "gdbsample", "rtt")
+    ap = common.parser(__doc__.splitlines()[0], "gdbsample", "rtt", "linux_build")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--port", type=int, help="a running guest's gdbstub (with --image and --map)")
     ap.add_argument("--image")
@@ -62,7 +62,7 @@ def main():
     if args.port:
         return measure(args, args.port, args.image, args.map)
     from linuxguest_arm64 import Arm64Guest
-    with Arm64Guest() as g:
+    with Arm64Guest(build=args.linux_build) as g:
         pids = g.start_workloads(("zerodd", "rngdd", "forker"))
         try:
             measure(args, g.gdb_port, g.vmlinuz, g.kallsyms_path())
