@@ -73,7 +73,7 @@ def parse_kv(text):
     with no value)}; a line that is not a summary row (a warning) is left out."""
     out = {}
     for line in text.splitlines():
-        m = re.fullmatch(r"([a-z][a-z0-9_]*)(?: (.*))?", line)
+        m = re.fullmatch(r"([a-z][a-z0-9_-]*)(?: (.*))?", line)  # (keys may hold a -: unwind_stop_out-of-range)
         if not m:
             continue
         v = m.group(2)

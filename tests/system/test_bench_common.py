@@ -12,10 +12,12 @@ import common  # noqa: E402
 
 def test_parse_kv_types_and_skips_what_is_no_row():
     text = ("samples 812\nrate_achieved_hz 99.87\nkaslr_offset -0x1c000000\nattach gdbstub\n"
-            "image\ngdbsample: warning: something for people\nstopped_fraction 0.01234\n")
+            "image\ngdbsample: warning: something for people\nstopped_fraction 0.01234\n"
+            "unwind_stop_out-of-range 3\nkaslr_how matched kernel text\n")
     kv = common.parse_kv(text)
     assert kv == {"samples": 812, "rate_achieved_hz": 99.87, "kaslr_offset": "-0x1c000000", "attach": "gdbstub",
-                  "image": None, "stopped_fraction": 0.01234}
+                  "image": None, "stopped_fraction": 0.01234, "unwind_stop_out-of-range": 3,
+                  "kaslr_how": "matched kernel text"}
 
 
 def test_percentile_is_a_rank_of_the_values():
