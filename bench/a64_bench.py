@@ -13,7 +13,6 @@
     the interrupt path, with and without the in-guest profiler running. Every QEMU is stopped by
     its pid.
 """
-import argparse
 import os
 import re
 import signal
@@ -22,12 +21,12 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, os.path.join(ROOT, "vm-configs"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import ROOT  # noqa: E402
 from guest import Guest  # noqa: E402
 import benchdoc  # noqa: E402
-from floor import rtt_floor  # noqa: E402
+from common import rtt_floor  # noqa: E402
 
 RATE = 100
 # The profiler's code on aarch64: the PMU interrupt's claim and record, the tick's arming, the walk.
@@ -40,18 +39,11 @@ PROFILER_X86 = {"prof_tick", "prof_sample", "stacktrace_trapframe", "stacktrace_
                 "stack_bounds", "prof_nmi", "pmu_armed", "kernel_text_contains"}
 
 
-def log(*a):
-    print("a64_bench:", *a, file=sys.stderr, flush=True)
-
+log = common.logger("a64_bench")
 
 
 def gdbsample_p50(exe, port, kernel, secs):
-    r = subprocess.run([exe, "-p", str(port), "-e", kernel, "-q", "--summary", "-r", str(RATE), "-d", str(secs)],
-                       capture_output=True, text=True, timeout=300)
-    m = re.search(r"pause per sample p50 (\d+) us", r.stderr)
-    if r.returncode != 0 or not m:
-        raise RuntimeError(f"gdbsample: {r.stderr}")
-    return int(m.group(1))
+    return common.gdbsample(exe, "-p", port, "-e", kernel, "-r", RATE, "-d", secs)["pause_p50_us"]
 
 
 def bench_pause(a, g, res):
@@ -194,22 +186,16 @@ def render(res, a):
              end]
     return "\n".join(lines) + "\n"
 
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return f.read().split()[0]
+loadavg = common.loadavg
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
-    ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "aarch64", "kernel.elf"))
+    ap = common.parser(__doc__.splitlines()[0], "gdbsample", "rtt", "kernel", "out",
+                       kernel=os.path.join(ROOT, "build", "aarch64", "kernel.elf"))
     ap.add_argument("--kernel-x86", default=os.path.join(ROOT, "build", "kernel.elf"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--secs", type=int, default=3)
     ap.add_argument("--cycles", type=int, default=300)
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     a = ap.parse_args()
     for f in (a.gdbsample, a.rtt, a.kernel):
         if not os.path.exists(f):
@@ -226,7 +212,7 @@ def main():
     bench_cost_x86(a, res)
     res["load_after"] = loadavg()
     text = render(res, a)
-    benchdoc.replace_section(a.out, "a64-bench", text)
+    common.write_section(a.out, "a64-bench", text)
     sys.stdout.write(text)
     return 0
 

@@ -9,21 +9,19 @@ directory), stopped by its pid afterwards with the virtlogd it spawned; QEMU by 
 Under libvirt each stop also sends a STOP and a RESUME event to libvirtd (and, with a written disk,
 flushes it: the test domain has no disk, so this measures the events alone).
 """
-import argparse
 import os
 import platform
 import pwd
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-from guest import Guest  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import ROOT  # noqa: E402
+from guest import Guest, free_port  # noqa: E402
 import benchdoc  # noqa: E402
 
 KERNEL = os.path.join(ROOT, "build", "kernel.elf")
@@ -31,31 +29,18 @@ BEGIN, END = benchdoc.markers("attach-bench")
 DOMAIN = "gdbsample-tcg-qemu64"
 
 
-def log(*a):
-    print("attach-bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("attach-bench")
 
 
 def floor(rttbin, port, count):
-    out = subprocess.run([rttbin, str(port), "floor", str(count)], capture_output=True, text=True, timeout=300)
-    m = re.search(r"p50 (\d+) p99 (\d+)", out.stdout)
-    if not m:
-        raise RuntimeError("rtt: " + out.stderr)
-    return int(m.group(1)), int(m.group(2))
+    """bench/rtt's bare stop/continue (p50, p99) at its default cadence."""
+    return common.rtt(rttbin, port, "floor", count)
 
 
 def sample_pause(gdbsample, target, rate, secs):
-    r = subprocess.run([gdbsample] + target + ["-r", str(rate), "-d", str(secs), "-f", "folded"],
-                       capture_output=True, text=True, timeout=120)
-    m = re.search(r"p50 (\d+) us, p99 (\d+) us", r.stderr)
-    if r.returncode or not m:
-        raise RuntimeError("gdbsample: " + r.stderr)
-    return int(m.group(1)), int(m.group(2))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """gdbsample's pause (p50, p99) in us through target (its attach options)."""
+    kv = common.gdbsample(gdbsample, *target, "-r", rate, "-d", secs, "-f", "folded", "-o", os.devnull, timeout=120)
+    return kv["pause_p50_us"], kv["pause_p99_us"]
 
 
 class Libvirtd:
@@ -131,10 +116,7 @@ class Libvirtd:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap = common.parser(__doc__.splitlines()[0], "gdbsample", "rtt", "out")
     ap.add_argument("--count", type=int, default=2000)
     a = ap.parse_args()
     res = {}
@@ -184,7 +166,7 @@ def main():
         "with one). The difference here is within run-to-run noise on this loaded 2-CPU host. " + note,
         END,
     ])
-    benchdoc.replace_section(a.out, "attach-bench", text)
+    common.write_section(a.out, "attach-bench", text)
     print(text)
 
 

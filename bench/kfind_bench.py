@@ -14,7 +14,6 @@ to the first sample. For the bare runs gdbsample reports every stop it made whil
 those of the slices; the other -e runs read a few KiB after the attach, in its stop or a few
 more. The QEMU is stopped by its pid.
 """
-import argparse
 import os
 import re
 import shutil
@@ -24,8 +23,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 from linuxguest import LinuxGuest  # noqa: E402
 import benchdoc  # noqa: E402
 
@@ -37,8 +36,7 @@ SLICED = re.compile(r"read ([\d.]+) MB of the kernel's tables from guest memory 
                     r"([\d.]+) ms, the longest ([\d.]+) ms, at most (\d+) bytes a stop\)")
 
 
-def log(*a):
-    print("kfind_bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("kfind_bench")
 
 
 def one(a, g, args, cache):
@@ -104,15 +102,12 @@ def render(res, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--linux-build", default=os.path.join(ROOT, "build", "linux"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap = common.parser(__doc__, "gdbsample", "linux_build", "out")
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     if not os.path.exists(a.gdbsample):
         sys.exit(f"kfind_bench: {a.gdbsample} is missing (make all)")
-    res = {"load_before": open("/proc/loadavg").read().split()[0], "map": [], "image": [], "both": [], "cold": [],
+    res = {"load_before": common.loadavg(), "map": [], "image": [], "both": [], "cold": [],
            "cached": []}
     g = LinuxGuest(build=a.linux_build, series="6.1", smp=2)
     tmp = tempfile.mkdtemp(prefix="kfind-bench-")
@@ -131,9 +126,8 @@ def main():
     finally:
         g.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    res["load_after"] = open("/proc/loadavg").read().split()[0]
-    benchdoc.replace_section(a.out, "kfind-bench", render(res, a))
-    log("wrote", a.out)
+    res["load_after"] = common.loadavg()
+    common.write_section(a.out, "kfind-bench", render(res, a), log)
 
 
 if __name__ == "__main__":

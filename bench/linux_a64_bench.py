@@ -6,30 +6,23 @@ busy with dd and a fork loop) against QEMU's bare stop/continue on the same gues
 
 Boots tools/linuxguest_arm64.py's guest (or uses --port/--image/--map of a running one), runs the
 mixed workload x86's unwind bench uses (zerodd, rngdd, forker) and writes a markdown section:
-per round the bare floor p50 (200 cycles at 100 Hz, bench/floor.py) and gdbsample's pause p50
+per round the bare floor p50 (200 cycles at 100 Hz, bench/common.py rtt_floor) and gdbsample's pause p50
 and p99 (-r 100 -d 5), then the ratio of the medians -- to stdout, or into its section of --out.
 """
-import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
-sys.path.insert(0, HERE)
-from benchdoc import markers, replace_section  # noqa: E402
-from floor import rtt_floor  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import markers, rtt_floor  # noqa: E402
 
 
 def pause(gdbsample, port, image, kmap):
-    r = subprocess.run([gdbsample, "-p", str(port), "-e", image, "-e", kmap, "-r", "100", "-d", "5", "-f", "folded",
-                        "-o", os.devnull], capture_output=True, text=True, timeout=300)
-    m = re.search(r"pause per sample p50 (\d+) us, p99 (\d+) us", r.stderr)
-    if r.returncode != 0 or not m:
-        raise RuntimeError(f"gdbsample: {r.stderr[-500:]}")
-    return int(m.group(1)), int(m.group(2))
+    """gdbsample's pause (p50, p99) in us over 5 s at 100 Hz."""
+    kv = common.gdbsample(gdbsample, "-p", port, "-e", image, "-e", kmap, "-r", 100, "-d", 5, "-f", "folded",
+                          "-o", os.devnull)
+    return kv["pause_p50_us"], kv["pause_p99_us"]
 
 
 def measure(args, port, image, kmap):
@@ -55,16 +48,11 @@ def measure(args, port, image, kmap):
             "7-25 % of samples) comes only with `p` (TPIDR_EL1 too, once per vCPU), and a user-mode vCPU's task is read through the "
             "other vCPU (KPTI).", end]
     text = "\n".join(out) + "\n"
-    if args.out:
-        replace_section(args.out, "linux-a64-bench", text)
-    else:
-        print(text)
+    common.write_section(args.out, "linux-a64-bench", text)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gdbsample", required=True)
-    ap.add_argument("--rtt", required=True)
+    ap = common.parser(__doc__.splitlines()[0], "gdbsample", "rtt", "linux_build")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--port", type=int, help="a running guest's gdbstub (with --image and --map)")
     ap.add_argument("--image")
@@ -74,7 +62,7 @@ def main():
     if args.port:
         return measure(args, args.port, args.image, args.map)
     from linuxguest_arm64 import Arm64Guest
-    with Arm64Guest() as g:
+    with Arm64Guest(build=args.linux_build) as g:
         pids = g.start_workloads(("zerodd", "rngdd", "forker"))
         try:
             measure(args, g.gdb_port, g.vmlinuz, g.kallsyms_path())

@@ -12,46 +12,32 @@ with a map lacking `modules` (no module handling at all: the A/B of what reading
 text (module ORC lookups cached like the core's). Also the start-up cost of reading the modules:
 the summary's bytes, stops and longest stop. Every QEMU is stopped by its pid.
 """
-import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 from linuxguest import LinuxGuest  # noqa: E402
 import benchdoc  # noqa: E402
-from floor import rtt_floor  # noqa: E402
+from common import rtt_floor  # noqa: E402
 
 RATE = 100
 
 
-def log(*a):
-    print("module_bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("module_bench")
 
 
-def summary(stderr):
-    f = {}
-    m = re.search(r"pause per sample p50 (\d+) us, p99 (\d+) us", stderr)
-    f["p50"], f["p99"] = int(m.group(1)), int(m.group(2))
-    m = re.search(r"unwind stops: end (\d+) user (\d+)", stderr)
-    f["whole"] = int(m.group(1)) + int(m.group(2))
-    m = re.search(r"frames by method: orc (\d+)", stderr)
-    f["orc_frames"] = int(m.group(1))
-    m = re.search(r"modules: (\d+) loaded .*?; (\d+) bytes read in (\d+) stops, longest ([\d.]+) ms", stderr)
-    f["mods"], f["mod_bytes"], f["mod_stops"], f["mod_longest"] = ((int(m.group(1)), int(m.group(2)),
-                                                                     int(m.group(3)), float(m.group(4)))
-                                                                    if m else (0, 0, 0, 0.0))
-    m = re.search(r"round trips (\d+), stack reads (\d+) \((\d+) bytes each", stderr)
-    f["trips"], f["stack_bytes"] = int(m.group(1)), int(m.group(2)) * int(m.group(3))
-    m = re.search(r"text bytes read (\d+)", stderr)
-    f["text_bytes"] = int(m.group(1)) if m else 0
-    m = re.search(r"prediction hits (\d+) misses (\d+)", stderr)
-    f["one_trip"] = int(m.group(1)) / max(1, int(m.group(1)) + int(m.group(2)))
-    m = re.search(r"gdbsample: (\d+) samples of", stderr)
-    f["samples"] = int(m.group(1))
+def summary(kv):
+    """The fields this bench reports, from gdbsample's key value summary. The modules' start-up
+    read: modules_read_bytes/modules_read_stops when gdbsample gives them keys (-1 until then:
+    sampler/modules.c prints them for people only), modules_stop_max_us."""
+    f = {"p50": kv["pause_p50_us"], "p99": kv["pause_p99_us"],
+         "whole": kv.get("unwind_stop_end", 0) + kv.get("unwind_stop_user", 0), "orc_frames": kv["frames_orc"],
+         "mods": kv.get("modules") or 0, "mod_bytes": kv.get("modules_read_bytes", -1),
+         "mod_stops": kv.get("modules_read_stops", -1), "mod_longest": (kv.get("modules_stop_max_us") or 0) / 1000,
+         "trips": kv["round_trips"], "stack_bytes": kv["mem_bytes"], "text_bytes": kv.get("text_reads", 0),
+         "one_trip": common.one_trip(kv), "samples": kv["samples"]}
     f["trips_per"] = f["trips"] / max(1, f["samples"])        # round trips per sample (both vCPUs)
     f["bytes_per"] = f["stack_bytes"] / max(1, f["samples"])  # stack bytes read per sample
     return f
@@ -74,12 +60,9 @@ def bench(a):
                 try:
                     floor = rtt_floor(a.rtt, lg.gdb_port, a.cycles, RATE)
                     for key, m in ((name, ks), (name + ", modules not read", bare)):
-                        r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", m,
-                                            "-r", str(RATE), "-d", str(a.secs), "-f", "folded", "-o", os.devnull],
-                                           capture_output=True, text=True, timeout=300)
-                        if r.returncode != 0:
-                            raise RuntimeError(r.stderr)
-                        runs[key].append(dict(summary(r.stderr), floor=floor))
+                        kv = common.gdbsample(a.gdbsample, "-p", lg.gdb_port, "-e", lg.vmlinuz, "-e", m,
+                                              "-r", RATE, "-d", a.secs, "-f", "folded", "-o", os.devnull)
+                        runs[key].append(dict(summary(kv), floor=floor))
                         log(key, runs[key][-1])
                 finally:
                     lg.stop_workloads(pids)
@@ -136,28 +119,22 @@ def render(res, a):
              "What limits the ratio is this host: at the load averages above, QEMU's own stop/continue "
              "varies from round to round by more than any difference between the workloads (the floor "
              "column), and a round's p50 follows it.", "",
-             f"Reading the modules at start ({h['mods']:.0f} loaded): {h['mod_bytes']:.0f} bytes in "
-             f"{h['mod_stops']:.0f} stop(s), the longest {h['mod_longest']:.1f} ms (median of the hotmod runs; "
+             f"Reading the modules at start ({h['mods']:.0f} loaded): " + (
+                 f"{h['mod_bytes']:.0f} bytes in {h['mod_stops']:.0f} stop(s), " if h['mod_stops'] >= 0 else "") +
+             f"the longest stop {h['mod_longest']:.1f} ms (median of the hotmod runs; "
              "reads yield to the guest every 32 KiB or 8 ms: sampler/slice.c).", end]
     return "\n".join(lines) + "\n"
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
+    ap = common.parser(__doc__, "gdbsample", "rtt", "linux_build", "out")
     ap.add_argument("--cycles", type=int, default=200)
-    ap.add_argument("--linux-build", default=os.path.join(ROOT, "build", "linux"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--secs", type=float, default=4)
     a = ap.parse_args()
-    for f in (a.gdbsample, a.rtt):
-        if not os.path.exists(f):
-            sys.exit(f"module_bench: {f} is missing (make {os.path.relpath(f, ROOT)})")
+    common.require("module_bench", a.gdbsample, a.rtt)
     res = bench(a)
-    benchdoc.replace_section(a.out, "module-bench", render(res, a))
-    log("wrote", a.out)
+    common.write_section(a.out, "module-bench", render(res, a), log)
 
 
 if __name__ == "__main__":

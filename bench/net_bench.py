@@ -12,7 +12,6 @@ text between the net-bench markers of FILE (appending the section if absent), no
 
   /usr/bin/python3 bench/net_bench.py [--out docs/benchmarks.md] [--seconds 3] [--runs 200]
 """
-import argparse
 import datetime
 import os
 import platform
@@ -20,8 +19,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import ROOT  # noqa: E402
 import udpshell  # noqa: E402
 import benchdoc  # noqa: E402
 from guest import Guest  # noqa: E402
@@ -44,9 +44,7 @@ def netload(g, mode, pps, seconds):
     return host, guest
 
 
-def percentile(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+percentile = common.percentile
 
 
 def sink_rows(g, seconds):
@@ -122,8 +120,7 @@ def section(sink, send, udp, serial, resends, seconds, load):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="markdown file whose network section to replace")
+    ap = common.parser(__doc__.splitlines()[0], "out", out_default=False)
     ap.add_argument("--seconds", type=float, default=3.0, help="seconds per offered rate (default 3)")
     ap.add_argument("--runs", type=int, default=200, help="round trips to time (default 200)")
     a = ap.parse_args()

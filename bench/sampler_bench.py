@@ -8,7 +8,6 @@ the floor and to the minimal client's one- and three-round-trip samples; QEMU's 
 (c) guest slowdown at 100 and 1000 Hz; (d) the highest sustained rate on 1 vCPU; (e) the pause of
 `gdb -batch` taking one backtrace; (f) the prediction hit rate. Every QEMU is stopped by its pid.
 """
-import argparse
 import datetime
 import json
 import os
@@ -24,17 +23,14 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import ROOT, benchdoc  # noqa: E402
 from guest import Guest  # noqa: E402
-import benchdoc  # noqa: E402
 
-KERNEL = os.path.join(ROOT, "build", "kernel.elf")
+KERNEL = common.DEFAULTS["kernel"]
 BEGIN, END = benchdoc.markers("gdbsample-bench")
-
-
-def log(*a):
-    print("bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("bench")
 
 
 RATE = 100          # Hz: gdbsample's rate in (a, b), and the minimal client's cadence to match
@@ -45,34 +41,19 @@ FLOOR = -1          # the slowdown row of bench/rtt's bare floor cycle at RATE
 def rtt(rttbin, port, mode, count, k=512, gap_us=GAP_US):
     """bench/rtt with the guest running gap_us between cycles: a cycle costs more after a longer
     gap (the host's threads go idle), so every client in a comparison runs at the same cadence."""
-    out = subprocess.run([rttbin, str(port), mode, str(count), str(k), str(gap_us)], capture_output=True,
-                         text=True, timeout=300)
-    m = re.search(r"p50 (\d+) p99 (\d+)", out.stdout)
-    if not m:
-        raise RuntimeError(f"rtt {mode}: {out.stderr}")
-    return int(m.group(1)), int(m.group(2))
+    return common.rtt(rttbin, port, mode, count, k, gap_us)
 
 
-def summary(stderr):
-    """Fields of gdbsample's summary on stderr."""
-    f = {}
-    m = re.search(r"(\d+) samples of (\d+) vCPUs? in ([\d.]+) s: ([\d.]+) Hz achieved", stderr)
-    f["samples"], f["secs"], f["achieved"] = int(m.group(1)), float(m.group(3)), float(m.group(4))
-    m = re.search(r"p50 (\d+) us, p99 (\d+) us, max (\d+) us; guest stopped ([\d.]+)%", stderr)
-    f["p50"], f["p99"], f["max"], f["stopped"] = int(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4))
-    m = re.search(r"prediction hits (\d+) misses (\d+)[^,]*, round trips (\d+)", stderr)
-    f["hits"], f["misses"], f["trips"] = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    m = re.search(r"deadlines skipped (\d+)", stderr)
-    f["skipped"] = int(m.group(1))
-    return f
+def summary(kv):
+    """The fields this bench reports, from gdbsample's key value summary."""
+    return {"samples": kv["samples"], "secs": kv["duration_ns"] / 1e9, "achieved": kv["rate_achieved_hz"],
+            "p50": kv["pause_p50_us"], "p99": kv["pause_p99_us"], "max": kv["pause_max_us"],
+            "stopped": round(100 * kv["stopped_fraction"], 2), "hits": kv["prediction_hits"],
+            "misses": kv["prediction_misses"], "trips": kv["round_trips"], "skipped": kv["deadlines_skipped"]}
 
 
 def gdbsample(exe, port, *args, timeout=120):
-    r = subprocess.run([exe, "-p", str(port), "-e", KERNEL, "-q"] + list(args), capture_output=True,
-                       text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise RuntimeError(f"gdbsample {args}: {r.stderr}")
-    return summary(r.stderr)
+    return summary(common.gdbsample(exe, "-p", port, "-e", KERNEL, *args, timeout=timeout))
 
 
 def boot(smp, **kw):
@@ -112,9 +93,8 @@ def bench_unix(a, res):
         floor, ours = [], []
         for _ in range(a.rounds):
             floor.append(rtt(a.rtt, path, "floor", a.cycles)[0])
-            r = subprocess.run([a.gdbsample, "-u", path, "-e", KERNEL, "-q", "--summary", "-r", str(RATE), "-d", str(a.secs)],
-                               capture_output=True, text=True, timeout=120)
-            ours.append(summary(r.stderr)["p50"])
+            kv = common.gdbsample(a.gdbsample, "-u", path, "-e", KERNEL, "-r", RATE, "-d", a.secs, timeout=120)
+            ours.append(summary(kv)["p50"])
         res["unix"] = {"floor": statistics.median(floor), "gdbsample": statistics.median(ours)}
         log("unix", res["unix"])
     finally:
@@ -394,10 +374,7 @@ NOTES = """### What limits it
 
 def main():
     global KERNEL
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap = common.parser(__doc__, "gdbsample", "rtt", "out")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=200)
     ap.add_argument("--secs", type=float, default=3)

@@ -9,7 +9,6 @@ reads whole (gdbsample-analyze info, exit 0), and the guest's own clock against 
 "guest stopped X % of wall time": under TCG the guest's clock stands still while the VM is
 stopped, so its uptime advances by the wall time minus the stopped time. QEMU is stopped by its pid.
 """
-import argparse
 import datetime
 import os
 import re
@@ -19,14 +18,14 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import ROOT  # noqa: E402
 from guest import Guest  # noqa: E402
 import benchdoc  # noqa: E402
 
 
-def log(*a):
-    print("soak_bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("soak_bench")
 
 
 def proc_stats(pid):
@@ -58,7 +57,7 @@ def run(a, rate, secs):
         time.sleep(0.5)
         up0, wall0 = guest_uptime_ms(g), time.monotonic()
         p = subprocess.Popen([a.gdbsample, "-p", str(g.gdbport), "-e", kernel, "-r", str(rate), "-d", str(secs),
-                              "-f", "capture", "-o", cap, "-q", "--summary"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              "-f", "capture", "-o", cap, "-q"] + common.KV_FLAGS, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         series = []
         while p.poll() is None:
@@ -71,15 +70,12 @@ def run(a, rate, secs):
         up1 = guest_uptime_ms(g)
         res["exit"] = p.returncode
         res["stderr"] = err[-2000:]
-        m = re.search(r"guest stopped ([\d.]+)% of wall time", err)
-        res["stopped_pct"] = float(m.group(1)) if m else None
-        m = re.search(r"at most ([\d.]+)%, counting from the stop byte", err)
-        res["paused_pct"] = float(m.group(1)) if m else None
-        m = re.search(r"failed rounds (\d+)", err)
-        res["failed_rounds"] = int(m.group(1)) if m else None
-        m = re.search(r"(\d+) samples of \d+ vCPUs in ([\d.]+) s: ([\d.]+) Hz achieved", err)
-        res["samples"], res["run_secs"], res["achieved"] = (int(m.group(1)), float(m.group(2)), float(m.group(3))) \
-            if m else (0, 0, 0)
+        kv = common.parse_kv(err)
+        res["stopped_pct"] = round(100 * kv["stopped_fraction"], 2) if "stopped_fraction" in kv else None
+        res["paused_pct"] = round(100 * kv["paused_fraction"], 2) if "paused_fraction" in kv else None
+        res["failed_rounds"] = kv.get("failed_rounds")
+        res["samples"], res["run_secs"], res["achieved"] = ((kv["samples"], kv["duration_ns"] / 1e9,
+                                                             kv["rate_achieved_hz"]) if "samples" in kv else (0, 0, 0))
         # The guest's clock ran for (up1 - up0) of (wall1 - wall0); the cmd round trips around the
         # run are tiny next to a 10-minute run and run outside gdbsample's window on both ends.
         res["guest_stopped_pct"] = 100.0 * (1 - (up1 - up0) / 1000.0 / (wall1 - wall0))
@@ -150,25 +146,22 @@ def render(res, short, a, load):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap = common.parser(__doc__, "gdbsample", "out")
     ap.add_argument("--secs", type=float, default=600)
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--smp", type=int, default=4)
     a = ap.parse_args()
-    load0 = open("/proc/loadavg").read().split()[0]
+    load0 = common.loadavg()
     res = run(a, a.rate, a.secs)
     res["smp"] = a.smp
     short = run(a, 100, 60)
     short["smp"] = a.smp
     log(short)
-    load1 = open("/proc/loadavg").read().split()[0]
+    load1 = common.loadavg()
     log(res)
     if res["exit"] != 0:
         log("gdbsample failed:", res["stderr"])
-    benchdoc.replace_section(a.out, "soak-bench", render(res, short, a, (load0, load1)))
-    log("wrote", a.out)
+    common.write_section(a.out, "soak-bench", render(res, short, a, (load0, load1)), log)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,12 @@ the same guest with the same workload, medians; and how each attributed sample g
 confirmed by the read that rode in its own round trip, from the cache, or at the cost of another
 trip. Every QEMU is stopped by its pid.
 """
-import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 from guest import Guest  # noqa: E402
 from linuxguest import LinuxGuest  # noqa: E402
 import benchdoc  # noqa: E402
@@ -24,21 +21,15 @@ import benchdoc  # noqa: E402
 RATE = 100
 
 
-def log(*a):
-    print("task_bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("task_bench")
 
 
 def run(a, port, images, extra):
-    r = subprocess.run([a.gdbsample, "-p", str(port), *images, "-r", str(RATE), "-d", str(a.secs), *extra],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr)
-    f = {"p50": int(re.search(r"pause per sample p50 (\d+) us", r.stderr).group(1)),
-         "trips": int(re.search(r"round trips (\d+)", r.stderr).group(1))}
-    m = re.search(r"tasks: (\d+) confirmed in the same round trip, (\d+) from the cache, (\d+) cost another trip, "
-                  r"(\d+) unattributed; (\d+) renamed", r.stderr)
-    if m:
-        f.update(zip(("verified", "hits", "misses", "lost", "renamed"), map(int, m.groups())))
+    """One gdbsample run's pause p50, round trips and task counters (those only when some task
+    was counted: the key value summary leaves them out otherwise)."""
+    kv = common.gdbsample(a.gdbsample, "-p", port, *images, "-r", RATE, "-d", a.secs, *extra)
+    f = {"p50": kv["pause_p50_us"], "trips": kv["round_trips"]}
+    f.update({k: kv[f"task_{k}"] for k in ("verified", "hits", "misses", "lost", "renamed") if f"task_{k}" in kv})
     return f
 
 
@@ -107,22 +98,15 @@ def render(res, a, load):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--kernel", default=os.path.join(ROOT, "build", "kernel.elf"))
-    ap.add_argument("--linux-build", default=os.path.join(ROOT, "build", "linux"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap = common.parser(__doc__, "gdbsample", "kernel", "linux_build", "out")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--secs", type=float, default=5)
     a = ap.parse_args()
-    for f in (a.gdbsample, a.kernel):
-        if not os.path.exists(f):
-            sys.exit(f"task_bench: {f} is missing (make {os.path.relpath(f, ROOT)})")
-    load = [open("/proc/loadavg").read().split()[0]]
+    common.require("task_bench", a.gdbsample, a.kernel)
+    load = [common.loadavg()]
     res = bench(a)
-    load.append(open("/proc/loadavg").read().split()[0])
-    benchdoc.replace_section(a.out, "task-bench", render(res, a, load))
-    log("wrote", a.out)
+    load.append(common.loadavg())
+    common.write_section(a.out, "task-bench", render(res, a, load), log)
 
 
 if __name__ == "__main__":

@@ -11,25 +11,24 @@
     cadence in the same run, for a steady workload (dd from /dev/zero) and a mixed one
     (dd, the RNG, a fork+exec loop). Every QEMU is stopped by its pid.
 """
-import argparse
 import os
 import re
 import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import ROOT  # noqa: E402
 from guest import Guest  # noqa: E402
 from linuxguest import LinuxGuest  # noqa: E402
 import benchdoc  # noqa: E402
-from floor import rtt_floor  # noqa: E402
+from common import rtt_floor  # noqa: E402
 
 RATE = 100
 
 
-def log(*a):
-    print("unwind_bench:", *a, file=sys.stderr, flush=True)
+log = common.logger("unwind_bench")
 
 
 def walk_bench(exe, samples, repeat, args):
@@ -43,15 +42,10 @@ def walk_bench(exe, samples, repeat, args):
     return out
 
 
-def summary(stderr):
-    f = {}
-    m = re.search(r"pause per sample p50 (\d+) us, p99 (\d+) us", stderr)
-    f["p50"], f["p99"] = int(m.group(1)), int(m.group(2))
-    m = re.search(r"prediction hits (\d+) misses (\d+)[^,]*, round trips (\d+)", stderr)
-    f["hits"], f["misses"], f["trips"] = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    m = re.search(r"idle samples (\d+)", stderr)
-    f["idle"] = int(m.group(1))
-    return f
+def summary(kv):
+    """The fields this bench reports, from gdbsample's key value summary."""
+    return {"p50": kv["pause_p50_us"], "p99": kv["pause_p99_us"], "hits": kv["prediction_hits"],
+            "misses": kv["prediction_misses"], "trips": kv["round_trips"], "idle": kv["idle"]}
 
 
 
@@ -101,11 +95,8 @@ def bench_linux(a, res):
             floor, p50, hits, misses = [], [], 0, 0
             for _ in range(a.rounds):
                 floor.append(rtt_floor(a.rtt, lg.gdb_port, a.cycles, RATE))
-                r = subprocess.run([a.gdbsample, "-p", str(lg.gdb_port), "-e", lg.vmlinuz, "-e", ks, "-q", "--summary",
-                                    "-r", str(RATE), "-d", str(a.secs)], capture_output=True, text=True, timeout=300)
-                if r.returncode != 0:
-                    raise RuntimeError(r.stderr)
-                s = summary(r.stderr)
+                s = summary(common.gdbsample(a.gdbsample, "-p", lg.gdb_port, "-e", lg.vmlinuz, "-e", ks,
+                                             "-r", RATE, "-d", a.secs))
                 p50.append(s["p50"])
                 hits += s["hits"]
                 misses += s["misses"]
@@ -162,27 +153,20 @@ def render(res, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
+    ap = common.parser(__doc__, "gdbsample", "rtt", "linux_build", "out")
     ap.add_argument("--walk-bench", default=os.path.join(ROOT, "build", "walk-bench"))
-    ap.add_argument("--rtt", default=os.path.join(ROOT, "build", "rtt"))
-    ap.add_argument("--linux-build", default=os.path.join(ROOT, "build", "linux"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--walk-samples", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--cycles", type=int, default=200)
     ap.add_argument("--secs", type=float, default=5)
     a = ap.parse_args()
-    for f in (a.gdbsample, a.walk_bench, a.rtt):
-        if not os.path.exists(f):
-            sys.exit(f"unwind_bench: {f} is missing (make {os.path.relpath(f, ROOT)})")
-    res = {"load_before": open("/proc/loadavg").read().split()[0]}
+    common.require("unwind_bench", a.gdbsample, a.walk_bench, a.rtt)
+    res = {"load_before": common.loadavg()}
     bench_walks(a, res)
     bench_linux(a, res)
-    res["load_after"] = open("/proc/loadavg").read().split()[0]
-    benchdoc.replace_section(a.out, "unwind-bench", render(res, a))
-    log("wrote", a.out)
+    res["load_after"] = common.loadavg()
+    common.write_section(a.out, "unwind-bench", render(res, a), log)
 
 
 if __name__ == "__main__":

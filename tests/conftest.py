@@ -3,6 +3,7 @@
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -15,6 +16,7 @@ KERNEL = os.path.join(BUILD, "kernel.elf")
 KERNEL_NOFP = os.path.join(BUILD, "kernel-nofp.elf")  # the same kernel without frame pointers
 KERNEL_A64 = os.path.join(BUILD, "aarch64", "kernel.elf")  # the aarch64 port (QEMU virt, GICv3)
 KERNEL_A64_NOFP = os.path.join(BUILD, "aarch64", "kernel-nofp.elf")
+GDBSAMPLE = os.path.join(BUILD, "gdbsample")
 # The one place the tests' imports are set up: the project's Python lives in tools/ (guest,
 # linuxguest, qemu_versions, udpshell), analysis/ (gdbsample_analysis) and vm-configs/ (vmconfig).
 for _d in ("tools", "analysis", "vm-configs"):
@@ -81,6 +83,26 @@ def qemu(request):
     if _qemu_skip[version]:
         pytest.skip(_qemu_skip[version])
     return version
+
+
+def gdbsample(*args, timeout=180, **kw):
+    """Runs build/gdbsample with args (each made a str) to completion; the CompletedProcess (text
+    stdout and stderr). The helper every test file that runs gdbsample shares."""
+    return subprocess.run([GDBSAMPLE] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def need_built(*paths):
+    """Fails the test (not skips: make test builds them) for the first path that is missing."""
+    for p in paths:
+        if not os.path.exists(p):
+            pytest.fail(f"{p} is missing: run `make {os.path.relpath(p, ROOT)}`")
+
+
+@pytest.fixture
+def need_gdbsample():
+    """Use it autouse in a module that runs gdbsample: a missing binary fails with the make line."""
+    need_built(GDBSAMPLE)
 
 
 @pytest.fixture

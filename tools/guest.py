@@ -9,19 +9,16 @@ that binary itself, so the pid is still QEMU's.
 """
 import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vm-configs"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qemu_versions  # noqa: E402
 import vmconfig  # noqa: E402
+from qemuguest import GuestError, QemuGuest, free_port, free_udp_ports, stop_qemu  # noqa: E402,F401
 
+__all__ = ["DEFAULT_CONFIG", "Guest", "GuestError", "POWEROFF_STATUS", "POWEROFF_STATUS_A64", "PROMPT",
+           "free_port", "free_udp_ports", "stop_qemu"]
 PROMPT = "\n> "
 DEFAULT_CONFIG = "tcg-qemu64"
 POWEROFF_STATUS = 33  # isa-debug-exit: (0x10 << 1) | 1, written by the shell's `poweroff`
@@ -29,42 +26,10 @@ POWEROFF_STATUS_A64 = 0  # aarch64: `poweroff` is PSCI SYSTEM_OFF, after which Q
 POWEROFF_STATUS_RV64 = 0  # riscv64: `poweroff` is SBI system_reset, OpenSBI's virt test finisher exits 0
 
 
-class GuestError(Exception):
-    pass
-
-
-def stop_qemu(proc):
-    """Stops a QEMU we started, by its own pid: SIGTERM, then SIGKILL after 5 s; reaps it."""
-    if proc and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_udp_ports(n):
-    """n distinct UDP ports on 127.0.0.1 that were free a moment ago."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-class Guest:
-    """One QEMU process running build/kernel.elf, with its serial shell connected."""
+class Guest(QemuGuest):
+    """One QEMU process running build/kernel.elf, with its serial shell connected (tools/qemuguest.py:
+    start, stop, the socket, logs)."""
+    READY = PROMPT
 
     def __init__(self, kernel, smp=None, config=DEFAULT_CONFIG, gdb=True, qmp=False, extra=(), table=None,
                  net=None, qemu=None):
@@ -79,6 +44,7 @@ class Guest:
             raise GuestError(f"net must be None, 'user' or 'socket', not {net!r}")
         if qemu not in (None,) + qemu_versions.VERSIONS:
             raise GuestError(f"qemu must be one of {', '.join(qemu_versions.VERSIONS)}, not {qemu!r}")
+        super().__init__()
         self.qemu = qemu or qemu_versions.SYSTEM
         self.kernel = kernel
         rows = vmconfig.load(table or vmconfig.TABLE)["config"]
@@ -93,13 +59,6 @@ class Guest:
         self.net = net
         self.udp_port = self.sink_port = None    # net="user": host ends of the forwards
         self.frame_port = self.peer_port = None  # net="socket": QEMU's socket and where it sends
-        self.proc = None
-        self.sock = None
-        self.gdbport = None
-        self.qmp_path = None
-        self.dir = None
-        self.buf = ""        # serial text received and not consumed yet
-        self.transcript = []  # everything received, for failure messages
 
     # -- lifecycle ---------------------------------------------------------------------------
     def command_line(self):
@@ -128,93 +87,7 @@ class Guest:
         except qemu_versions.QemuError as e:
             raise GuestError(str(e)) from e
 
-    def start(self, boot_timeout=60):
-        self.dir = tempfile.mkdtemp(prefix="gdbsample-guest-")
-        self.log_path = os.path.join(self.dir, "qemu.log")
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.command_line(), stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        serial = os.path.join(self.dir, "serial.sock")
-        deadline = time.monotonic() + 10
-        while True:
-            if self.proc.poll() is not None:
-                raise GuestError(f"qemu exited with {self.proc.returncode}: {self.qemu_log()}")
-            try:
-                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.sock.connect(serial)
-                break
-            except OSError:
-                self.sock.close()
-                self.sock = None
-                if time.monotonic() > deadline:
-                    raise GuestError("qemu did not open its serial socket within 10 s")
-                time.sleep(0.02)
-        self.read_until(PROMPT, boot_timeout)
-        return self
-
-    def stop(self):
-        """Stops QEMU by its pid (TERM, then KILL) and removes the temporary directory."""
-        if self.sock:
-            self.sock.close()
-            self.sock = None
-        stop_qemu(self.proc)
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def qemu_log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-2000:]
-        except OSError:
-            return ""
-
     # -- serial shell ------------------------------------------------------------------------
-    def _recv(self, timeout):
-        self.sock.settimeout(max(timeout, 0.001))
-        try:
-            data = self.sock.recv(65536)
-        except socket.timeout:
-            return False
-        if not data:
-            raise GuestError("serial connection closed (qemu exited?)\n" + self.tail())
-        text = data.decode(errors="replace").replace("\r", "")
-        self.buf += text
-        self.transcript.append(text)
-        return True
-
-    def read_until(self, marker, timeout=10):
-        """Returns the serial text up to and including marker (a str or compiled regex)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if isinstance(marker, str):
-                i = self.buf.find(marker)
-                end = i + len(marker) if i >= 0 else -1
-            else:
-                m = marker.search(self.buf)
-                end = m.end() if m else -1
-            if end >= 0:
-                out, self.buf = self.buf[:end], self.buf[end:]
-                return out
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise GuestError(f"timed out after {timeout} s waiting for {marker!r}\n" + self.tail())
-            self._recv(left)
-
-    def send(self, text):
-        self.sock.sendall(text.encode())
-
     def cmd(self, line, timeout=10):
         """Runs one shell command and returns its output (without the echo and prompt)."""
         self.send(line + "\n")
@@ -224,9 +97,6 @@ class Guest:
         if echo.strip() != line.strip()[: len(echo.strip())]:
             raise GuestError(f"unexpected echo {echo!r} for {line!r}")
         return rest if rest.endswith("\n") or not rest else rest + "\n"
-
-    def tail(self):
-        return "--- serial (last 1500 chars) ---\n" + "".join(self.transcript)[-1500:]
 
     # -- helpers for common commands ---------------------------------------------------------
     def work(self, args):

@@ -10,7 +10,7 @@ workloads), on QEMU's `virt` machine with `-cpu max` (pointer authentication on)
     apt-arm64/                      private apt configuration (architecture arm64, its own lists
                                     and cache; the system's sources and architectures untouched)
     arm64-6.1/initramfs-<hash>.cpio.gz  the arm64 busybox + INIT below (not beside the amd64
-                                    one: tools/linuxguest.py replaces build/linux/initramfs-*)
+                                    one: tools/linuxinitramfs.py replaces build/linux/initramfs-*)
 
 The channels. virt has one PL011, and a shell, a kallsyms dump and the kernel console on one
 line would interleave (sysrq and oops output ignore the console loglevel). The kernel has
@@ -30,15 +30,16 @@ import argparse
 import glob
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import aptget  # noqa: E402
 import linuxguest as lg  # noqa: E402
-from linuxguest import LinuxGuestError, ArchiveUnreachable  # noqa: E402
+from linuxinitramfs import BOOT_MODULES  # noqa: E402
+from linuxkernel import APT, ArchiveUnreachable, LinuxGuestError, install  # noqa: E402
 
 __all__ = ["Arm64Guest", "ArchiveUnreachable", "LinuxGuestError", "fetch", "build_initramfs"]
 
@@ -57,16 +58,9 @@ STEXT_LINK = 0xffff800008010000
 
 # -- fetching ----------------------------------------------------------------------------------
 def _apt_options(build):
-    """apt -o options for the private arm64 configuration under build/apt-arm64 (absolute: apt
-    reads a relative Dir:: path from /, whatever the working directory)."""
-    d = os.path.join(os.path.abspath(build), "apt-arm64")
-    for sub in ("lists/partial", "cache/archives/partial"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    with open(os.path.join(d, "sources.list"), "w") as f:
-        f.write(SOURCES)
-    return ["-o", f"Dir::Etc::sourcelist={d}/sources.list", "-o", "Dir::Etc::sourceparts=-",
-            "-o", f"Dir::State::Lists={d}/lists", "-o", f"Dir::Cache={d}/cache",
-            "-o", "APT::Architecture=arm64", "-o", "APT::Architectures::=arm64"]
+    """apt -o options for the private arm64 configuration under build/apt-arm64."""
+    return aptget.private_options(os.path.join(build, "apt-arm64"), SOURCES,
+                                  ["-o", "APT::Architecture=arm64", "-o", "APT::Architectures::=arm64"])
 
 
 def cached(build):
@@ -80,14 +74,6 @@ def cached(build):
     return None
 
 
-def _download(opts, cwd, names):
-    status, out = lg._apt(["apt-get", "-q"] + opts + ["download"] + names, cwd=cwd)
-    if lg.UNREACHABLE.search(out):
-        raise lg._apt_failed(f"apt-get download {' '.join(names)}", out)
-    if status != 0:
-        raise LinuxGuestError(f"apt-get download {' '.join(names)} failed: {lg._apt_errors(out)}")
-
-
 def fetch(build, refresh=False):
     """The cached() dict, downloading linux-image-arm64's image and busybox-static:arm64 once."""
     build = os.path.abspath(build)  # apt reads a relative Dir:: from /, not from here
@@ -96,22 +82,19 @@ def fetch(build, refresh=False):
         return have
     os.makedirs(build, exist_ok=True)
     opts = _apt_options(build)
-    if refresh or not glob.glob(os.path.join(build, "apt-arm64", "lists", "*Packages*")):
-        lg._apt_update(opts)
-    status, out = lg._apt(["apt-cache"] + opts + ["depends", META])
-    m = re.search(r"^\s*Depends: (linux-image-\S+)", out, re.M)
-    if status != 0 or not m:
-        raise LinuxGuestError(f"apt-cache depends {META} names no linux-image package: {lg._apt_errors(out)}")
+    if refresh or not aptget.has_lists(os.path.join(build, "apt-arm64")):
+        APT.update(opts)
+    image = [d for d in APT.depends(opts, META) if d.startswith("linux-image-")]
+    if not image:
+        raise LinuxGuestError(f"apt-cache depends {META} names no linux-image package")
     tmp = tempfile.mkdtemp(prefix="linuxguest-arm64-", dir=build)
     try:
-        _download(opts, tmp, [m.group(1), "busybox-static"])
         x = os.path.join(tmp, "x")
-        for deb in glob.glob(os.path.join(tmp, "*.deb")):
-            subprocess.run(["dpkg", "-x", deb, x], check=True)
+        aptget.extract(APT.download(opts, [image[0], "busybox-static"], tmp), x)
         vmlinuz = glob.glob(os.path.join(x, "boot", "vmlinuz-*"))
         config = glob.glob(os.path.join(x, "boot", "config-*"))
         if not vmlinuz or not config or not os.path.exists(os.path.join(x, "bin", "busybox")):
-            raise LinuxGuestError(f"{m.group(1)} + busybox-static have no boot/vmlinuz-*, config-*, bin/busybox")
+            raise LinuxGuestError(f"{image[0]} + busybox-static have no boot/vmlinuz-*, config-*, bin/busybox")
         ver = os.path.basename(vmlinuz[0])[len("vmlinuz-"):]
         d = os.path.join(build, SERIES)
         os.makedirs(d, exist_ok=True)
@@ -120,7 +103,7 @@ def fetch(build, refresh=False):
                   (vmlinuz[0], os.path.basename(vmlinuz[0]))]  # vmlinuz last: cached() needs all
         for src, name in files:
             with open(src, "rb") as f:
-                lg._install(f.read(), os.path.join(d, name))
+                install(f.read(), os.path.join(d, name))
         keep = {os.path.join(d, n) for _, n in files}
         for old in glob.glob(os.path.join(d, "vmlinuz-*")) + glob.glob(os.path.join(d, "config-*")):
             if old not in keep:
@@ -131,7 +114,7 @@ def fetch(build, refresh=False):
 
 
 # -- the initramfs -----------------------------------------------------------------------------
-# /init: as tools/linuxguest.py's (see its comment for the driver shell), with the virtio
+# /init: as tools/linuxinitramfs.py's (see its comment for the driver shell), with the virtio
 # channels. The ports appear asynchronously after insmod: wait for hvc0 and for the port whose
 # name is "kallsyms" (/sys/class/virtio-ports/vportNpM/name) before using them.
 INIT = r"""#!/bin/sh
@@ -151,11 +134,7 @@ while [ $i -lt 400 ]; do
 done
 [ -n "$port" ] || { echo "linuxguest: no virtio port named kallsyms" >/dev/ttyAMA0; poweroff -f; }
 sysctl -q -w kernel.kptr_restrict=0   # real addresses in /proc/kallsyms
-if [ -f /lib/modules/linuxguest/boot.list ]; then   # modules=... (as tools/linuxguest.py's /init)
-    while read -r m args; do
-        insmod /lib/modules/linuxguest/$m.ko $args >>/tmp/insmod.log 2>&1 || echo "insmod $m: failed" >>/tmp/insmod.log
-    done </lib/modules/linuxguest/boot.list
-fi
+@BOOT_MODULES@
 cat /proc/kallsyms > /tmp/kallsyms
 lines=$(wc -l < /tmp/kallsyms)
 gzip /tmp/kallsyms
@@ -166,15 +145,15 @@ if [ "$linuxguest_shell" = interactive ]; then
 fi
 exec setsid sh -c 'exec <>/dev/hvc0 >&0 2>&1; stty -echo; echo @@LINUXGUEST-READY@@
     while :; do while IFS= read -r l; do printf "%s\n" "$l"; done | sh; done'
-"""
+""".replace("@BOOT_MODULES@\n", BOOT_MODULES)  # the boot.list loop, as in tools/linuxinitramfs.py's
 
 
 def build_initramfs(build, files):
     """build/arm64-6.1/initramfs-<hash>.cpio.gz: the arm64 busybox, INIT, the workloads' scripts and
     the two modules; built once per content. The applet list is the host busybox-static's (the
     arm64 binary cannot run here; both come from the same Debian source version)."""
-    lg._ensure_tool(lg.BUSYBOX, "busybox-static")
-    lg._ensure_tool("/usr/bin/cpio", "cpio")
+    lg.ensure_tool(lg.BUSYBOX, "busybox-static")
+    lg.ensure_tool("/usr/bin/cpio", "cpio")
     applets = subprocess.run([lg.BUSYBOX, "--list-full"], capture_output=True, text=True,
                              check=True).stdout.split()
     h = hashlib.sha256()
@@ -202,7 +181,7 @@ def build_initramfs(build, files):
             with open(p, "w") as f:
                 f.write(text)
             os.chmod(p, 0o755)
-        lg._install(lg.pack_tree(stage), out)
+        install(lg.pack_tree(stage), out)
         for old in glob.glob(os.path.join(build, SERIES, "initramfs-*.cpio.gz")):
             if old != out:
                 os.unlink(old)
@@ -232,7 +211,7 @@ class Arm64Guest(lg.LinuxGuest):
         from the host's archive at the same version (the arm64 package's are arm64 ELF), the
         machine's aarch64-linux-gnu-gcc-12 (gcc-aarch64-linux-gnu; nothing foreign installed)."""
         import linuxmods
-        cross = {"opts": _apt_options(self.build), "host_opts": lg._apt_options(self.build, "6.1"),
+        cross = {"opts": _apt_options(self.build), "host_opts": lg.apt_options(self.build, "6.1"),
                  "arch": "arm64", "prefix": "aarch64-linux-gnu-"}
         return linuxmods.build_out_of_tree(self.build, self.series, self.release(), name, cross=cross)
 

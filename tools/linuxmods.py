@@ -20,7 +20,6 @@ unpacks concatenated archives in order -- holding lib/modules/linuxguest/NAME.ko
 the `NAME PARAMS` lines /init insmods, in dependency order, before READY.
 """
 import fcntl
-import glob
 import gzip
 import hashlib
 import lzma
@@ -30,8 +29,9 @@ import shutil
 import subprocess
 import tempfile
 
-from linuxguest import (OVERLAY, ROOT, UNREACHABLE, LinuxGuestError, _apt, _apt_errors, _apt_failed,
-                        _apt_options, _install, pack_tree)
+import aptget
+from linuxinitramfs import OVERLAY, pack_tree
+from linuxkernel import APT, ROOT, LinuxGuestError, apt_options, install
 
 OUT_OF_TREE = {                                # module name -> its source directory (Kbuild + .c)
     "hotmod": os.path.join(ROOT, "tests", "linux", "hotmod"),
@@ -183,7 +183,7 @@ def in_tree_ko(tree, cache, name, deps=None):
         if data[:4] != b"\x7fELF":
             raise LinuxGuestError(f"{src} is not an ELF module after decompression")
         os.makedirs(cache, exist_ok=True)
-        _install(data, out)
+        install(data, out)
     return out
 
 
@@ -191,12 +191,8 @@ def in_tree_ko(tree, cache, name, deps=None):
 def _headers_packages(opts, ver):
     """linux-headers-VER and its -common and linux-kbuild-* dependencies (the compiler's
     metapackage is left out: the machine's gcc is used)."""
-    status, out = _apt(["apt-cache"] + opts + ["depends", f"linux-headers-{ver}"])
-    if status != 0:
-        if UNREACHABLE.search(out):
-            raise _apt_failed(f"apt-cache depends linux-headers-{ver}", out)
-        raise LinuxGuestError(f"apt-cache depends linux-headers-{ver} failed: {_apt_errors(out)}")
-    wanted = re.findall(r"^\s*Depends: (linux-headers-\S+-common\S*|linux-kbuild-\S+)", out, re.M)
+    wanted = [d for d in APT.depends(opts, f"linux-headers-{ver}")
+              if re.fullmatch(r"linux-headers-\S+-common\S*|linux-kbuild-\S+", d)]
     return [f"linux-headers-{ver}"] + sorted(set(wanted))
 
 
@@ -210,22 +206,18 @@ def fetch_headers(build, series, ver, cross=None):
     kdir = os.path.join(root, "usr", "src", f"linux-headers-{ver}")
     if os.path.exists(os.path.join(kdir, ".linuxguest-ready")):
         return kdir
-    opts = _apt_options(build, series) if cross is None else cross["opts"]
+    opts = apt_options(build, series) if cross is None else cross["opts"]
     os.makedirs(os.path.dirname(root), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f"headers-{ver}-", dir=os.path.dirname(root))
     try:
         pkgs = _headers_packages(opts, ver)
-        status, out = _apt(["apt-get", "-q"] + opts + ["download"] + pkgs, cwd=tmp)
-        debs = sorted(glob.glob(os.path.join(tmp, "*.deb")))
-        if status != 0 or len(debs) != len(pkgs):
-            if UNREACHABLE.search(out):
-                raise _apt_failed(f"apt-get download {' '.join(pkgs)}", out)
-            raise LinuxGuestError(f"apt-get download {' '.join(pkgs)} failed: {_apt_errors(out)}")
+        debs = APT.download(opts, pkgs, tmp)
+        if len(debs) != len(pkgs):
+            raise LinuxGuestError(f"apt-get download {' '.join(pkgs)} gave {len(debs)} packages, not {len(pkgs)}")
         if cross is not None:
             debs += _host_kbuild(cross, [p for p in pkgs if p.startswith("linux-kbuild-")], debs, tmp)
         x = os.path.join(tmp, "root")
-        for deb in debs:  # the host's kbuild last: its tools replace the foreign ones
-            subprocess.run(["dpkg", "-x", deb, x], check=True)
+        aptget.extract(debs, x)  # the host's kbuild last: its tools replace the foreign ones
         with open(os.path.join(tmp, "packages"), "w") as f:
             f.write("".join(os.path.basename(d) + "\n" for d in debs))
         tdir = os.path.join(x, "usr", "src", f"linux-headers-{ver}")
@@ -245,12 +237,7 @@ def _host_kbuild(cross, names, debs, tmp):
     """The host architecture's .debs of the kbuild packages names, at the versions of debs."""
     d = os.path.join(tmp, "host")
     os.makedirs(d)
-    status, out = _apt(["apt-get", "-q"] + cross["host_opts"] + ["download"] + names, cwd=d)
-    if status != 0:
-        if UNREACHABLE.search(out):
-            raise _apt_failed(f"apt-get download {' '.join(names)}", out)
-        raise LinuxGuestError(f"apt-get download {' '.join(names)} (host) failed: {_apt_errors(out)}")
-    host = sorted(glob.glob(os.path.join(d, "*.deb")))
+    host = APT.download(cross["host_opts"], names, d)
     version = {os.path.basename(p).split("_")[0]: os.path.basename(p).split("_")[1] for p in debs}
     for p in host:
         n, v = os.path.basename(p).split("_")[:2]

@@ -29,13 +29,15 @@ TCG is built into both binaries (7.2 loads it as a module, accel-tcg-x86_64.so; 
 """
 import argparse
 import fcntl
-import glob
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import aptget  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYSTEM = "7.2"                      # the version Debian 12 installs (make deps)
@@ -47,18 +49,15 @@ WANT = re.compile(r"1:10\.0\.")     # qemu-system-x86 versions that count as "10
 BINARY = "usr/bin/qemu-system-x86_64"
 SYSTEM_IPXE = "/usr/lib/ipxe/qemu"  # ipxe-qemu's ROMs (virtio-net's efi-virtio.rom)
 
-# apt's words for "the network is not there" (anything else is a real error).
-UNREACHABLE = re.compile(r"Could not resolve|Temporary failure resolving|Unable to connect|"
-                         r"Could not connect|Connection timed out|Network is unreachable|"
-                         r"No route to host|Connection refused|Cannot initiate the connection", re.I)
-
-
 class QemuError(Exception):
     """A version that cannot be run: the message is one line for the user."""
 
 
 class QemuUnavailable(QemuError):
     """Debian's archive cannot be reached and nothing is cached (tests skip on it)."""
+
+
+APT = aptget.Apt(QemuError, QemuUnavailable, prefix="QEMU 10.0: ", timeout=600)
 
 
 def default_build():
@@ -79,38 +78,9 @@ def cached(build=None):
 
 
 # -- fetching --------------------------------------------------------------------------------
-def _apt(argv, cwd=None):
-    """Runs an apt tool: (status, combined output). No apt at all counts as unreachable."""
-    try:
-        r = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=600)
-    except FileNotFoundError:
-        raise QemuUnavailable(f"cannot reach Debian's archive: {argv[0]} is not installed")
-    except subprocess.TimeoutExpired:
-        raise QemuUnavailable(f"cannot reach Debian's archive: {' '.join(argv[:2])} timed out")
-    return r.returncode, r.stdout + r.stderr
-
-
-def _apt_failed(what, out):
-    """The exception for a failed apt step: QemuUnavailable if the network is the reason."""
-    lines = out.splitlines()
-    why = [ln for ln in lines if ln.startswith("E:") or "Failed to fetch" in ln] or \
-        [ln for ln in lines if ln.startswith("W:")]
-    why = (" ".join(why) or out.strip())[:400]
-    if UNREACHABLE.search(out):
-        return QemuUnavailable(f"QEMU 10.0: cannot reach Debian's archive ({what}): {why}")
-    return QemuError(f"QEMU 10.0: {what} failed: {why}")
-
-
 def _apt_options(build):
     """-o options for a private apt configuration under BUILD/qemu10/apt: SOURCE only."""
-    d = os.path.join(build, "qemu10", "apt")
-    for sub in ("lists/partial", "cache/archives/partial"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    with open(os.path.join(d, "sources.list"), "w") as f:
-        f.write(SOURCE + "\n")
-    return ["-o", f"Dir::Etc::sourcelist={d}/sources.list", "-o", "Dir::Etc::sourceparts=-",
-            "-o", f"Dir::State::Lists={d}/lists", "-o", f"Dir::Cache={d}/cache"]
+    return aptget.private_options(os.path.join(build, "qemu10", "apt"), SOURCE)
 
 
 def _deb_field(deb, field):
@@ -120,8 +90,7 @@ def _deb_field(deb, field):
 
 def _unpack(debs, dest):
     """dpkg -x every .deb into dest, then the qemu-bundle and ipxe links; checks the libraries."""
-    for deb in debs:
-        subprocess.run(["dpkg", "-x", deb, dest], check=True)
+    aptget.extract(debs, dest)
     os.symlink("../..", os.path.join(dest, "usr", "bin", "qemu-bundle"))  # usr/bin/../.. = dest
     if os.path.isdir(SYSTEM_IPXE):
         os.makedirs(os.path.join(dest, "usr", "lib", "ipxe"), exist_ok=True)
@@ -160,15 +129,13 @@ def _fetch_locked(build, top):
     """fetch() under its lock: apt-get update and download, unpack into a temporary tree, check
     it runs, then move it into place (a tree is never seen half made)."""
     opts = _apt_options(build)
-    status, out = _apt(["apt-get", "-q", "update"] + opts)
-    if status != 0 or re.search(r"^(W|E): Failed to fetch", out, re.M):
-        raise _apt_failed("apt-get update", out)
+    APT.update(opts)
     tmp = tempfile.mkdtemp(prefix=".fetch-", dir=top)
     try:
-        status, out = _apt(["apt-get", "-q"] + opts + ["download"] + list(PACKAGES), cwd=tmp)
-        debs = sorted(glob.glob(os.path.join(tmp, "*.deb")))
-        if status != 0 or len(debs) != len(PACKAGES):
-            raise _apt_failed(f"apt-get download {' '.join(PACKAGES)}", out)
+        debs = APT.download(opts, PACKAGES, tmp)
+        if len(debs) != len(PACKAGES):
+            raise QemuError(f"QEMU 10.0: apt-get download {' '.join(PACKAGES)} gave {len(debs)} packages, "
+                            f"not {len(PACKAGES)}")
         versions = {_deb_field(d, "Package"): _deb_field(d, "Version") for d in debs}
         if not WANT.match(versions.get("qemu-system-x86", "")):
             raise QemuError(f"bookworm-backports now serves qemu-system-x86 {versions.get('qemu-system-x86')}, "

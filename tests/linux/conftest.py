@@ -11,13 +11,30 @@ from linuxguest import ArchiveUnreachable, LinuxGuest
 BUILD = os.path.join(conftest.BUILD, "linux")
 
 
-def start(**kw):
-    """A started LinuxGuest. Skips (with apt's reason) only when Debian's archive is unreachable
-    and nothing is cached; any other failure fails the test."""
+def start(cls=LinuxGuest, **kw):
+    """A started cls (LinuxGuest, or Arm64Guest) on the tests' build directory. Skips (with apt's
+    reason) only when Debian's archive is unreachable and nothing is cached; any other failure
+    fails the test. The one way every tests/linux/ file boots a guest."""
     try:
-        return LinuxGuest(build=BUILD, **kw).start()
+        return cls(build=BUILD, **kw).start()
     except ArchiveUnreachable as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture
+def busy():
+    """busy(guest, names=(zerodd, rngdd, forker)) starts the guest's workloads (tools/linuxguest.py)
+    and returns their {name: pid}; every one is stopped after the test."""
+    started = []
+
+    def start_workloads(g, names=("zerodd", "rngdd", "forker")):
+        pids = g.start_workloads(names)
+        started.append((g, pids))
+        return pids
+
+    yield start_workloads
+    for g, pids in started:
+        g.stop_workloads(pids)
 
 
 # 6.1 is booted once for the whole package, modules included: a boot costs 20-50 s under TCG.

@@ -16,7 +16,9 @@ import pytest
 
 from gdbsample_analysis import capture as capmod
 from gdbsample_analysis import symbols as symmod
-from linuxguest_arm64 import ArchiveUnreachable, Arm64Guest
+from linuxguest_arm64 import Arm64Guest
+
+from .conftest import start
 
 pytestmark = pytest.mark.qemu
 
@@ -30,10 +32,7 @@ BOTTOMS = {"el0t_64_sync", "el0t_64_irq", "el0t_64_fiq", "el0t_64_error", "el0t_
 
 @pytest.fixture(scope="module")
 def arm64():
-    try:
-        g = Arm64Guest(build=BUILD, modules=("hotmod",)).start()  # cross-built, loaded at boot
-    except ArchiveUnreachable as e:
-        pytest.skip(str(e))
+    g = start(Arm64Guest, modules=("hotmod",))  # cross-built, loaded at boot
     try:
         yield g
     finally:
@@ -41,8 +40,8 @@ def arm64():
 
 
 def gdbsample(g, *args):
-    return subprocess.run([GDBSAMPLE, "-p", str(g.gdb_port), "-e", g.vmlinuz, "-e", g.kallsyms_path(), *args],
-                          capture_output=True, text=True, timeout=180)
+    """gdbsample against guest g with -e its Image and this boot's kallsyms."""
+    return conftest.gdbsample("-p", g.gdb_port, "-e", g.vmlinuz, "-e", g.kallsyms_path(), *args)
 
 
 def test_busy_kernel_samples_reach_a_known_bottom(arm64, tmp_path):

@@ -40,9 +40,9 @@ def test_parse_stat():
 def test_unreachable_archive_is_its_own_error():
     out = ("Err:1 http://deb.debian.org/debian bookworm InRelease\n"
            "  Temporary failure resolving 'deb.debian.org'\n")
-    assert isinstance(linuxguest._apt_failed("apt-get update", out), ArchiveUnreachable)
+    assert isinstance(linuxguest.APT.failed("apt-get update", out), ArchiveUnreachable)
     out = "E: Unable to locate package linux-image-amd64\n"
-    err = linuxguest._apt_failed("apt-get download", out)
+    err = linuxguest.APT.failed("apt-get download", out)
     assert not isinstance(err, ArchiveUnreachable) and "Unable to locate" in str(err)
 
 
@@ -50,7 +50,7 @@ def test_unreachable_archive_is_its_own_error():
 def test_cached_kernel_needs_no_apt(guest, monkeypatch):
     def no_apt(*a, **kw):
         raise AssertionError("apt was run although the kernel is cached")
-    monkeypatch.setattr(linuxguest, "_apt", no_apt)
+    monkeypatch.setattr(linuxguest.APT, "run", no_apt)  # every apt step goes through it
     assert linuxguest.fetch_kernel(BUILD, "6.1") == (guest.vmlinuz, guest.config)
     assert os.path.basename(guest.vmlinuz).startswith("vmlinuz-6.1.")
 

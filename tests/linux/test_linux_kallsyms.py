@@ -48,19 +48,6 @@ def check_frames(out, names):
     return frames
 
 
-@pytest.fixture
-def busy():
-    """busy(guest, names) starts the guest's workloads (tools/linuxguest.py) and stops them after."""
-    started = []
-
-    def start(g, names):
-        started.append((g, g.start_workloads(names)))
-
-    yield start
-    for g, pids in started:
-        g.stop_workloads(pids)
-
-
 @pytest.mark.parametrize("which", ["linux61", "linux612_nokaslr"])
 def test_image_tables_equal_the_boots_kallsyms(which, request):
     """The decoder on the compressed vmlinuz as shipped (6.1: offsets first; 6.12: offsets after

@@ -8,7 +8,6 @@ What runs where: the sampling checks on the package's 6.12 module guest (hotmod 
 tests/linux/conftest.py), the refusal of a 6.12 hotmod.ko on the 6.1 guest -- no boot of its own."""
 import os
 import re
-import subprocess
 import time
 
 import pytest
@@ -26,7 +25,7 @@ DUMPS = 10  # dumps taken until one stops a vCPU in hotmod_spin (~90 % each: all
 
 
 def gdbsample(*args, timeout=300):
-    return subprocess.run([GDBSAMPLE] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+    return conftest.gdbsample(*args, timeout=timeout)
 
 
 def source_line(pattern):

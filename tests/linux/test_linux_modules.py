@@ -29,8 +29,7 @@ ANALYZE = os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze")
 MIN_MODULE_SAMPLES = 150   # at 100 Hz on 2 vCPUs ~3 s of hotmod gives ~280; 99 % of 150 allows 1 miss
 
 
-def gdbsample(*args, timeout=180):
-    return subprocess.run([GDBSAMPLE] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+gdbsample = conftest.gdbsample  # (tests/conftest.py)
 
 
 def call(*args, cwd=None):

@@ -6,7 +6,6 @@ import lzma
 import os
 import re
 import struct
-import subprocess
 
 import conftest
 import pytest
@@ -23,8 +22,7 @@ BOTTOMS = {"entry_SYSCALL_64_after_hwframe", "entry_SYSCALL_64", "ret_from_fork"
            "secondary_startup_64_no_verify", "secondary_startup_64", "common_startup_64"}
 
 
-def gdbsample(*args, timeout=180):
-    return subprocess.run([GDBSAMPLE] + list(args), capture_output=True, text=True, timeout=timeout)
+gdbsample = conftest.gdbsample  # (tests/conftest.py)
 
 
 def images(g):
@@ -48,21 +46,6 @@ THUNKS = ("__x86_indirect_thunk", "__indirect_thunk_start", "__x86_indirect_call
 
 def bottom_ok(name):
     return name in BOTTOMS or name in ENTRY_ENDS or name.startswith("asm_")
-
-
-@pytest.fixture
-def busy(request):
-    """busy(guest, names) starts the guest's workloads (tools/linuxguest.py) and stops them after."""
-    started = []
-
-    def start(g, names=("zerodd", "rngdd", "forker")):
-        pids = g.start_workloads(names)
-        started.append((g, pids))
-        return pids
-
-    yield start
-    for g, pids in started:
-        g.stop_workloads(pids)
 
 
 @pytest.mark.parametrize("which", ["linux61", "linux612_nokaslr"])

@@ -25,9 +25,8 @@ CHAIN6 = ["chain1", "chain2", "chain3", "chain4", "chain5", "chain6"]
 
 
 @pytest.fixture(autouse=True)
-def need_binary():
-    if not os.path.exists(GDBSAMPLE):
-        pytest.fail(f"{GDBSAMPLE} is missing: run `make {os.path.relpath(GDBSAMPLE, conftest.ROOT)}`")
+def need_binary(need_gdbsample):
+    """(tests/conftest.py)"""
 
 
 def boot_a64(boot, build="fp", smp=2):

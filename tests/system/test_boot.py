@@ -39,3 +39,16 @@ def test_uptime_and_lscpu(boot):
         assert field in out, out
     # QEMU TCG sets the hypervisor bit with its own vendor string.
     assert 'hypervisor:  yes, vendor "TCGTCGTCGTCG"' in out
+
+
+@pytest.mark.qemu
+def test_a_failed_start_leaves_no_qemu_behind():
+    """A boot that fails -- here the prompt is not seen within 1 ms -- stops QEMU by its pid and
+    removes the guest's temp dir (tools/qemuguest.py), as stop() does."""
+    import conftest
+    from guest import Guest, GuestError
+    g = Guest(conftest.KERNEL, smp=1)
+    with pytest.raises(GuestError, match="timed out"):
+        g.start(boot_timeout=0.001)
+    assert g.proc is not None and g.proc.poll() is not None, "QEMU still running after a failed start"
+    assert g.dir is None

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The cross-check: the in-guest profile and gdbsample over the same window tell the same story,
-except where the timer tick is blind; and `make demo` runs from a clean clone."""
+"""The cross-check on x86_64, where the timer tick is blind: irqoff code is seen outside only; per-pid
+profiles; `make demo` runs from a clean clone. The split shares on every architecture:
+tests/system/test_crosscheck_arches.py (which shares this file's helpers)."""
 import os
 import re
 import subprocess
@@ -32,43 +33,12 @@ def shares(counts, names):
     return total, {n: 100.0 * counts.get(n, 0) / total for n in names}
 
 
-@pytest.fixture(scope="module")
-def split_and_irqoff(tmp_path_factory):
-    """One run on -smp 2: two `split 5 3 2`, each on its own vCPU; at least six 2 s in-guest
-    windows (~2400 tick samples) and gdbsample at 400 Hz over the same time, with more windows
-    while gdbsample has fewer than 4000 samples (2000 per vCPU: a busy host lowers its rate; the
-    checks keep their bar and get more samples instead). Two busy vCPUs on this 2-core host, not
-    four: with more busy vCPU threads than host cores, stops stop being uniform in guest time and
-    the shares skew by more than sampling noise (4.6 pp once on -smp 4 under load)."""
-    out = str(tmp_path_factory.mktemp("crosscheck"))
-    return crosscheck.run(conftest.KERNEL, GDBSAMPLE, out, smp=2, works=("split 5 3 2", "split 5 3 2"),
-                          windows=6, ms=2000, rate=400, min_external=4000, max_windows=14)
-
-
 def external_counts(res, kernel=conftest.KERNEL):
     r = subprocess.run([sys.executable, ANALYZE, "report", res.capture, "-e", kernel, "--chains", "128",
                         "--from", str(res.window[0]), "--until", str(res.window[1])],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return leaf_counts(r.stdout)
-
-
-def test_split_shares_agree_on_both_sides_and_compare_says_consistent(split_and_irqoff):
-    """±4 pp on each side at >= 2000 samples: the binomial σ of a 50 % share is <= 1.1 pp there,
-    so 4 pp is > 3.5σ for the in-guest side and far more for the external one."""
-    res = split_and_irqoff
-    n_in, s_in = shares(leaf_counts(open(res.inguest).read()), SPLIT)
-    n_ext, s_ext = shares(external_counts(res), SPLIT)
-    assert n_in >= 2000 and n_ext >= 2000, (n_in, n_ext)
-    in_total = int(re.search(r"\((tick 100 Hz), (\d+) samples", res.compare_text).group(2))
-    ext_total = int(re.search(r"\((gdbstub \d+ Hz), (\d+) samples", res.compare_text).group(2))
-    assert in_total >= 2000 and ext_total >= 2000, res.compare_text
-    for name, truth in SPLIT.items():
-        assert abs(s_in[name] - truth) <= 4, s_in
-        assert abs(s_ext[name] - truth) <= 4, s_ext
-    tvd = float(re.search(r"total variation distance ([\d.]+)", res.compare_text).group(1))
-    assert tvd <= 0.05 and res.status == 0 and res.compare_text.strip().endswith("verdict: consistent"), \
-        res.compare_text
 
 
 def inclusive_counts(res, names, kernel=conftest.KERNEL):
@@ -160,21 +130,6 @@ def test_per_pid_profiles_agree_with_gdbsample_filtered_to_the_pid(three_tasks):
             assert leaves.get("chain4", 0) >= 0.95 * sum(leaves.values()), leaves
         else:
             assert "chain4" not in leaves, (work, leaves)
-
-
-def test_a_mismatched_pair_differs(split_and_irqoff, tmp_path):
-    """The in-guest report of the split run against gdbsample on a `work chain 6` guest."""
-    from guest import Guest
-    cap = str(tmp_path / "chain.cap")
-    with Guest(conftest.KERNEL, smp=2) as g:
-        g.work("chain 6")
-        r = subprocess.run([GDBSAMPLE, "-p", str(g.gdbport), "-r", "200", "-d", "1", "-q", "-e", conftest.KERNEL,
-                            "-f", "capture", "-o", cap], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, ANALYZE, "compare", split_and_irqoff.inguest, cap, "-e", conftest.KERNEL],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "verdict: differs" in r.stdout and "chain6" in r.stdout.split("differs on: ")[1]
 
 
 def test_make_demo_runs_from_a_clean_clone(tmp_path):
