@@ -92,7 +92,14 @@ def test_bare_p_reads_the_kernel_from_guest_memory(linux61, busy, tmp_path):
     # a 10 ms watchdog: slices shrink to 5 ms, and a stop the host holds up past 10 ms is ended by
     # the watchdog -- the read must go on after it (counted as rescued), not fail
     r = run([GDBSAMPLE, "dump", "-p", str(linux61.gdb_port), "--max-pause", "0.01"], env=env)
-    assert r.returncode == 0, r.stderr
+    stacks = r
+    if r.returncode == 1 and r.stderr.endswith("the pause watchdog resumed the guest while gdbsample was held up\n"):
+        # the read went through; the dump's own stop was then held past 10 ms too (a loaded host)
+        # and rescued, so it has no stacks: those come from a dump with the default watchdog
+        stacks = run([GDBSAMPLE, "dump", "-p", str(linux61.gdb_port)], env=env)
+        assert stacks.returncode == 0, stacks.stderr
+    else:
+        assert r.returncode == 0, r.stderr
     assert "kernel-0000000000000000.cache: a damaged gdbsample kernel cache file" in r.stderr, r.stderr
     m = re.search(r"kernel found in guest memory \(kept in the cache\): \d+ function names, ORC, BTF; read "
                   r"([\d.]+) MB in (\d+) stops \(the attach's ([\d.]+) ms, the longest other ([\d.]+) ms, (\d+) over "
@@ -102,8 +109,8 @@ def test_bare_p_reads_the_kernel_from_guest_memory(linux61, busy, tmp_path):
     # sliced: many stops, each reading a small part (all of it in one stop would be ~20 MB; how many
     # stops went over 20 ms depends on the host's load, which the benchmark reports)
     assert stops >= 10 and mb / stops < 0.5, r.stderr
-    assert check_frames(r.stdout, names) >= 4, r.stdout
-    assert re.search(r"^cpu\d (zerodd|swapper/\d) pid \d+ tgid \d+", r.stdout, re.M), r.stdout
+    assert check_frames(stacks.stdout, names) >= 4, stacks.stdout
+    assert re.search(r"^cpu\d (zerodd|swapper/\d) pid \d+ tgid \d+", stacks.stdout, re.M), stacks.stdout
     assert len(list(d.glob("kernel-*.cache"))) == 2
 
     r = run([GDBSAMPLE, "-p", str(linux61.gdb_port), "-r", "200", "-d", "2", "-f", "folded"], env=env)
