@@ -173,7 +173,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
             sched0 = thread_schedstat(g.proc.pid)
             t_first = time.time_ns()
             while True:
-                res.reports.append(g.cmd(f"profile {ms} all 64", timeout=ms / 1000 * 3 + 30))
+                res.reports.append(g.cmd(f"profile {ms} all 64", timeout=ms / 1000 * 10 + 60))
                 done = len(res.reports)
                 if done >= windows and (done >= (max_windows or windows) or
                                         (external_so_far(res.capture) >= min_external and
@@ -184,7 +184,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
             for w, pid in started if per_pid else ():
                 t0, base, texts = time.time_ns(), external_so_far(res.capture, pid), []
                 while True:
-                    texts.append(g.cmd(f"profile {ms} {pid} 64", timeout=ms / 1000 * 3 + 30))
+                    texts.append(g.cmd(f"profile {ms} {pid} 64", timeout=ms / 1000 * 10 + 60))
                     if len(texts) >= windows and (len(texts) >= (max_windows or windows) or
                                                   external_so_far(res.capture, pid) - base >= min_pid_external):
                         break
