@@ -9,7 +9,9 @@ static void modules_rows(const struct session *ss, struct summary *t)
 {
 	const struct modset *m = &ss->mods;
 	static const char *const keys[] = { "modules", "modules_layout", "modules_loaded_during_run", "modules_unloaded",
-					    "modules_list_changed", "modules_unreadable", "modules_stop_max_us" };
+					    "modules_list_changed", "modules_unreadable", "modules_stop_max_us", "modules_symbols",
+					    "modules_orc_entries", "modules_walks", "modules_pcs_unknown", "modules_read_bytes",
+					    "modules_read_stops" };
 	if (!m->head) { /* not read: absent */
 		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) summary_null(t, keys[i]);
 		return;
@@ -23,17 +25,17 @@ static void modules_rows(const struct session *ss, struct summary *t)
 			orcs += m->m[i].has_orc ? m->m[i].orc.n : 0;
 		}
 	summary_i64(t, "modules", "gdbsample: modules: %v loaded", live);
-	summary_u64(t, NULL, " (%v symbols", syms);
-	summary_u64(t, NULL, ", %v ORC entries", orcs);
+	summary_u64(t, "modules_symbols", " (%v symbols", syms);
+	summary_u64(t, "modules_orc_entries", ", %v ORC entries", orcs);
 	summary_str(t, "modules_layout", "; %v)", m->l.what);
-	summary_u64(t, NULL, ", walks %v", m->st.walks);
+	summary_u64(t, "modules_walks", ", walks %v", m->st.walks);
 	summary_u64(t, "modules_loaded_during_run", ", loaded during the run %v", m->st.loaded);
 	summary_u64(t, "modules_unloaded", ", unloaded %v", m->st.unloaded);
 	summary_u64(t, "modules_list_changed", ", list changed while read %v", m->st.changed);
 	summary_u64(t, "modules_unreadable", ", unreadable %v", m->st.bad);
-	summary_u64(t, NULL, ", pcs in no module %v", m->st.unknown_pcs);
-	summary_u64(t, NULL, "; %v bytes read", m->st.bytes);
-	summary_u64(t, NULL, " in %v stops", ss->mods_sl.stops);
+	summary_u64(t, "modules_pcs_unknown", ", pcs in no module %v", m->st.unknown_pcs);
+	summary_u64(t, "modules_read_bytes", "; %v bytes read", m->st.bytes);
+	summary_u64(t, "modules_read_stops", " in %v stops", ss->mods_sl.stops);
 	summary_i64(t, NULL, ", longest %v ms\n", ss->mods_sl.longest_ns);
 	summary_scale(t, 1e6, 1);
 	summary_i64(t, "modules_stop_max_us", NULL, ss->mods_sl.longest_ns / 1000);
