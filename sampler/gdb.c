@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* gdb.c: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
 #include "gdb.h"
+#include "clock.h"
 #include "err.h"
 #include "qmp.h"
 #include <stddef.h>
@@ -15,13 +16,6 @@
 #define MAX_RETRANSMIT 5
 #define RESYNC_QUIET_MS 100  /* gdb_resync: the stream is drained once quiet this long ... */
 #define RESYNC_MAX_MS 2000   /* ... or after this in all (a stub that never stops talking) */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 static void take_conn_err(struct gdb *g)
 {
