@@ -6,6 +6,7 @@
 #include "pace.h"
 #include <stdlib.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /*
  * File layout (all integers little-endian; full description in docs/capture-format.md):
@@ -30,19 +31,11 @@
  * v2 readers treat an unknown chunk type as damage; unknown extension records are skipped.
  */
 
-static uint32_t crc_table[256];
-
+/* CRC-32 as zlib, gzip and PNG compute it (reflected 0xedb88320, initial and final ~0): Python's
+ * zlib.crc32 checks the same bytes. */
 uint32_t capture_crc32(const uint8_t *p, size_t n)
 {
-	if (!crc_table[1])
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-			for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			crc_table[i] = c;
-		}
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
-	return c ^ 0xffffffffu;
+	return (uint32_t)crc32_z(0, p, n);
 }
 
 void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct capture_header *h)
@@ -101,9 +94,7 @@ static uint32_t chunk_crc(const uint8_t *hdr, const uint8_t *payload, uint32_t l
 {
 	uint8_t tmp[12];
 	memcpy(tmp, hdr + 4, 12);
-	uint32_t c = capture_crc32(tmp, 12) ^ 0xffffffffu; /* continue the CRC over the payload */
-	for (uint32_t i = 0; i < len; i++) c = crc_table[(c ^ payload[i]) & 0xff] ^ (c >> 8);
-	return c ^ 0xffffffffu;
+	return (uint32_t)crc32_z(capture_crc32(tmp, 12), payload, len); /* continued over the payload */
 }
 
 /* ---- writer ---- */
