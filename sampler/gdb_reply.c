@@ -117,7 +117,10 @@ int gdb_parse_status(const char *text, char *state, size_t cap)
 		memcpy(state, o + 2, (size_t)(c - o - 2));
 		state[c - o - 2] = 0;
 		for (char *q = state; *q; q++)
-			if ((*q < 'a' || *q > 'z') && *q != '-') return -1;
+			if ((*q < 'a' || *q > 'z') && *q != '-') {
+				state[0] = 0; /* not a run state's name: none is left for the caller */
+				return -1;
+			}
 	}
 	return 1;
 }
