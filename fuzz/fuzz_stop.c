@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_stop.c: libFuzzer harness -- stop-reply, thread-id and run-state parsing (gdb_parse_stop,
  * gdb_parse_tid, gdb_parse_status: QEMU's "info status" text). */
-#include "../sampler/gdb.h"
+#include "../sampler/gdb_reply.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -50,6 +50,18 @@ def threads():
     put("threads", "bad", "m\nl")
 
 
+def reply():
+    # the handshake's replies (QEMU 7.2's qSupported, "info version" through qRcmd, a qXfer
+    # chunk with includes) and the readers' (`g`, `p`, `m`, an error)
+    put("reply", "qsupported", "PacketSize=1000;qXfer:features:read+;multiprocess+;QStartNoAckMode+")
+    put("reply", "version", "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)\r\n")
+    put("reply", "xfer", 'l<?xml version="1.0"?><target><xi:include href="i386-64bit.xml"/>'
+        '<xi:include href="bad/><xi:include href="x.xml"/></target>')
+    put("reply", "g", "00" * 8 + "efbeadde" + "0123456789abcdef")
+    put("reply", "p", "78563412")
+    put("reply", "error", "E14")
+
+
 def arch(x86_xml):
     head = ('<?xml version="1.0"?><!DOCTYPE target SYSTEM "gdb-target.dtd"><target>'
             '<architecture>i386:x86-64</architecture>')
@@ -219,5 +231,5 @@ if __name__ == "__main__":
     ap.add_argument("--x86-xml")
     ap.add_argument("--cfi-elf")
     a = ap.parse_args()
-    rsp(); stop(); threads(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf); summary()
+    rsp(); stop(); threads(); reply(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf); summary()
     conn(); knet(); textnum(); kallsyms()

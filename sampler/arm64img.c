@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* arm64img.c: the arm64 kernel Image (raw, PE/"MZ"-headed) and EFI zboot images: header checks, text, BTF. */
 #include "arm64img.h"
+#include "bytes.h"
 #include "err.h"
 #include "vmlinuz.h"
 #include <stdlib.h>
@@ -45,16 +46,6 @@
 #define ZB_OFF 8
 #define ZB_SIZE 12
 #define ZB_COMP 24
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return le32(p) | (uint64_t)le32(p + 4) << 32;
-}
 
 int a64img_kind(const uint8_t *b, size_t n)
 {
@@ -101,7 +92,7 @@ static int pe_sections(struct a64img *x, const uint8_t *b, size_t n)
 		return -1;
 	}
 	const uint8_t *coff = b + pe + PE_SIG_LEN;
-	unsigned nsec = coff[2] | (unsigned)coff[3] << 8, optlen = coff[16] | (unsigned)coff[17] << 8;
+	unsigned nsec = le16(coff + 2), optlen = le16(coff + 16);
 	uint64_t st = pe + PE_SIG_LEN + COFF_LEN + optlen, end = 0;
 	if (st + (uint64_t)nsec * SECT_LEN > n) {
 		ERR_SET(x, ERR_FORMAT, "truncated arm64 Image: its PE section table runs past the end (%zu bytes)", n);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* capture.c: the binary capture format -- versioned header, CRC-checked chunks of samples. */
 #include "capture.h"
+#include "bytes.h"
 #include "err.h"
 #include "pace.h"
 #include <stdlib.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /*
  * File layout (all integers little-endian; full description in docs/capture-format.md):
@@ -29,78 +31,58 @@
  * v2 readers treat an unknown chunk type as damage; unknown extension records are skipped.
  */
 
-static uint32_t crc_table[256];
-
+/* CRC-32 as zlib, gzip and PNG compute it (reflected 0xedb88320, initial and final ~0): Python's
+ * zlib.crc32 checks the same bytes. */
 uint32_t capture_crc32(const uint8_t *p, size_t n)
 {
-	if (!crc_table[1])
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-			for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			crc_table[i] = c;
-		}
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
-	return c ^ 0xffffffffu;
-}
-
-static void le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t rd(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-	return v;
+	return (uint32_t)crc32_z(0, p, n);
 }
 
 void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct capture_header *h)
 {
 	memset(out, 0, CAPTURE_HEADER_SIZE);
 	memcpy(out, CAPTURE_MAGIC, 8);
-	le(out + 8, CAPTURE_VERSION, 2);
-	le(out + 10, CAPTURE_HEADER_SIZE, 2);
-	le(out + 12, h->arch, 2);
-	le(out + 14, h->ncpu, 2);
-	le(out + 16, h->rate_hz, 4);
-	le(out + 20, h->max_frames, 4);
-	le(out + 24, h->klo, 8);
-	le(out + 32, h->khi, 8);
-	le(out + 40, h->start_unix_ns, 8);
+	put_le16(out + 8, CAPTURE_VERSION);
+	put_le16(out + 10, CAPTURE_HEADER_SIZE);
+	put_le16(out + 12, h->arch);
+	put_le16(out + 14, h->ncpu);
+	put_le32(out + 16, h->rate_hz);
+	put_le32(out + 20, h->max_frames);
+	put_le64(out + 24, h->klo);
+	put_le64(out + 32, h->khi);
+	put_le64(out + 40, h->start_unix_ns);
 	out[48] = h->id_kind;
 	out[49] = h->id_len;
-	le(out + 50, h->flags, 2);
+	put_le16(out + 50, h->flags);
 	memcpy(out + 52, h->id, 32);
-	le(out + 84, (uint64_t)h->kaslr_offset, 8);
-	le(out + 92, h->stext, 8);
+	put_le64(out + 84, (uint64_t)h->kaslr_offset);
+	put_le64(out + 92, h->stext);
 	out[100] = h->methods;
 	out[101] = h->task_os;
-	le(out + 124, capture_crc32(out, 124), 4);
+	put_le32(out + 124, capture_crc32(out, 124));
 }
 
 int capture_header_decode(struct capture_header *h, const uint8_t in[CAPTURE_HEADER_SIZE])
 {
 	if (memcmp(in, CAPTURE_MAGIC, 8)) return -1;
-	if (rd(in + 124, 4) != capture_crc32(in, 124)) return -2;
+	if (le32(in + 124) != capture_crc32(in, 124)) return -2;
 	memset(h, 0, sizeof *h);
-	h->version = (uint16_t)rd(in + 8, 2);
-	if (h->version < 1 || h->version > CAPTURE_VERSION || rd(in + 10, 2) != CAPTURE_HEADER_SIZE) return -3;
-	h->arch = (uint16_t)rd(in + 12, 2);
-	h->ncpu = (uint16_t)rd(in + 14, 2);
-	h->rate_hz = (uint32_t)rd(in + 16, 4);
-	h->max_frames = (uint32_t)rd(in + 20, 4);
-	h->klo = rd(in + 24, 8);
-	h->khi = rd(in + 32, 8);
-	h->start_unix_ns = rd(in + 40, 8);
+	h->version = (uint16_t)le16(in + 8);
+	if (h->version < 1 || h->version > CAPTURE_VERSION || le16(in + 10) != CAPTURE_HEADER_SIZE) return -3;
+	h->arch = (uint16_t)le16(in + 12);
+	h->ncpu = (uint16_t)le16(in + 14);
+	h->rate_hz = (uint32_t)le32(in + 16);
+	h->max_frames = (uint32_t)le32(in + 20);
+	h->klo = le64(in + 24);
+	h->khi = le64(in + 32);
+	h->start_unix_ns = le64(in + 40);
 	h->id_kind = in[48];
 	h->id_len = in[49] > 32 ? 32 : in[49];
-	h->flags = (uint16_t)rd(in + 50, 2);
+	h->flags = (uint16_t)le16(in + 50);
 	memcpy(h->id, in + 52, 32);
 	if (h->version >= 2) {
-		h->kaslr_offset = (int64_t)rd(in + 84, 8);
-		h->stext = rd(in + 92, 8);
+		h->kaslr_offset = (int64_t)le64(in + 84);
+		h->stext = le64(in + 92);
 		h->methods = in[100];
 	}
 	if (h->version >= 3) h->task_os = in[101];
@@ -112,9 +94,7 @@ static uint32_t chunk_crc(const uint8_t *hdr, const uint8_t *payload, uint32_t l
 {
 	uint8_t tmp[12];
 	memcpy(tmp, hdr + 4, 12);
-	uint32_t c = capture_crc32(tmp, 12) ^ 0xffffffffu; /* continue the CRC over the payload */
-	for (uint32_t i = 0; i < len; i++) c = crc_table[(c ^ payload[i]) & 0xff] ^ (c >> 8);
-	return c ^ 0xffffffffu;
+	return (uint32_t)crc32_z(capture_crc32(tmp, 12), payload, len); /* continued over the payload */
 }
 
 /* ---- writer ---- */
@@ -152,11 +132,11 @@ static int flush_chunk(struct capw *c, uint32_t type)
 	c->last_flush = pace_now();
 	if (!c->len && type == CHUNK_SAMPLES) return 0;
 	uint8_t *h = c->buf;
-	le(h, CAPTURE_CHUNK_MAGIC, 4);
-	le(h + 4, type, 4);
-	le(h + 8, c->len, 4);
-	le(h + 12, c->count, 4);
-	le(h + 16, chunk_crc(h, h + CAPTURE_CHUNK_HEADER, c->len), 4);
+	put_le32(h, CAPTURE_CHUNK_MAGIC);
+	put_le32(h + 4, type);
+	put_le32(h + 8, c->len);
+	put_le32(h + 12, c->count);
+	put_le32(h + 16, chunk_crc(h, h + CAPTURE_CHUNK_HEADER, c->len));
 	int rc = write_all(c, h, CAPTURE_CHUNK_HEADER + c->len);
 	c->len = c->count = 0;
 	return rc;
@@ -166,11 +146,11 @@ static int capw_add(struct writer *w, const struct sample *s)
 {
 	struct capw *c = (struct capw *)w;
 	uint8_t *p = c->buf + CAPTURE_CHUNK_HEADER + c->len;
-	le(p, (uint64_t)s->t_ns, 8);
-	le(p + 8, s->cpu, 2);
+	put_le64(p, (uint64_t)s->t_ns);
+	put_le16(p + 8, s->cpu);
 	p[10] = s->flags & ~CAPS_EXT;
 	p[11] = s->n;
-	for (int i = 0; i < s->n; i++) le(p + 12 + 8 * i, s->frames[i], 8);
+	for (int i = 0; i < s->n; i++) put_le64(p + 12 + 8 * i, s->frames[i]);
 	uint32_t len = 12 + 8u * s->n;
 	uint8_t *x = p + len + 2; /* extension records after a u16 length */
 	uint32_t xl = 0; /* extension bytes */
@@ -186,15 +166,15 @@ static int capw_add(struct writer *w, const struct sample *s)
 		uint8_t *t = x + xl;
 		t[0] = CAPX_TASK;
 		t[1] = CAPX_TASK_LEN;
-		le(t + 2, (uint32_t)s->task.pid, 4);
-		le(t + 6, (uint32_t)s->task.tgid, 4);
-		le(t + 10, s->task.ptr, 8);
+		put_le32(t + 2, (uint32_t)s->task.pid);
+		put_le32(t + 6, (uint32_t)s->task.tgid);
+		put_le64(t + 10, s->task.ptr);
 		memcpy(t + 18, s->task.comm, TASK_COMM_LEN);
 		xl += 2u + CAPX_TASK_LEN;
 	}
 	if (xl) {
 		p[10] |= CAPS_EXT;
-		le(p + len, xl, 2);
+		put_le16(p + len, xl);
 		len += 2 + xl;
 	}
 	c->len += len;
@@ -285,8 +265,8 @@ static int next_chunk(struct capture_reader *r)
 		ERR_SET(r, ERR_FORMAT, "truncated chunk header at byte %llu", (unsigned long long)r->offset);
 		return -1;
 	}
-	uint32_t len = (uint32_t)rd(h + 8, 4);
-	if (rd(h, 4) != CAPTURE_CHUNK_MAGIC || len > CAPTURE_CHUNK_MAX) {
+	uint32_t len = (uint32_t)le32(h + 8);
+	if (le32(h) != CAPTURE_CHUNK_MAGIC || len > CAPTURE_CHUNK_MAX) {
 		ERR_SET(r, ERR_FORMAT, "bad chunk header at byte %llu", (unsigned long long)r->offset);
 		return -1;
 	}
@@ -301,11 +281,11 @@ static int next_chunk(struct capture_reader *r)
 		return -1;
 	}
 	uint32_t want = r->h.version >= 2 ? chunk_crc(h, r->buf, len) : capture_crc32(r->buf, len);
-	if (want != rd(h + 16, 4)) {
+	if (want != le32(h + 16)) {
 		ERR_SET(r, ERR_FORMAT, "chunk checksum mismatch at byte %llu", (unsigned long long)r->offset);
 		return -1;
 	}
-	r->type = (uint32_t)rd(h + 4, 4);
+	r->type = (uint32_t)le32(h + 4);
 	if (r->h.version >= 2 && r->type != CHUNK_SAMPLES && r->type != CHUNK_SUMMARY &&
 	    !(r->h.version >= 4 && r->type == CHUNK_MODULES)) {
 		ERR_SET(r, ERR_FORMAT, "unknown chunk type %u at byte %llu", r->type, (unsigned long long)r->offset);
@@ -335,8 +315,8 @@ int capture_next(struct capture_reader *r, struct sample *s)
 		ERR_SET(r, ERR_FORMAT, "sample overruns its chunk near byte %llu", (unsigned long long)r->offset);
 		return -1;
 	}
-	s->t_ns = rd(p, 8);
-	s->cpu = (uint16_t)rd(p + 8, 2);
+	s->t_ns = le64(p);
+	s->cpu = (uint16_t)le16(p + 8);
 	if (s->t_ns >> 63 || s->cpu >= CAPTURE_MAX_CPUS) { /* as the Python reader: nonsense is damage */
 		ERR_SET(r, ERR_FORMAT, "a sample with time %llu ns on vCPU %u near byte %llu makes no sense",
 			(unsigned long long)s->t_ns, s->cpu, (unsigned long long)r->offset);
@@ -344,14 +324,14 @@ int capture_next(struct capture_reader *r, struct sample *s)
 	}
 	s->flags = p[10];
 	s->n = p[11];
-	for (int i = 0; i < s->n; i++) s->frames[i] = rd(p + 12 + 8 * i, 8);
+	for (int i = 0; i < s->n; i++) s->frames[i] = le64(p + 12 + 8 * i);
 	memset(s->exact, 0, sizeof s->exact);
 	s->has_task = 0;
 	memset(&s->task, 0, sizeof s->task);
 	uint32_t len = 12 + 8u * s->n;
 	if (r->h.version >= 2 && (s->flags & CAPS_EXT)) {
 		uint32_t left = r->len - r->pos - len, xl;
-		if (left < 2 || (xl = (uint32_t)rd(p + len, 2)) > left - 2) {
+		if (left < 2 || (xl = (uint32_t)le16(p + len)) > left - 2) {
 			ERR_SET(r, ERR_FORMAT, "sample extension overruns its chunk near byte %llu",
 				(unsigned long long)r->offset);
 			return -1;
@@ -363,9 +343,9 @@ int capture_next(struct capture_reader *r, struct sample *s)
 						s->exact[x[2 + k] >> 6] |= 1ull << (x[2 + k] & 63);
 			} else if (x[0] == CAPX_TASK && x[1] == CAPX_TASK_LEN) {
 				s->has_task = 1;
-				s->task.pid = (int32_t)rd(x + 2, 4);
-				s->task.tgid = (int32_t)rd(x + 6, 4);
-				s->task.ptr = rd(x + 10, 8);
+				s->task.pid = (int32_t)le32(x + 2);
+				s->task.tgid = (int32_t)le32(x + 6);
+				s->task.ptr = le64(x + 10);
 				memcpy(s->task.comm, x + 18, TASK_COMM_LEN);
 			}
 		len += 2 + xl;

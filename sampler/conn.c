@@ -2,6 +2,7 @@
 /* conn.c: byte transport to the gdbstub -- TCP with TCP_NODELAY, or a unix socket -- with bounded
  * connects and writes, and what the host's kernel says about the far end. */
 #include "conn.h"
+#include "clock.h"
 #include "textnum.h"
 #include "err.h"
 #include <arpa/inet.h>
@@ -22,13 +23,6 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 long long conn_now_ms(void)
 {

@@ -30,7 +30,7 @@ int conn_write(struct conn *c, const void *buf, size_t len);
  * bytes, 0 timeout, -1 error/EOF, past deadline_ms (ERR_TIMEOUT) or interrupted (ERR_INTR). */
 ssize_t conn_read(struct conn *c, void *buf, size_t cap, int timeout_ms);
 void conn_close(struct conn *c);
-/* Monotonic milliseconds (the clock deadline_ms is on). */
+/* now_ms() (clock.h): the clock deadline_ms is on. */
 long long conn_now_ms(void);
 /* Split "HOST:PORT" into host and port; -1 if malformed. */
 int conn_parse_hostport(const char *s, char *host, size_t hostcap, int *port);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* gdb.h: gdbstub client -- handshake, register layout, vCPU list, stop/continue/detach, requests. */
+/* gdb.h: gdbstub client -- connection and handshake (gdb_handshake.c), requests, stop/continue/detach
+ * (gdb.c); the reply parsers they use are in gdb_reply.h. */
 #ifndef GDB_H
 #define GDB_H
 #include "err.h"
 #include "arch.h"
 #include "conn.h"
 #include "rsp.h"
+#include "gdb_reply.h"
 
 #define GDB_MAX_CPUS 256
 #define GDB_REQ_MAX 3072       /* we never send a write larger than this (QEMU drops > 4096) */
@@ -91,10 +93,18 @@ struct gdb {
 	char errstr[ERR_MAX];               /* what went wrong */
 };
 
+/* The per-request timeout in force: g->req_ms, or GDB_REQ_TIMEOUT_MS if unset. */
+static inline int gdb_req_ms(const struct gdb *g)
+{
+	return g->req_ms > 0 ? g->req_ms : GDB_REQ_TIMEOUT_MS;
+}
+
+/* ---- gdb_handshake.c ---- */
 /* Connect (QEMU stops the VM when a client connects). */
 int gdb_connect(struct gdb *g, const char *host, int port, const char *path);
 /* Handshake: qSupported, stop state, target.xml layout, vCPU list. VM left stopped. */
 int gdb_handshake(struct gdb *g);
+/* ---- gdb.c: the request stream ---- */
 /* Send one packet and wait for its reply (acks, console output, stray stops skipped). */
 int gdb_request(struct gdb *g, const char *payload, int timeout_ms);
 /* Raw write of already framed bytes (a pipelined batch). */
@@ -125,57 +135,23 @@ int gdb_take_unasked(struct gdb *g, int *sig);
 int gdb_probe_stop(struct gdb *g);
 /* Does the stub have a thread tid (T packet)? 1 yes, 0 no, -1 failed. VM stopped. */
 int gdb_alive(struct gdb *g, int pid, int tid);
-/* What a stop reply's signal says happened to the VM (QEMU's gdb_vm_state_change), for messages. */
-const char *gdb_stop_reason(int sig);
 /* Detach with D;1: the VM resumes. */
 int gdb_detach(struct gdb *g);
 /* Format the Hg packet payload for vCPU i into out. */
 void gdb_hg(const struct gdb *g, int cpu, char *out, size_t cap);
 /* Read registers of vCPU i (Hg + g); fills regs, returns its length or -1 (also for a reply too
  * short to hold pc, sp and fp: layout.need). */
+int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap);
 /* One register by its number (`p`), little-endian as in `g`: 0 with *val, -1 connection error,
  * -2 the stub refused it. */
 int gdb_reg(struct gdb *g, int cpu, int num, uint64_t *val);
-int gdb_regs(struct gdb *g, int cpu, uint8_t *regs, int cap);
 /* Read len <= GDB_MEM_MAX bytes of vCPU i's memory at addr (Hg + m); 0 ok, -1 error (err not set
  * for E replies, which return -2). */
 int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len);
 /* Read len bytes (any size) of vCPU i's memory at addr, GDB_MEM_MAX per `m`, many `m` per
  * write; 0 ok, -1 connection error (err set), -2 some of it is unmapped. */
 int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len);
+/* Close the connection to the stub. */
 void gdb_close(struct gdb *g);
-
-/* ---- pure parsers of stub replies (no I/O; the fuzzers and unit tests call them on literals) ---- */
-
-/* Parse a thread id "p1.2" / "2" (hex, at most 7 digits each) at s into its thread number; -1 if
- * malformed. *end (if set) gets the first byte after it. s is NUL-terminated. */
-int gdb_parse_tid(const char *s, const char **end);
-
-/* What gdb_parse_threads found in one qfThreadInfo/qsThreadInfo reply. */
-enum {
-	GDB_TL_END = 1,   /* "l": the list is complete */
-	GDB_TL_MORE = 0,  /* "m<id>,<id>...": ids appended, ask qsThreadInfo for more */
-	GDB_TL_BAD = -1,  /* neither, an empty "m", or a malformed id */
-	GDB_TL_FULL = -2, /* more than max threads in all */
-	GDB_TL_DUP = -3,  /* a thread listed twice */
-};
-/* Append the threads of reply pkt[0..len) to pids/tids, which hold *n of at most max. */
-int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max, int *n);
-
-/* QEMU's "info status" text: 0 running, 1 paused (state gets the run state in parentheses,
- * "postmigrate", or "" for plain paused), -1 not that text. */
-int gdb_parse_status(const char *text, char *state, size_t cap);
-
-/* A stop reply, decoded. */
-struct gdb_stopinfo {
-	char kind;   /* 'T' / 'S': stopped by signal sig; 'W': exited with code sig; 'X': killed by sig */
-	int sig;     /* the two hex digits after kind */
-	int pid;     /* the process of "thread:p<pid>.<tid>" (1 without the p form), -1 if none named */
-	int tid;     /* the thread named by "thread:", -1 if none */
-};
-/* Parse stop reply pkt[0..len) ("T02thread:p01.02;", "S05", "W00"): 0, or -1 if it is not one. */
-int gdb_parse_stop(const char *pkt, size_t len, struct gdb_stopinfo *out);
-/* The thread a stop reply names, or -1 (not a stop reply, or no thread in it). */
-int gdb_stop_tid(const char *pkt, size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* guard.c: a forked guard that resumes the guest if gdbsample dies while the VM is stopped. */
 #include "guard.h"
+#include "clock.h"
 #include "err.h"
 #include "rsp.h"
 #include <fcntl.h>
@@ -58,13 +59,6 @@
 #define DRAIN_MAX_MS 2000    /* ... and at most this long in all (a stub that never stops talking) */
 #define STATE(w) ((int)((w) & 0xff))
 #define WITH(w, st) (((w) & ~(uint64_t)0xff) | (uint64_t)(st))
-
-static int64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 static uint64_t load(struct guard_shared *sh)
 {

@@ -3,6 +3,7 @@
  * in a blob of read-only data (a vmlinux payload, an arm64 Image, guest memory) and decoded into
  * every symbol's address, type letter and name. Pure: bytes in, a table out. */
 #include "kallsyms.h"
+#include "bytes.h"
 #include "err.h"
 #include <stdlib.h>
 
@@ -46,13 +47,6 @@ struct blob {
 	uint64_t addr;    /* the address of b[0] */
 };
 
-static uint64_t le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-	return v;
-}
-
 static uint64_t align8(uint64_t a)
 {
 	return (a + 7) & ~7ull;
@@ -92,13 +86,13 @@ static int tokens_at(const struct blob *bl, size_t p, struct tokens *t)
 	uint64_t end = bl->addr + q;
 	t->ti = align8(end);
 	const uint8_t *ti = at(bl, t->ti, 512);
-	if (!ti || le(ti, 2) != 0) return -1;
-	uint64_t zero = le(ti + 2 * 0x30, 2);
+	if (!ti || le16(ti) != 0) return -1;
+	uint64_t zero = le16(ti + 2 * 0x30);
 	if (zero > p) return -1;
 	t->tt = bl->addr + p - zero;
 	if (t->tt & 7) return -1;
 	for (int i = 0; i < 256; i++) {
-		uint64_t o = le(ti + 2 * i, 2), next = i < 255 ? le(ti + 2 * i + 2, 2) : end - t->tt;
+		uint64_t o = le16(ti + 2 * i), next = i < 255 ? le16(ti + 2 * i + 2) : end - t->tt;
 		const uint8_t *s = at(bl, t->tt + o, next > o ? next - o : 1);
 		if (!s || next <= o || next - o > 256) return -1;
 		size_t l = next - o - 1;
@@ -123,15 +117,15 @@ static uint64_t markers_start(const struct tokens *t, uint64_t n, int seq_bytes)
 static int names_plausible(const struct blob *bl, const struct tokens *t, uint64_t q, int seq_bytes, uint64_t *n)
 {
 	const uint8_t *h = at(bl, q - 8, 9);
-	if (!h || le(h + 4, 4) != 0) return 0;
-	uint64_t num = le(h, 4), m = (num + 255) / 256;
+	if (!h || le32(h + 4) != 0) return 0;
+	uint64_t num = le32(h), m = (num + 255) / 256;
 	if (num < KSYMS_MIN_SYMS || num > KSYMS_MAX_SYMS) return 0;
 	uint64_t ms = markers_start(t, num, seq_bytes);
 	const uint8_t *mk = ms > q ? at(bl, ms, 4 * m) : NULL;
-	if (!mk || le(mk, 4) != 0) return 0;
+	if (!mk || le32(mk) != 0) return 0;
 	for (uint64_t i = 1; i < m; i++) /* each block of 256 entries takes at least 512 bytes */
-		if (le(mk + 4 * i, 4) < le(mk + 4 * (i - 1), 4) + 512) return 0;
-	if (le(mk + 4 * (m - 1), 4) >= ms - q) return 0;
+		if (le32(mk + 4 * i) < le32(mk + 4 * (i - 1)) + 512) return 0;
+	if (le32(mk + 4 * (m - 1)) >= ms - q) return 0;
 	*n = num;
 	return 1;
 }
@@ -170,7 +164,7 @@ static int decode_names(struct kallsyms *k, const struct blob *bl, const struct 
 	k->syms = malloc(n * sizeof *k->syms);
 	if (!k->syms) goto oom;
 	for (uint64_t i = 0; i < n; i++) {
-		if (!(i & 255) && le(mk + 4 * (i >> 8), 4) != off) return -1;
+		if (!(i & 255) && le32(mk + 4 * (i >> 8)) != off) return -1;
 		if (off >= len) return -1;
 		uint64_t l = names[off++];
 		if (l & 0x80) { /* ULEB128, two bytes at most */
@@ -209,7 +203,7 @@ static int decode_addrs(struct kallsyms *k, const struct blob *bl, uint64_t o, i
 		const uint8_t *a = at(bl, o, 8 * n);
 		if (!a) return -1;
 		for (uint64_t i = 0; i < n; i++) {
-			uint64_t v = le(a + 8 * i, 8);
+			uint64_t v = le64(a + 8 * i);
 			if (v < prev) return -1;
 			k->syms[i].addr = prev = v;
 		}
@@ -218,11 +212,11 @@ static int decode_addrs(struct kallsyms *k, const struct blob *bl, uint64_t o, i
 	}
 	const uint8_t *a = at(bl, o, 4 * n), *b = at(bl, o + align8(4 * n), 8);
 	if (!a || !b) return -1;
-	uint64_t base = le(b, 8);
+	uint64_t base = le64(b);
 	int percpu = 0;
-	for (uint64_t i = 0; i < n; i++) percpu |= (int32_t)le(a + 4 * i, 4) < 0;
+	for (uint64_t i = 0; i < n; i++) percpu |= (int32_t)le32(a + 4 * i) < 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint32_t v = (uint32_t)le(a + 4 * i, 4);
+		uint32_t v = (uint32_t)le32(a + 4 * i);
 		uint64_t addr = !percpu ? base + v : (int32_t)v >= 0 ? v : base - 1 - (uint64_t)(int64_t)(int32_t)v;
 		if (i && addr < prev) return -1;
 		k->syms[i].addr = prev = addr;
@@ -255,7 +249,7 @@ static int check_seqs(const struct kallsyms *k, const struct blob *bl, uint64_t 
 		ok = 1;
 		for (uint64_t i = 0; i < n && ok; i++) {
 			const uint8_t *e = p + i * (uint64_t)k->seq_bytes;
-			uint32_t v = k->seq_bytes == 3 ? (uint32_t)e[0] << 16 | (uint32_t)e[1] << 8 | e[2] : (uint32_t)le(e, 4);
+			uint32_t v = k->seq_bytes == 3 ? (uint32_t)e[0] << 16 | (uint32_t)e[1] << 8 | e[2] : (uint32_t)le32(e);
 			if (v >= n || seen[v]) ok = 0;
 			else if (i && strcmp_dot(ksyms_name(k, prev), ksyms_name(k, v), dot) > 0) ok = 0;
 			if (v < n) seen[v] = 1;

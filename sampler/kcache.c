@@ -2,6 +2,7 @@
 /* kcache.c: what a bare -p read of a kernel from guest memory (names, ORC, BTF), kept in a file
  * under $XDG_CACHE_HOME/gdbsample/ relative to the kernel's _stext. Pure encoding and decoding. */
 #include "kcache.h"
+#include "bytes.h"
 #include "err.h"
 #include <stdlib.h>
 
@@ -19,18 +20,6 @@ static const char magic[8] = { 'G', 'S', 'K', 'C', 'A', 'C', 'H', '1' };
 #define NFIX 15                  /* u64 fields after the magic */
 #define SYMREC 14                /* bytes per symbol record */
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-	return v;
-}
-
 int kcache_encode(const struct kcache *c, uint64_t stext, uint8_t **out, size_t *len)
 {
 	const struct kallsyms *k = &c->k;
@@ -42,16 +31,16 @@ int kcache_encode(const struct kcache *c, uint64_t stext, uint8_t **out, size_t 
 	if (!b) return -1;
 	memcpy(p, magic, sizeof magic);
 	p += sizeof magic;
-	for (int i = 0; i < NFIX; i++, p += 8) put64(p, f[i]);
+	for (int i = 0; i < NFIX; i++, p += 8) put_le64(p, f[i]);
 #define BYTES(src, l) do { if (l) memcpy(p, src, l); p += (l); } while (0)
 	BYTES(c->banner, c->banner_len);
 	BYTES(c->tokens, c->tokens_len);
 	for (size_t i = 0; i < k->n; i++, p += SYMREC) {
 		int rel = k->syms[i].addr >> 63; /* the kernel's half moves; per-CPU offsets do not */
-		put64(p, rel ? k->syms[i].addr - stext : k->syms[i].addr);
+		put_le64(p, rel ? k->syms[i].addr - stext : k->syms[i].addr);
 		p[8] = (uint8_t)rel;
 		p[9] = (uint8_t)k->syms[i].type;
-		for (int j = 0; j < 4; j++) p[10 + j] = (uint8_t)(k->syms[i].name >> (8 * j));
+		put_le32(p + 10, k->syms[i].name);
 	}
 	BYTES(k->pool, k->poollen);
 	BYTES(c->ips, c->iplen);
@@ -72,7 +61,7 @@ int kcache_decode(struct kcache *c, const uint8_t *buf, size_t len)
 		ERR_SET(c, ERR_FORMAT, "not a gdbsample kernel cache file (version 1)");
 		return -1;
 	}
-	for (int i = 0; i < NFIX; i++) f[i] = get64(buf + sizeof magic + 8 * i);
+	for (int i = 0; i < NFIX; i++) f[i] = le64(buf + sizeof magic + 8 * i);
 	const uint64_t *g = f + 1;
 	c->stext_mod = f[0];
 	c->etext_rel = g[0], c->banner_rel = g[1], c->tokens_rel = g[2], c->ip_rel = g[3], c->e_rel = g[4];
@@ -112,10 +101,9 @@ int kcache_decode(struct kcache *c, const uint8_t *buf, size_t len)
 	k->n = nsyms;
 	k->poollen = poollen;
 	for (uint64_t i = 0; i < nsyms; i++, recs += SYMREC) {
-		uint32_t name = (uint32_t)recs[10] | (uint32_t)recs[11] << 8 | (uint32_t)recs[12] << 16 |
-				(uint32_t)recs[13] << 24;
+		uint32_t name = le32(recs + 10);
 		if (name >= poollen || recs[8] > 1 || recs[9] <= 0x20 || recs[9] > 0x7e) goto bad;
-		k->syms[i] = (struct ksym){ get64(recs), (char)recs[9], name };
+		k->syms[i] = (struct ksym){ le64(recs), (char)recs[9], name };
 		c->reloc[i] = recs[8];
 	}
 	return 0;

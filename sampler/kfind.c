@@ -3,6 +3,7 @@
  * memory: its kallsyms tables (names), then by those names its ORC and BTF, read in slices so that
  * no single stop of the VM lasts longer than KFIND_SLICE_MS. */
 #include "kfind.h"
+#include "bytes.h"
 #include "err.h"
 #include "kallsyms.h"
 #include "pace.h"
@@ -194,10 +195,8 @@ static int offsets_like(const uint8_t *p)
 {
 	int up = 0, down = 0, same = 0;
 	for (int i = 0; i + 1 < (int)(PAGE / 4); i++) {
-		int32_t a = (int32_t)((uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
-				      (uint32_t)p[4 * i + 3] << 24);
-		int32_t b = (int32_t)((uint32_t)p[4 * i + 4] | (uint32_t)p[4 * i + 5] << 8 | (uint32_t)p[4 * i + 6] << 16 |
-				      (uint32_t)p[4 * i + 7] << 24);
+		int32_t a = (int32_t)le32(p + 4 * i);
+		int32_t b = (int32_t)le32(p + 4 * i + 4);
 		int64_t d = (int64_t)b - a;
 		if (d == 0) same++;
 		else if (d > 0 && d <= (1 << 20)) up++;

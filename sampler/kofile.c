@@ -3,6 +3,7 @@
  * module for the guest's kernel, found for each loaded module; koplace.c places them. */
 #include "kofile.h"
 #include "elfsec.h"
+#include "bytes.h"
 #include "err.h"
 #include "files.h"
 #include <dirent.h>
@@ -74,9 +75,8 @@ static const char *ko_check(const uint8_t *buf, size_t len, char *name, size_t n
 	size_t nsec = 0;
 	const char *why = NULL;
 	if (len >= 64 && !memcmp(buf, ELFMAG, SELFMAG) && buf[EI_CLASS] == ELFCLASS64 && buf[EI_DATA] == ELFDATA2LSB) {
-		uint64_t shoff = 0; /* Elf64_Ehdr e_shoff (0x28), e_shentsize (0x3a), e_shnum (0x3c) */
-		for (int i = 7; i >= 0; i--) shoff = shoff << 8 | buf[0x28 + i];
-		uint64_t shsz = (uint64_t)(buf[0x3a] | buf[0x3b] << 8) * (uint64_t)(buf[0x3c] | buf[0x3d] << 8);
+		uint64_t shoff = le64(buf + 0x28); /* Elf64_Ehdr e_shoff (0x28), e_shentsize (0x3a), e_shnum (0x3c) */
+		uint64_t shsz = (uint64_t)le16(buf + 0x3a) * le16(buf + 0x3c);
 		if (shoff > len || shsz > len - shoff) {
 			why = "truncated (its section headers lie past the end of the file)";
 			goto out;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* modules.c: a Linux guest's loaded kernel modules read from its memory -- names, text, symbols, ORC. */
 #include "modules.h"
+#include "bytes.h"
 #include "err.h"
 #include "guestos.h"
 #include <bpf/btf.h>
@@ -177,13 +178,6 @@ int mods_layout_btf(struct mod_layout *l, const void *data, size_t len)
 	return rc;
 }
 
-static uint64_t le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-	return v;
-}
-
 /* A kernel pointer: upper half (both x86_64 and arm64 keep modules there), 8-aligned when asked. */
 static int kptr(uint64_t p, int aligned)
 {
@@ -193,24 +187,24 @@ static int kptr(uint64_t p, int aligned)
 int mods_decode(const struct mod_layout *l, const uint8_t *b, struct mod_raw *o)
 {
 	memset(o, 0, sizeof *o);
-	o->next = le(b + l->list, 8);
+	o->next = le64(b + l->list);
 	memcpy(o->name, b + l->name, l->name_len);
 	o->name[l->name_len] = 0;
 	for (char *c = o->name; *c; c++) /* never echo control bytes to a terminal */
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-	o->state_unformed = l->has_state && (int64_t)(int32_t)le(b + l->state, 4) == l->unformed;
+	o->state_unformed = l->has_state && (int64_t)(int32_t)le32(b + l->state) == l->unformed;
 	for (int r = 0; r < l->ntext; r++) {
-		uint64_t base = le(b + l->text_base[r], 8), sz = le(b + l->text_size[r], 4);
+		uint64_t base = le64(b + l->text_base[r]), sz = le32(b + l->text_size[r]);
 		if (base && sz) {
 			o->text[r][0] = base;
 			o->text[r][1] = base + sz;
 		}
 	}
-	o->kallsyms = le(b + l->kallsyms, 8);
+	o->kallsyms = le64(b + l->kallsyms);
 	if (l->has_orc) {
-		o->orc_ip = le(b + l->orc_ip, 8);
-		o->orc = le(b + l->orc, 8);
-		o->num_orcs = (uint32_t)le(b + l->num_orcs, 4);
+		o->orc_ip = le64(b + l->orc_ip);
+		o->orc = le64(b + l->orc);
+		o->num_orcs = (uint32_t)le32(b + l->num_orcs);
 	}
 	if (!kptr(o->next, 1) || !o->name[0]) return -1;
 	for (int r = 0; r < 2; r++)
@@ -221,9 +215,9 @@ int mods_decode(const struct mod_layout *l, const uint8_t *b, struct mod_raw *o)
 void mods_decode_kallsyms(const struct mod_layout *l, const uint8_t *b, uint64_t *symtab, uint32_t *num,
 			  uint64_t *strtab)
 {
-	*symtab = le(b + l->ks_symtab, 8);
-	*num = (uint32_t)le(b + l->ks_num, 4);
-	*strtab = le(b + l->ks_strtab, 8);
+	*symtab = le64(b + l->ks_symtab);
+	*num = (uint32_t)le32(b + l->ks_num);
+	*strtab = le64(b + l->ks_strtab);
 }
 
 /* ---- reading ---- */
@@ -265,7 +259,7 @@ static int read_syms(struct rdctx *c, struct module *m, uint64_t ks, struct symt
 	if ((rc = get(c, symtab, syms, (size_t)num * 24))) goto out;
 	uint32_t maxname = 0;
 	for (uint32_t i = 0; i < num; i++) {
-		uint32_t nm = (uint32_t)le(syms + 24 * i, 4);
+		uint32_t nm = (uint32_t)le32(syms + 24 * i);
 		if (nm > maxname) maxname = nm;
 	}
 	size_t slen = (size_t)maxname + 256; /* the last name's bytes (names longer than that are cut) */
@@ -282,8 +276,8 @@ static int read_syms(struct rdctx *c, struct module *m, uint64_t ks, struct symt
 	str[slen] = 0;
 	for (uint32_t i = 0; i < num; i++) {
 		const uint8_t *e = syms + 24 * i; /* st_name, st_info, st_other, st_shndx, st_value, st_size */
-		uint32_t nm = (uint32_t)le(e, 4);
-		uint64_t v = le(e + 8, 8), sz = le(e + 16, 8);
+		uint32_t nm = (uint32_t)le32(e);
+		uint64_t v = le64(e + 8), sz = le64(e + 16);
 		int in = 0;
 		for (int r = 0; r < 2; r++) in |= v >= m->text[r][0] && v < m->text[r][1];
 		if (!in || !str[nm]) continue;

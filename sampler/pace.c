@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pace.c: absolute-deadline pacer -- sampling cost never accumulates as drift; lateness measured. */
 #include "pace.h"
+#include "clock.h"
 #include <time.h>
 
 void pace_init(struct pace *p, int rate_hz, int64_t now_ns)
@@ -48,7 +49,5 @@ void pace_sleep(const struct pace *p)
 
 int64_t pace_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return now_ns();
 }

@@ -27,7 +27,7 @@ void pace_tick(struct pace *p, int64_t now_ns);
 int pace_should_warn(struct pace *p, int64_t now_ns);
 /* Sleep until pace_deadline (TIMER_ABSTIME, CLOCK_MONOTONIC); returns early on a signal. */
 void pace_sleep(const struct pace *p);
-/* CLOCK_MONOTONIC in ns. */
+/* now_ns() (clock.h), the clock the pacer runs on. */
 int64_t pace_now(void);
 
 #endif

@@ -2,6 +2,7 @@
 /* plan.c: the pure half of sampling -- which memory each vCPU's sample needs, given its previous
  * sample, and what the replies mean (unwind, idle, flags). No I/O: sample.c sends and receives. */
 #include "sample.h"
+#include "bytes.h"
 #include "insn.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"
@@ -253,13 +254,6 @@ static const struct window *find_win(const struct vcpu *v, int kind, uint64_t ad
 	for (int w = v->nwin - 1; w >= 0; w--) /* the latest: a retry's */
 		if (v->win[w].kind == kind && (!addr || v->win[w].addr == addr)) return &v->win[w];
 	return NULL;
-}
-
-static uint64_t le64(const uint8_t *b)
-{
-	uint64_t x = 0;
-	for (int i = 7; i >= 0; i--) x = x << 8 | b[i];
-	return x;
 }
 
 static void task_lost(struct plan *p, struct vcpu *v)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* qmp.c: a small QMP client (greeting, qmp_capabilities, commands) and the tiny JSON reader it uses. */
 #include "qmp.h"
+#include "clock.h"
 #include "err.h"
 #include <stdlib.h>
 #include <time.h>
@@ -315,13 +316,6 @@ int json_bool(const struct jval *v)
 #define QMP_GREETING_MS 3000  /* QEMU greets at once; silence means not QMP, or another client */
 #define QMP_REPLY_MS 10000    /* a command that takes longer than this has hung -- counted from the
 			       * command, however many events arrive meanwhile or however slowly */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 /* Next complete message into q->msg, by the monotonic deadline: 0, or -1 (err set). */
 static int next_msg(struct qmp *q, long long deadline, int timeout_ms)

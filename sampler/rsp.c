@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rsp.c: GDB remote serial protocol packet codec -- framing, checksums, escapes, run lengths. */
 #include "rsp.h"
+#include "bytes.h"
 #include <string.h>
 
 /*
@@ -199,7 +200,5 @@ void rsp_hex(char *out, const uint8_t *in, size_t n)
 
 uint64_t rsp_le(const uint8_t *p, int size)
 {
-	uint64_t v = 0;
-	for (int i = size - 1; i >= 0; i--) v = v << 8 | p[i];
-	return v;
+	return le_n(p, size);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* symbols.c: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #include "symbols.h"
+#include "bytes.h"
 #include "demangle.h"
 #include "err.h"
 #include "files.h"
@@ -435,7 +436,7 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 		uint64_t h = fnv64(file, flen);
 		t->idkind = SYMID_FNV64;
 		t->idlen = 8;
-		for (int i = 0; i < 8; i++) t->id[i] = (uint8_t)(h >> (8 * i));
+		put_le64(t->id, h);
 	}
 	syms_finish(t);
 	return t->err ? -1 : 0;

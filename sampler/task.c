@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* task.c: per-sample task attribution, the same for every guest OS -- what to read, what it means. */
 #include "task.h"
+#include "bytes.h"
 #include <ctype.h>
 #include <errno.h>
 #include <regex.h>
@@ -33,11 +34,6 @@ void task_span(const struct guestos *os, uint32_t *lo, uint32_t *len)
 	*len = b - a;
 }
 
-static int32_t rd32(const uint8_t *p)
-{
-	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-}
-
 int task_decode(const struct guestos *os, uint64_t ptr, const uint8_t *span, uint32_t len, struct task_id *id)
 {
 	uint32_t lo, want;
@@ -45,8 +41,8 @@ int task_decode(const struct guestos *os, uint64_t ptr, const uint8_t *span, uin
 	if (len < want) return -1;
 	memset(id, 0, sizeof *id);
 	id->ptr = ptr;
-	id->pid = rd32(span + (os->pid_off - lo));
-	id->tgid = rd32(span + (os->tgid_off - lo));
+	id->pid = (int32_t)le32(span + (os->pid_off - lo));
+	id->tgid = (int32_t)le32(span + (os->tgid_off - lo));
 	memcpy(id->comm, span + (os->comm_off - lo), os->comm_len);
 	if (os->comm_len == TASK_COMM_LEN) id->comm[TASK_COMM_LEN - 1] = 0; /* the guest NUL-terminates */
 	if (id->pid < 0 || id->tgid < 0 || !id->comm[0]) return -1;

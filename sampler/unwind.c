@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* unwind.c: the stack walk -- picks an unwinding method per frame and checks every step. */
 #include "unwind.h"
+#include "bytes.h"
 #include <string.h>
 
 const char *const unwind_method_names[UM_N] = { "fp", "cfi", "orc" };
@@ -21,10 +22,7 @@ int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, ui
 {
 	for (int i = 0; i < n; i++) { /* the common case: the word lies in one chunk */
 		if (addr >= ch[i].addr && addr - ch[i].addr <= (uint64_t)ch[i].len - 8 && ch[i].len >= 8) {
-			const uint8_t *p = ch[i].data + (addr - ch[i].addr);
-			uint64_t v = 0;
-			for (int k = 7; k >= 0; k--) v = v << 8 | p[k];
-			*val = v;
+			*val = le64(ch[i].data + (addr - ch[i].addr));
 			return 0;
 		}
 	}
@@ -64,10 +62,7 @@ int uw_read(struct uw_walk *w, uint64_t addr, uint64_t *val)
 	/* Reads cluster: try the chunk and the stack of the previous read first. */
 	const struct unwind_chunk *ch = &w->chunks[w->last_chunk];
 	if (w->last_chunk < w->nchunks && addr >= ch->addr && ch->len >= 8 && addr - ch->addr <= ch->len - 8) {
-		const uint8_t *p = ch->data + (addr - ch->addr);
-		uint64_t v = 0;
-		for (int k = 7; k >= 0; k--) v = v << 8 | p[k];
-		*val = v;
+		*val = le64(ch->data + (addr - ch->addr));
 	} else if (unwind_read64_chunks(w->chunks, w->nchunks, addr, val)) {
 		w->stop = UW_UNREAD;
 		w->need = addr;

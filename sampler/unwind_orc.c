@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* unwind_orc.c: the Linux ORC unwinder -- .orc_unwind_ip/.orc_unwind tables, lookup and step. */
 #include "unwind_orc.h"
+#include "bytes.h"
 #include "err.h"
 #include <stdlib.h>
 
@@ -28,8 +29,8 @@ static const uint8_t known_v3[][20] = {
 
 void orc_decode(enum orc_layout l, const uint8_t raw[6], struct orc_entry *o)
 {
-	o->sp_off = (int16_t)(raw[0] | raw[1] << 8);
-	o->bp_off = (int16_t)(raw[2] | raw[3] << 8);
+	o->sp_off = (int16_t)le16(raw);
+	o->bp_off = (int16_t)le16(raw + 2);
 	o->sp_reg = raw[4] & 15;
 	o->bp_reg = raw[4] >> 4;
 	uint8_t b = raw[5];
@@ -74,7 +75,7 @@ static int build(struct orc_table *t, const uint8_t *ips, size_t n, uint64_t ipa
 	}
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *p = ips + 4 * i;
-		int32_t rel = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+		int32_t rel = (int32_t)le32(p);
 		t->ip[i] = ipaddr + 4 * i + (uint64_t)(int64_t)rel;
 		if (i && t->ip[i] < t->ip[i - 1]) {
 			orc_free(t);

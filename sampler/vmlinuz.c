@@ -2,6 +2,7 @@
 /* vmlinuz.c: extract the kernel ELF from a compressed x86 bzImage (zlib, liblzma, libzstd, liblz4). */
 #define ZLIB_CONST
 #include "vmlinuz.h"
+#include "bytes.h"
 #include "err.h"
 #include <elf.h>
 #include <limits.h>
@@ -43,11 +44,6 @@
 
 #define OUT_STEP ((size_t)1 << 20)          /* least free room offered to a stream decoder */
 #define XZ_MEMLIMIT ((uint64_t)256 << 20)   /* kernels use a 32 MiB dictionary */
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 int vmlinuz_is_bzimage(const uint8_t *img, size_t n)
 {
@@ -264,7 +260,7 @@ int vmlinuz_extract(struct vmlinuz *z, const uint8_t *img, size_t n, uint8_t **e
 		ERR_SET(z, ERR_FORMAT, "vmlinuz: not a bzImage (no x86 \"HdrS\" boot header with LOADED_HIGH)");
 		return -1;
 	}
-	unsigned ver = img[HDR_VERSION] | (unsigned)img[HDR_VERSION + 1] << 8;
+	unsigned ver = le16(img + HDR_VERSION);
 	if (ver < PROTO_PAYLOAD) {
 		ERR_SET(z, ERR_FORMAT, "vmlinuz: boot protocol %u.%02u predates 2.08 (no payload fields); "
 			"give the vmlinux ELF instead", ver >> 8, ver & 0xff);

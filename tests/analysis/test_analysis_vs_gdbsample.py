@@ -24,8 +24,9 @@ def replay(tmp_path_factory):
     if missing:
         pytest.fail("%s missing: run `make build/gdbsample`" % missing[0])
     exe = str(tmp_path_factory.mktemp("replay") / "replay")
+    # libz: capture.o's CRC-32; libiberty: symbols.o demangles
     subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-O1", "-I", os.path.join(conftest.ROOT, "sampler"),
-                    "-o", exe, os.path.join(HERE, "replay.c")] + objs + ["-lelf", "-liberty"], check=True)
+                    "-o", exe, os.path.join(HERE, "replay.c")] + objs + ["-lelf", "-lz", "-liberty"], check=True)
     return exe
 
 

@@ -546,10 +546,59 @@ static void test_parse_status(void)
 	CHECK(gdb_parse_status("VM status: paused (guest-panicked)", st, sizeof st) == 1);
 	CHECK_STR(st, "guest-panicked");
 	CHECK(gdb_parse_status("VM status: paused (single step mode)\r\n", st, sizeof st) == 1 && !st[0]);
-	CHECK(gdb_parse_status("VM status: paused (Bad State!)", st, sizeof st) == -1);
+	CHECK(gdb_parse_status("VM status: paused (Bad State!)", st, sizeof st) == -1 && !st[0]);
+	/* A malformed name leaves no half of it behind (found by fuzz_stop). */
+	CHECK(gdb_parse_status("VM status: paused (pos:1igrate)\r\n", st, sizeof st) == -1 && !st[0]);
 	CHECK(gdb_parse_status("VM status: paused (an-exceedingly-long-state-name)", st, sizeof st) == 1 && !st[0]);
 	CHECK(gdb_parse_status("", st, sizeof st) == -1);
 	CHECK(gdb_parse_status("unknown command: 'info'", st, sizeof st) == -1);
+}
+
+/* The handshake's and the readers' replies, parsed on literals (gdb_reply.h). */
+static void test_parse_replies(void)
+{
+	struct gdb_features f;
+	gdb_parse_supported("PacketSize=1000;qXfer:features:read+;multiprocess+;QStartNoAckMode+", &f);
+	CHECK(f.packet_size == 0x1000 && f.multiprocess && f.xfer_features && f.noack);
+	gdb_parse_supported("PacketSize=ffffffff;multiprocess-;qXfer:features:read-", &f); /* too big: none */
+	CHECK(f.packet_size == 0 && !f.multiprocess && !f.xfer_features && !f.noack);
+	gdb_parse_supported("", &f); /* a stub without qSupported */
+	CHECK(f.packet_size == 0 && !f.multiprocess && !f.xfer_features && !f.noack);
+
+	CHECK(gdb_parse_version("7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)\r\n") == 702);
+	CHECK(gdb_parse_version("10.1.0\r\n") == 1001);
+	CHECK(gdb_parse_version("100.1") == 0 && gdb_parse_version("7") == 0 && gdb_parse_version("") == 0);
+
+	uint8_t b[8];
+	CHECK(gdb_parse_regs("0011ff", 6, b, sizeof b) == 3 && b[0] == 0 && b[1] == 0x11 && b[2] == 0xff);
+	CHECK(gdb_parse_regs("E14", 3, b, sizeof b) == -1);          /* an error, not a 1.5-byte block */
+	CHECK(gdb_parse_regs("0011", 4, b, 1) == -1);                /* more than the room given */
+	CHECK(gdb_parse_regs("00zz", 4, b, sizeof b) == -1);
+	uint64_t v = 0;
+	CHECK(gdb_parse_reg("78563412", 8, &v) == 0 && v == 0x12345678); /* little-endian, as in `g` */
+	CHECK(gdb_parse_reg("0102030405060708", 16, &v) == 0 && v == 0x0807060504030201ull);
+	CHECK(gdb_parse_reg("010203040506070809", 18, &v) == -1); /* wider than 64 bits */
+	CHECK(gdb_parse_reg("", 0, &v) == -1 && gdb_parse_reg("E01", 3, &v) == -1);
+	CHECK(gdb_parse_mem("cafe", 4, b, 2) == 0 && b[0] == 0xca && b[1] == 0xfe);
+	CHECK(gdb_parse_mem("cafe", 4, b, 1) == -1);                 /* not the length asked for */
+	CHECK(gdb_parse_mem("E14", 3, b, 1) == -1);
+
+	const char *d;
+	size_t n;
+	CHECK(gdb_parse_xfer("m<tar", 5, &d, &n) == 'm' && n == 4 && !memcmp(d, "<tar", 4));
+	CHECK(gdb_parse_xfer("l", 1, &d, &n) == 'l' && n == 0);
+	CHECK(gdb_parse_xfer("E00", 3, &d, &n) == -1 && gdb_parse_xfer("", 0, &d, &n) == -1);
+
+	static const char xml[] = "<target><xi:include href=\"a.xml\"/> <xi:include nohref/>"
+				  "<xi:include href=\"b.xml\"/></target>";
+	char href[8];
+	size_t at, end;
+	CHECK(gdb_parse_include(xml, 0, &at, &end, href, sizeof href) == 0 && at == 8 && end == 34);
+	CHECK_STR(href, "a.xml");
+	CHECK(gdb_parse_include(xml, end, &at, &end, href, sizeof href) == -1); /* a malformed one ends it */
+	CHECK(gdb_parse_include(xml, 40, &at, &end, href, sizeof href) == 0 && at == 55);
+	CHECK_STR(href, "b.xml");
+	CHECK(gdb_parse_include(xml, 0, &at, &end, href, 5) == -1); /* "a.xml" and its NUL need 6 */
 }
 
 /* ---- the connection phase: one total deadline, and a signal ends it ---- */
@@ -688,6 +737,7 @@ void test_gdb(void)
 	test_busy();
 	test_operator_stop();
 	test_parse_status();
+	test_parse_replies();
 	test_connect_deadline();
 	test_simultaneous_clients();
 }
