@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* plan.c: the pure half of sampling -- which memory each vCPU's sample needs, given its previous
  * sample, and what the replies mean (unwind, idle, flags). No I/O: sample.c sends and receives. */
-#include "sample.h"
+#include "plan.h"
 #include "insn.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"

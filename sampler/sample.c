@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sample.c: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
-#include "sample.h"
+#include "sampler.h"
 #include "err.h"
 #include "pace.h"
 #include <stdlib.h>

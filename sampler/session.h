@@ -11,7 +11,7 @@
 #include "kaslr.h"
 #include "modules.h"
 #include "kfind.h"
-#include "sample.h"
+#include "sampler.h"
 #include "summary.h"
 #include "slice.h"
 

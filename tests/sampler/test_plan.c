@@ -3,7 +3,7 @@
  * given its previous sample, and what the replies make of it (no gdbstub, no socket). */
 #include "check.h"
 #include "../../sampler/files.h"
-#include "../../sampler/sample.h"
+#include "../../sampler/plan.h"
 #include "../../sampler/unwind_cfi.h"
 #include <stdlib.h>
 
