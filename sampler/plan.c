@@ -240,6 +240,22 @@ static void queue_more(struct vcpu *v, int *more)
 	*more = 1;
 }
 
+void plan_count_read(struct plan *p, const struct window *w)
+{
+	if (w->kind != WIN_STACK) return; /* text and task bytes are counted apart */
+	p->st.mem_reads++;
+	p->st.mem_bytes += (uint64_t)w->len;
+	p->st.cross_reads += (uint64_t)w->crosses;
+}
+
+void plan_count_error(struct plan *p, const struct window *w)
+{
+	if (w->kind == WIN_TASKPTR || w->kind == WIN_TASK) return; /* attribution counts its own losses */
+	if (w->crosses) return;         /* retried page by page: refetch_crossing counts it */
+	if (w->predicted) p->st.stale_windows++; /* speculative: no loss */
+	else p->st.mem_errors++;
+}
+
 /* Queue a read for attribution (the pointer, or a task's identity fields). */
 static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, uint32_t len, int predicted)
 {

@@ -96,7 +96,10 @@ struct vcpu {
 	int trips;                     /* round trips this sample needed */
 };
 
-/* Counters, all in the summary (stats.c): the plan's struct holds them. */
+/* Counters, all in the summary (stats.c's rows of the counter table). The plan holds them and
+ * keeps those of its decisions and its windows (the sampler reports each `m` sent and each error
+ * reply: plan_count_read, plan_count_error); sample.c adds the wire's own -- vcpu_samples, trips,
+ * no_stop_reply, hg_elided, hg_wrong, rejected. */
 struct sampler_stats {
 	uint64_t vcpu_samples;          /* vCPU samples produced */
 	uint64_t hits;                  /* vCPU samples done in the first round trip */
@@ -191,6 +194,11 @@ void plan_first(struct plan *p, struct vcpu *v);
 /* After a trip: 1 if v's sample is finished (out filled, or v->failed), 0 if it queued windows
  * for another trip (from v->nwin_trip on). last_trip: no more trips are possible. */
 int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip);
+/* A window's `m` request was sent / its reply was an error: the plan counts its windows' reads
+ * (stack bytes asked, page crossings) and tells a loss from speculation (a predicted or
+ * read-ahead window that proved unmapped). */
+void plan_count_read(struct plan *p, const struct window *w);
+void plan_count_error(struct plan *p, const struct window *w);
 /* The walk's inputs from v's registers and the stack read so far (chunks point into v). */
 void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_in *in);
 void plan_free(struct plan *p);
