@@ -345,48 +345,6 @@ fail:
 	return -1;
 }
 
-char *session_modules_text(const struct session *ss)
-{
-	const struct modset *m = &ss->mods;
-	const struct symtab *t = &ss->img.syms;
-	size_t cap = 4096, o = 0;
-	char *out = m->head && m->n ? malloc(cap) : NULL;
-	if (!out) return NULL;
-	out[0] = 0;
-	for (int i = 0; i < m->n; i++) {
-		const struct module *d = &m->m[i];
-		for (size_t k = 0; k <= t->n; k++) {
-			const struct sym *y = k ? &t->syms[k - 1] : NULL;
-			if (y) { /* its symbols, in address order (modules' names hold no blanks) */
-				int in = 0;
-				for (int r = 0; r < 2; r++) in |= y->addr >= d->text[r][0] && y->addr < d->text[r][1];
-				if (!y->mod || !in || strcmp(y->mod, d->name)) continue;
-			}
-			if (cap - o < 512) {
-				char *n = realloc(out, cap * 2);
-				if (!n) {
-					free(out);
-					return NULL;
-				}
-				out = n;
-				cap *= 2;
-			}
-			if (!y) {
-				o += (size_t)snprintf(out + o, cap - o, "m %s %llx %llx", d->name,
-						      (unsigned long long)d->text[0][0], (unsigned long long)d->text[0][1]);
-				if (d->text[1][1] > d->text[1][0])
-					o += (size_t)snprintf(out + o, cap - o, " %llx %llx", (unsigned long long)d->text[1][0],
-							      (unsigned long long)d->text[1][1]);
-				o += (size_t)snprintf(out + o, cap - o, "\n");
-			} else {
-				o += (size_t)snprintf(out + o, cap - o, "s %llx %llx %.400s\n", (unsigned long long)y->addr,
-						      (unsigned long long)y->size, y->name);
-			}
-		}
-	}
-	return out;
-}
-
 static int choose_methods(struct session *ss)
 {
 	const struct image *im = &ss->img;

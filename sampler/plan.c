@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* plan.c: the pure half of sampling -- which memory each vCPU's sample needs, given its previous
  * sample, and what the replies mean (unwind, idle, flags). No I/O: sample.c sends and receives. */
-#include "sample.h"
+#include "plan.h"
 #include "bytes.h"
 #include "insn.h"
 #include "unwind_cfi.h"
@@ -233,6 +233,30 @@ static void add_windows(struct vcpu *v, uint64_t addr, uint64_t end, uint64_t cr
 	}
 }
 
+/* Another trip is needed for what is queued next: the first queued of the trip marks where the
+ * trip's requests start. */
+static void queue_more(struct vcpu *v, int *more)
+{
+	if (!*more) v->nwin_trip = v->nwin;
+	*more = 1;
+}
+
+void plan_count_read(struct plan *p, const struct window *w)
+{
+	if (w->kind != WIN_STACK) return; /* text and task bytes are counted apart */
+	p->st.mem_reads++;
+	p->st.mem_bytes += (uint64_t)w->len;
+	p->st.cross_reads += (uint64_t)w->crosses;
+}
+
+void plan_count_error(struct plan *p, const struct window *w)
+{
+	if (w->kind == WIN_TASKPTR || w->kind == WIN_TASK) return; /* attribution counts its own losses */
+	if (w->crosses) return;         /* retried page by page: refetch_crossing counts it */
+	if (w->predicted) p->st.stale_windows++; /* speculative: no loss */
+	else p->st.mem_errors++;
+}
+
 /* Queue a read for attribution (the pointer, or a task's identity fields). */
 static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, uint32_t len, int predicted)
 {
@@ -284,8 +308,7 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
 	if (!pw) {
 		if (last_trip) { task_lost(p, v); return; }
-		if (!*more) v->nwin_trip = v->nwin;
-		*more = 1;
+		queue_more(v, more);
 		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
 		return;
 	}
@@ -293,8 +316,7 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 	    arch_is_user(p->l, v->regs, v->nregs) == 1) {
 		/* it turned to user mode since the last sample: read through a kernel-mode vCPU */
 		v->task_via_tried = 1;
-		if (!*more) v->nwin_trip = v->nwin;
-		*more = 1;
+		queue_more(v, more);
 		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
 		return;
 	}
@@ -315,8 +337,7 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 		const struct task_id *c = taskcache_get(&p->tasks, t, p->now_ns);
 		if (!c) {
 			if (last_trip) { task_lost(p, v); return; }
-			if (!*more) v->nwin_trip = v->nwin;
-			*more = 1;
+			queue_more(v, more);
 			want_task(p, v, WIN_TASK, t + p->task_lo, p->task_len, 0);
 			return;
 		}
@@ -432,174 +453,241 @@ void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_i
 									   v->win[w].data };
 }
 
-int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip)
+/* ---- after a trip, step by step (plan_after_trip) ---- */
+
+/* Decides whether a vCPU whose registers did not come is waited for (another trip may bring
+ * them: 0) or dropped (the last trip: 1, v->failed, counted). */
+static int without_registers(struct plan *p, struct vcpu *v, int last_trip)
 {
-	const struct layout *l = p->l;
-	struct sampler_stats *st = &p->st;
-	if (!v->nregs) {
-		if (!last_trip) return 0;
-		v->failed = 1;
-		st->reg_errors++;
-		return 1;
-	}
-	/* A crossing read that failed: forget the boundary, re-read page by page next trip. */
-	for (int w = 0; w < v->nwin && !last_trip; w++) {
+	if (!last_trip) return 0;
+	v->failed = 1;
+	p->st.reg_errors++;
+	return 1;
+}
+
+/* Decides whether a crossing read failed: then the boundary is forgotten and the range queued
+ * page by page for the next trip (1, counted); 0 if none did. */
+static int refetch_crossing(struct plan *p, struct vcpu *v)
+{
+	for (int w = 0; w < v->nwin; w++) {
 		struct window *cw = &v->win[w];
 		if (!cw->crosses || cw->ok) continue;
 		cw->crosses = 0;
 		v->cross_ok = 0;
-		st->cross_failed++;
+		p->st.cross_failed++;
 		v->nwin_trip = v->nwin;
 		v->refetched = 1;
 		add_windows(v, cw->addr, cw->addr + (uint64_t)cw->len, 0, WIN_CAP, cw->predicted);
+		return 1;
+	}
+	return 0;
+}
+
+/* Keeps the text blocks that arrived for idle tagging (an unreadable one as "not hlt"). */
+static void keep_text(struct plan *p, const struct vcpu *v)
+{
+	for (int w = 0; w < v->nwin; w++)
+		if (v->win[w].kind == WIN_TEXT) tc_put(&p->tc, v->win[w].addr, v->win[w].ok ? v->win[w].data : NULL);
+}
+
+/* Decides whether the previous walk stands: a vCPU still halted where the previous sample found
+ * it (same pc, sp, fp) -- while in hlt nothing above sp changed, interrupts only use the stack
+ * below it -- reuses it (1, counted); otherwise the stack is walked (0). */
+static int walk_or_reuse(struct plan *p, const struct vcpu *v, const struct unwind_in *in, uint64_t sp,
+			 uint64_t fp, struct sample *out, struct unwind_out *uo)
+{
+	int same = v->idle_prev && in->pc == v->prev_pc && sp == v->prev_sp && fp == v->prev_fp &&
+		   v->prev_n <= p->cfg.max_frames;
+	if (!same) {
+		unwind_walk(in, out->frames, uo);
 		return 0;
 	}
-	for (int w = 0; w < v->nwin; w++) /* text that arrived (unreadable text: not hlt) */
-		if (v->win[w].kind == WIN_TEXT) tc_put(&p->tc, v->win[w].addr, v->win[w].ok ? v->win[w].data : NULL);
+	memcpy(out->frames, v->prev_frames, (size_t)v->prev_n * sizeof out->frames[0]);
+	memset(uo, 0, sizeof *uo);
+	uo->n = v->prev_n;
+	uo->stop = v->prev_stop;
+	uo->stop_method = -1;
+	memcpy(uo->exact, v->prev_exact, sizeof uo->exact);
+	p->st.idle_reused++;
+	return 1;
+}
 
-	struct unwind_in in;
-	struct unwind_out uo;
-	plan_walk_input(p, v, &in);
-	uint64_t sp = arch_reg(l->sp, v->regs, v->nregs), fp = arch_reg(l->fp, v->regs, v->nregs);
-	/* Still halted where the previous sample found it: while in hlt nothing above sp changed
-	 * (interrupts only use the stack below it), so the previous walk stands. */
-	int same = v->idle_prev && in.pc == v->prev_pc && sp == v->prev_sp && fp == v->prev_fp &&
-		   v->prev_n <= p->cfg.max_frames;
-	if (same) {
-		memcpy(out->frames, v->prev_frames, (size_t)v->prev_n * sizeof out->frames[0]);
-		memset(&uo, 0, sizeof uo);
-		uo.n = v->prev_n;
-		uo.stop = v->prev_stop;
-		uo.stop_method = -1;
-		memcpy(uo.exact, v->prev_exact, sizeof uo.exact);
-		st->idle_reused++;
-	} else {
-		unwind_walk(&in, out->frames, &uo);
-	}
-	int more = 0;
-	/* The walk wants a register outside `g`: read it with `p` next trip (once a sample). */
-	if (uo.stop == UW_UNREAD && uo.need_reg >= 0 && !last_trip && v->xreg < 0) {
-		v->xreg = uo.need_reg;
-		v->xreg_state = XR_WANTED;
-		v->nwin_trip = v->nwin;
-		more = 1;
-		st->reg_reads++;
-	}
-	/* The walk wants memory we have not read: fetch it next trip unless it is hopeless. */
-	if (uo.stop == UW_UNREAD && uo.need_reg < 0 && !last_trip && v->nwin < WIN_CAP) {
-		int already = 0;
-		for (int w = 0; w < v->nwin; w++)
-			if (v->win[w].kind == WIN_STACK && uo.need >= v->win[w].addr &&
-			    uo.need - v->win[w].addr < (uint64_t)v->win[w].len)
-				already = 1; /* it was requested and failed (unmapped): give up */
-		if (!already) {
-			/* Read ahead to the next STACK_ALIGN boundary, where a kernel stack (Linux: 16 KiB,
-			 * aligned so) ends and a guard page may begin, from a little below it. The windows
-			 * split at pages, so an unmapped page costs only its own read. */
-			uint64_t lo = (uo.need - MISS_BELOW) & ~15ull, hi = (uo.need | (STACK_ALIGN - 1)) + 1;
-			if (hi - lo < 16) hi += PAGE; /* the word itself straddles the boundary */
-			if (hi - lo > SAMPLE_EXTENT_MAX) hi = lo + SAMPLE_EXTENT_MAX;
-			if (!more) v->nwin_trip = v->nwin;
-			more = 1;
-			int from = v->nwin;
-			add_windows(v, lo, hi, 0, WIN_CAP, 1);
-			for (int w = from; w < v->nwin; w++) /* the read-ahead is speculative, but not this */
-				if (uo.need - v->win[w].addr < (uint64_t)v->win[w].len) v->win[w].predicted = 0;
-		}
-	}
-	/* Idle is a halted vCPU: just after `hlt` (x86), at or just after `wfi`/`wfe` (aarch64).
-	 * Given symbols but no image text (a map), ask the guest once per pc. */
-	int idle = -1;
-	if (p->cfg.syms && !in.user && in_kernel(p, in.pc)) {
-		uint64_t need = 0;
-		idle = insn_idle(l->arch->elf_machine, plan_byte, p, in.pc, &need);
-		int asked = 0;
-		for (int w = 0; w < v->nwin; w++) asked |= v->win[w].kind == WIN_TEXT; /* once a sample, even if it failed */
-		if (idle < 0 && !asked && !last_trip && p->tc.n < TEXTCACHE_MAX) {
-			if (!more) v->nwin_trip = v->nwin;
-			more = 1;
-			want_text(v, need);
-			st->text_reads++;
-		}
-	}
-	if (plan_tasks_on(p)) task_after_trip(p, v, last_trip, &more);
-	if (more) return 0;
+/* Decides whether the walk stopped for a register outside `g`: it is read with `p` next trip
+ * (once a sample, counted). */
+static void want_register(struct plan *p, struct vcpu *v, const struct unwind_out *uo, int *more)
+{
+	if (uo->stop != UW_UNREAD || uo->need_reg < 0 || v->xreg >= 0) return;
+	v->xreg = uo->need_reg;
+	v->xreg_state = XR_WANTED;
+	queue_more(v, more);
+	p->st.reg_reads++;
+}
 
-	if (v->refetched) { /* page by page it read fine: this gdbstub refuses crossing reads */
-		int all = 1, any = 0;
-		for (int w = v->nwin_trip; w < v->nwin; w++)
-			if (v->win[w].kind == WIN_STACK) {
-				all &= v->win[w].ok;
-				any = 1;
-			}
-		if (all && any) p->cross_off = 1;
-		v->refetched = 0;
+/* Decides whether the walk stopped for memory not read yet and worth a trip: not when it was
+ * asked for already (and failed: unmapped) or the windows are used up. Then it reads ahead to
+ * the next STACK_ALIGN boundary, where a kernel stack (Linux: 16 KiB, aligned so) ends and a
+ * guard page may begin, from a little below the word; the windows split at pages, so an
+ * unmapped page costs only its own read. The read-ahead is speculative, the word's window not. */
+static void want_stack(struct vcpu *v, const struct unwind_out *uo, int *more)
+{
+	if (uo->stop != UW_UNREAD || uo->need_reg >= 0 || v->nwin >= WIN_CAP) return;
+	for (int w = 0; w < v->nwin; w++)
+		if (v->win[w].kind == WIN_STACK && uo->need >= v->win[w].addr &&
+		    uo->need - v->win[w].addr < (uint64_t)v->win[w].len)
+			return;
+	uint64_t lo = (uo->need - MISS_BELOW) & ~15ull, hi = (uo->need | (STACK_ALIGN - 1)) + 1;
+	if (hi - lo < 16) hi += PAGE; /* the word itself straddles the boundary */
+	if (hi - lo > SAMPLE_EXTENT_MAX) hi = lo + SAMPLE_EXTENT_MAX;
+	queue_more(v, more);
+	int from = v->nwin;
+	add_windows(v, lo, hi, 0, WIN_CAP, 1);
+	for (int w = from; w < v->nwin; w++)
+		if (uo->need - v->win[w].addr < (uint64_t)v->win[w].len) v->win[w].predicted = 0;
+}
+
+/* Decides whether the vCPU is idle -- halted: just after `hlt` (x86), at or just after
+ * `wfi`/`wfe` (aarch64) -- 1, 0, or -1 unknown (user mode, outside the kernel, no symbols, or
+ * text not known). Given symbols but no image text (a map), the text block is asked of the
+ * guest for the next trip, once a sample (counted). */
+static int idle_or_ask(struct plan *p, struct vcpu *v, const struct unwind_in *in, int last_trip, int *more)
+{
+	if (!p->cfg.syms || in->user || !in_kernel(p, in->pc)) return -1;
+	uint64_t need = 0;
+	int idle = insn_idle(p->l->arch->elf_machine, plan_byte, p, in->pc, &need);
+	int asked = 0;
+	for (int w = 0; w < v->nwin; w++) asked |= v->win[w].kind == WIN_TEXT; /* once a sample, even if it failed */
+	if (idle < 0 && !asked && !last_trip && p->tc.n < TEXTCACHE_MAX) {
+		queue_more(v, more);
+		want_text(v, need);
+		p->st.text_reads++;
 	}
-	/* What this walk read predicts the next sample's windows -- unless it read no kernel stack
-	 * (user mode, a pc outside the kernel): then the previous prediction stands. */
-	int read_stack = uo.nextents && uo.ext[0].hi > uo.ext[0].lo;
+	return idle;
+}
+
+/* Decides, once a re-read page by page is complete, whether this gdbstub refuses crossing reads:
+ * every page read fine where the crossing read failed -- then no read crosses again. */
+static void learn_cross_off(struct plan *p, struct vcpu *v)
+{
+	if (!v->refetched) return;
+	int all = 1, any = 0;
+	for (int w = v->nwin_trip; w < v->nwin; w++)
+		if (v->win[w].kind == WIN_STACK) {
+			all &= v->win[w].ok;
+			any = 1;
+		}
+	if (all && any) p->cross_off = 1;
+	v->refetched = 0;
+}
+
+/* Decides what the next sample predicts: the stacks this walk read, how deep (a decaying
+ * maximum), the boundary it may cross -- unless it read no kernel stack (user mode, a pc outside
+ * the kernel) or reused the previous walk: then the previous prediction stands. Also keeps this
+ * sample's registers and chain for the next one's reuse. */
+static void remember(const struct plan *p, struct vcpu *v, const struct unwind_in *in, const struct unwind_out *uo,
+		     uint64_t sp, uint64_t fp, const struct sample *out, int same)
+{
+	int read_stack = uo->nextents && uo->ext[0].hi > uo->ext[0].lo;
 	if (!same && read_stack) {
 		v->cross_ok = p->cross_off ? 0 : read_boundary(v);
-		v->pred_next = uo.nextents;
-		memcpy(v->pred_ext, uo.ext, sizeof v->pred_ext);
-		v->pred_last = uo.last_extent;
-		uint64_t d = uo.ext[0].hi - sp;
+		v->pred_next = uo->nextents;
+		memcpy(v->pred_ext, uo->ext, sizeof v->pred_ext);
+		v->pred_last = uo->last_extent;
+		uint64_t d = uo->ext[0].hi - sp;
 		v->depth = d > v->depth - v->depth / 64 ? d : v->depth - v->depth / 64;
 		if (v->depth > SAMPLE_EXTENT_MAX) v->depth = SAMPLE_EXTENT_MAX;
 		v->pred_sp = sp;
 		v->have_pred = 1;
 	}
 	if (!same) {
-		memcpy(v->prev_frames, out->frames, (size_t)uo.n * sizeof out->frames[0]);
-		memcpy(v->prev_exact, uo.exact, sizeof v->prev_exact);
+		memcpy(v->prev_frames, out->frames, (size_t)uo->n * sizeof out->frames[0]);
+		memcpy(v->prev_exact, uo->exact, sizeof v->prev_exact);
 	}
-	v->prev_pc = in.pc;
+	v->prev_pc = in->pc;
 	v->prev_sp = sp;
 	v->prev_fp = fp;
-	v->prev_n = uo.n;
-	v->prev_stop = uo.stop;
+	v->prev_n = uo->n;
+	v->prev_stop = uo->stop;
+}
+
+/* Decides what the sample says: its chain (an interrupt vector's stop moved to the interrupted
+ * pc), its task, and its flags -- user, interrupts off, idle (as idle_or_ask found, or at the
+ * interrupted pc), partial, unreliable. Counts the vector stops. */
+static void make_sample(struct plan *p, struct vcpu *v, const struct unwind_in *in, const struct unwind_out *uo,
+			int idle, struct sample *out)
+{
+	const struct layout *l = p->l;
 	out->cpu = (uint16_t)v->cpu;
 	out->has_task = v->task_state == TS_DONE;
 	if (out->has_task) out->task = v->task;
-	out->n = (uint8_t)uo.n;
-	memcpy(out->exact, uo.exact, sizeof out->exact);
+	out->n = (uint8_t)uo->n;
+	memcpy(out->exact, uo->exact, sizeof out->exact);
 	out->flags = 0;
 	/* Stopped on an interrupt vector before its first instruction ran: the sample is the
 	 * interrupted pc's (frame 1, exact: ELR_EL1 through the entry's CFI), taken with interrupts
 	 * on (an interrupt is taken only then), as the in-guest profilers would see it. Counted. */
-	int at_vector = !in.user && out->n >= 2 && (out->exact[0] & 2) && irq_vector_entry(p, in.pc);
+	int at_vector = !in->user && out->n >= 2 && (out->exact[0] & 2) && irq_vector_entry(p, in->pc);
 	if (at_vector) {
 		memmove(out->frames, out->frames + 1, (size_t)(out->n - 1) * sizeof out->frames[0]);
 		out->n--;
 		for (int w = 0; w < 4; w++)
 			out->exact[w] = (out->exact[w] >> 1) | (w < 3 ? out->exact[w + 1] << 63 : 0);
 		out->exact[0] &= ~1ull;
-		st->irq_vector++;
+		p->st.irq_vector++;
 		idle = insn_idle(l->arch->elf_machine, plan_byte, p, out->frames[0], NULL); /* woken from wfi */
 	}
 	/* ...and one from user mode (an EL0 vector) is a user-mode sample. */
-	int user_vector = !in.user && !at_vector && out->n == 1 && uo.stop == UW_USER &&
-			  vector_entry(p, in.pc) == FP_VEC_USER;
+	int user_vector = !in->user && !at_vector && out->n == 1 && uo->stop == UW_USER &&
+			  vector_entry(p, in->pc) == FP_VEC_USER;
 	if (user_vector) {
-		if (irq_vector_entry(p, in.pc)) st->irq_vector++; /* a sync one: the trap not yet begun */
+		if (irq_vector_entry(p, in->pc)) p->st.irq_vector++; /* a sync one: the trap not yet begun */
 		if (v->xreg == 33 && v->xreg_state == XR_READ) out->frames[0] = v->xreg_val; /* the user pc */
 	}
-	if (in.user || user_vector) out->flags |= SF_USER;
-	v->user_prev = in.user;
+	if (in->user || user_vector) out->flags |= SF_USER;
+	v->user_prev = in->user;
 	if (!at_vector && !user_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
-	v->idle_prev = idle == 1 && uo.stop != UW_UNREAD;
-	if (uo.stop == UW_UNREAD || uo.stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;
-	if (!in.user && (uo.stop != UW_END && uo.stop != UW_USER && uo.stop != UW_MAXFRAMES))
+	v->idle_prev = idle == 1 && uo->stop != UW_UNREAD;
+	if (uo->stop == UW_UNREAD || uo->stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;
+	if (!in->user && (uo->stop != UW_END && uo->stop != UW_USER && uo->stop != UW_MAXFRAMES))
 		out->flags |= SF_UNRELIABLE;
-	for (int m = 0; m < UM_N && !in.user; m++) /* frames from a method other than the first: guesses */
-		if (uo.by_method[m] && p->nmethods > 1 && m != p->methods[0]->method) out->flags |= SF_UNRELIABLE;
-	st->stops[uo.stop]++;
+	for (int m = 0; m < UM_N && !in->user; m++) /* frames from a method other than the first: guesses */
+		if (uo->by_method[m] && p->nmethods > 1 && m != p->methods[0]->method) out->flags |= SF_UNRELIABLE;
+}
+
+/* Counts the finished sample: why its walk ended (by method, and each method's frames, unless
+ * the walk was reused), and whether its first trip sufficed. */
+static void count_sample(struct plan *p, const struct vcpu *v, const struct unwind_out *uo, int same)
+{
+	struct sampler_stats *st = &p->st;
+	st->stops[uo->stop]++;
 	if (!same) {
-		st->stops_by[uo.stop_method < 0 ? UM_N : uo.stop_method][uo.stop]++;
-		for (int m = 0; m < UM_N; m++) st->frames[m] += uo.by_method[m];
+		st->stops_by[uo->stop_method < 0 ? UM_N : uo->stop_method][uo->stop]++;
+		for (int m = 0; m < UM_N; m++) st->frames[m] += uo->by_method[m];
 	}
 	if (v->trips == 1) st->hits++;
 	else st->misses++;
+}
+
+int plan_after_trip(struct plan *p, struct vcpu *v, struct sample *out, int last_trip)
+{
+	const struct layout *l = p->l;
+	if (!v->nregs) return without_registers(p, v, last_trip);      /* wait for them, or drop */
+	if (!last_trip && refetch_crossing(p, v)) return 0;            /* a crossing read failed */
+	keep_text(p, v);                                               /* text that arrived */
+	struct unwind_in in;
+	struct unwind_out uo;
+	plan_walk_input(p, v, &in);
+	uint64_t sp = arch_reg(l->sp, v->regs, v->nregs), fp = arch_reg(l->fp, v->regs, v->nregs);
+	int same = walk_or_reuse(p, v, &in, sp, fp, out, &uo);         /* walk, or an idle vCPU's last */
+	int more = 0;
+	if (!last_trip) want_register(p, v, &uo, &more);               /* the walk needs a `p` */
+	if (!last_trip) want_stack(v, &uo, &more);                     /* ...or more stack */
+	int idle = idle_or_ask(p, v, &in, last_trip, &more);           /* halted? (may ask for text) */
+	if (plan_tasks_on(p)) task_after_trip(p, v, last_trip, &more); /* who ran (may need a trip) */
+	if (more) return 0;
+	learn_cross_off(p, v);                                         /* does the stub refuse crossings? */
+	remember(p, v, &in, &uo, sp, fp, out, same);                   /* what the next sample predicts */
+	make_sample(p, v, &in, &uo, idle, out);                        /* chain, task, flags */
+	count_sample(p, v, &uo, same);
 	return 1;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sample.c: one sample of every selected vCPU in (usually) one round trip to the gdbstub. */
-#include "sample.h"
+#include "sampler.h"
 #include "err.h"
 #include "pace.h"
 #include <stdlib.h>
@@ -103,11 +103,7 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 			on = want;
 		}
 		snprintf(req, sizeof req, "m%llx,%x", (unsigned long long)v->win[w].addr, v->win[w].len);
-		if (v->win[w].kind == WIN_STACK) { /* text and task bytes are counted apart */
-			s->p.st.mem_reads++;
-			s->p.st.mem_bytes += (uint64_t)v->win[w].len;
-			s->p.st.cross_reads += (uint64_t)v->win[w].crosses;
-		}
+		plan_count_read(&s->p, &v->win[w]);
 		if (rsp_append(buf, cap, off, req) < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_M, vi, w };
 	}
@@ -164,13 +160,8 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		struct window *w = &v->win[sl->wi];
 		if (v->hg_ok && len == (size_t)w->len * 2 && rsp_unhex(w->data, p, (size_t)w->len) == 0)
 			w->ok = 1;
-		else if (w->kind == WIN_TASKPTR || w->kind == WIN_TASK)
-			; /* attribution counts its own losses (plan.c) */
-		else if (rsp_is_error(p, len) && !w->crosses) { /* a failed crossing read is retried:
-								    * counted by the plan */
-			if (w->predicted) s->p.st.stale_windows++; /* speculative: no loss */
-			else s->p.st.mem_errors++;
-		}
+		else if (rsp_is_error(p, len))
+			plan_count_error(&s->p, w); /* a loss, or only speculation: the plan's to say */
 		break;
 	}
 	}

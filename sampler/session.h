@@ -11,7 +11,7 @@
 #include "kaslr.h"
 #include "modules.h"
 #include "kfind.h"
-#include "sample.h"
+#include "sampler.h"
 #include "summary.h"
 #include "slice.h"
 
@@ -99,7 +99,8 @@ int ko_locate(struct session *ss, int cpu, int first);
 #define MODS_RESCAN_NS 200000000LL
 #define MODS_RESCAN_MAX_NS 3200000000LL
 int session_modules_refresh(struct session *ss, const struct sample *s, int n);
-/* The module list for the capture (docs/capture-format.md, v4), malloc'd; NULL if none. */
+/* session_summary.c: the module list for the capture (docs/capture-format.md, v4), malloc'd; NULL
+ * if none. */
 char *session_modules_text(const struct session *ss);
 /* The kernel symbols, or NULL without -e. */
 const struct symtab *session_syms(const struct session *ss);

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "gdb.h"
 #include "pace.h"
-#include "sample.h"
+#include "plan.h"
 #include "summary.h"
 
 #define STATS_HIST_US 100000 /* pauses are binned per microsecond up to 100 ms */

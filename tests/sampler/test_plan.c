@@ -3,7 +3,7 @@
  * given its previous sample, and what the replies make of it (no gdbstub, no socket). */
 #include "check.h"
 #include "../../sampler/files.h"
-#include "../../sampler/sample.h"
+#include "../../sampler/plan.h"
 #include "../../sampler/unwind_cfi.h"
 #include <stdlib.h>
 
@@ -242,8 +242,39 @@ static void test_plan_a64_vector(void)
 	free(buf);
 }
 
+/* The plan counts its windows: what a read asked for, and whether a failed one was a loss (a
+ * window the walk needed) or only speculation (predicted or read ahead) -- the rules the sampler
+ * leaves to it (sample.c reports each request and error reply). */
+static void test_plan_counts(void)
+{
+	struct plan p;
+	struct sampler_cfg cfg = { .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 };
+	arch_layout_default(&lay, arch_find("x86_64"));
+	plan_init(&p, &lay, &cfg);
+	struct window needed = { .addr = STK, .len = 512, .kind = WIN_STACK };
+	struct window guess = { .addr = STK + 4096, .len = 2048, .kind = WIN_STACK, .predicted = 1 };
+	struct window cross = { .addr = STK + 3584, .len = 1024, .kind = WIN_STACK, .crosses = 1 };
+	struct window text = { .addr = K, .len = 64, .kind = WIN_TEXT };
+	struct window task = { .addr = K + 0x100, .len = 8, .kind = WIN_TASKPTR };
+	plan_count_read(&p, &needed);
+	plan_count_read(&p, &guess);
+	plan_count_read(&p, &cross);
+	plan_count_read(&p, &text); /* text and task bytes are counted apart */
+	plan_count_read(&p, &task);
+	CHECK(p.st.mem_reads == 3 && p.st.mem_bytes == 512 + 2048 + 1024 && p.st.cross_reads == 1);
+	plan_count_error(&p, &needed);
+	CHECK(p.st.mem_errors == 1 && p.st.stale_windows == 0);
+	plan_count_error(&p, &guess); /* speculative: no loss */
+	CHECK(p.st.mem_errors == 1 && p.st.stale_windows == 1);
+	plan_count_error(&p, &cross); /* retried page by page, counted as cross_failed then */
+	plan_count_error(&p, &task);  /* attribution counts its own losses */
+	CHECK(p.st.mem_errors == 1 && p.st.stale_windows == 1 && p.st.task.lost == 0);
+	plan_free(&p);
+}
+
 void test_plan(void)
 {
+	test_plan_counts();
 	test_plan_a64_vector();
 	test_plan_a64();
 	struct plan p;

@@ -2,7 +2,7 @@
 /* test_sample.c: the one-round-trip sample against a scripted fake gdbstub on a socketpair. */
 #include "check.h"
 #include "../../sampler/pace.h"
-#include "../../sampler/sample.h"
+#include "../../sampler/sampler.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>

@@ -3,7 +3,7 @@
  * the plan's reads on literal replies (no guest, no socket). */
 #include "check.h"
 #include "../../sampler/guestos.h"
-#include "../../sampler/sample.h"
+#include "../../sampler/plan.h"
 #include "../../sampler/task.h"
 #include <bpf/btf.h>
 #include <stdlib.h>
