@@ -62,7 +62,7 @@ int stacktrace_from(uint64_t fp, uint64_t sp, uint64_t *out, int max)
 		if (fp & 7)
 			break;				/* misaligned: not a frame pointer */
 		if (fp < lo + FRAME_RECORD_BELOW || fp - FRAME_RECORD_BELOW + 16 > hi) {	/* left this stack: another known one? */
-			if (switches++ >= MAX_STACK_SWITCHES || fp < FRAME_RECORD_BELOW ||
+			if (switches++ >= MAX_STACK_SWITCHES || /* fp < FRAME_RECORD_BELOW wraps: no stack */
 			    !stack_bounds(fp - FRAME_RECORD_BELOW, &lo, &hi) || fp - FRAME_RECORD_BELOW + 16 > hi)
 				break;
 		}
