@@ -13,7 +13,7 @@ import subprocess
 
 import conftest
 import pytest
-from analyze import DATA, call, one_line_error, run
+from analyze import DATA, call, one_line_error
 from gdbsample_analysis import profiles
 from gdbsample_analysis.capture import Capture, FLAG_IDLE
 
