@@ -93,7 +93,7 @@ $(BUILD)/kernel-host-tests $(BUILD)/kernel-pmu-tests $(BUILD)/kernel-pmu-armv8-t
 
 # The edit-compile loop: the C unit tests, a lint of the Python, and the tests that start no QEMU
 # and build no package nor drive a real viewer app (pytest -m "not qemu and not slow";
-# tests/conftest.py says which do) -- about a minute.
+# tests/conftest.py says which do) -- about 35 s on a 2-core host.
 # The C unit tests run beside pytest (half their time is a fake stub's timeouts); their output
 # follows pytest's, and either failing fails check.
 check: all

@@ -3,11 +3,12 @@
 #include "cli.h"
 #include "cmds.h"
 #include "err.h"
+#include "output.h"
 #include "record.h"
 #include "session.h"
 
 
-static void print_stack(const struct session *ss, const struct sample *s)
+static void print_stack(FILE *f, const struct session *ss, const struct sample *s)
 {
 	const struct symtab *t = session_syms(ss);
 	char buf[256], task[TASK_COMM_LEN * 4 + 48] = "";
@@ -16,7 +17,7 @@ static void print_stack(const struct session *ss, const struct sample *s)
 		task_comm_format(s->task.comm, c);
 		snprintf(task, sizeof task, " %s pid %d tgid %d", c, s->task.pid, s->task.tgid);
 	}
-	printf("cpu%d%s%s%s%s%s%s\n", s->cpu, task, s->flags & SF_IDLE ? " idle" : "",
+	fprintf(f, "cpu%d%s%s%s%s%s%s\n", s->cpu, task, s->flags & SF_IDLE ? " idle" : "",
 	       s->flags & SF_IRQOFF ? " irqs-off" : "", s->flags & SF_USER ? " user" : "",
 	       s->flags & SF_PARTIAL ? " (stack truncated)" : "", s->flags & SF_UNRELIABLE ? " unreliable" : "");
 	for (int i = 0; i < s->n; i++) {
@@ -28,9 +29,9 @@ static void print_stack(const struct session *ss, const struct sample *s)
 		else snprintf(buf, sizeof buf, "??");
 		/* a module frame with its .ko's DWARF: the source line (of the call, for a return address) */
 		if (ko_srcline((struct koset *)&ss->img.kos, ret ? a - 1 : a, line, sizeof line) == 0)
-			printf("  #%-2d 0x%016llx %s at %s\n", i, (unsigned long long)a, buf, line);
+			fprintf(f, "  #%-2d 0x%016llx %s at %s\n", i, (unsigned long long)a, buf, line);
 		else
-			printf("  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);
+			fprintf(f, "  #%-2d 0x%016llx %s\n", i, (unsigned long long)a, buf);
 	}
 }
 
@@ -38,23 +39,29 @@ int cmd_dump(const struct opts *o)
 {
 	static struct session ss;
 	static struct sample out[GDB_MAX_CPUS];
+	static struct output so;
 	int n = 0, err = 0;
 	struct pause pz;
 	record_signals();                                 /* a signal waits for the clean way out */
+	if (output_open(&so, NULL, NULL, 0) < 0) {        /* stdout: `| head` leaving is no error */
+		fprintf(stderr, "gdbsample: %s\n", so.errstr);
+		return so.err;
+	}
 	if (session_open(&ss, o) < 0) {                   /* connecting stops the VM */
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 		session_close(&ss);
+		output_abort(&so);
 		return ss.err;
 	}
 	ss.read_held = 1;                                 /* a VM paused by someone else: read as is */
 	int rc = session_sample(&ss, out, &n, &pz);        /* registers and stacks of every vCPU */
 	if (rc == 0)
-		for (int i = 0; i < n; i++) print_stack(&ss, &out[i]);
+		for (int i = 0; i < n; i++) print_stack(so.f, &ss, &out[i]);
 	else if (rc < 0)
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 	if (rc < 0) err = ss.err;
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "gdbsample: stdout: %s\n", strerror(errno));
+	if (output_commit(&so) < 0) {                     /* EPIPE is the end of the output, not this */
+		fprintf(stderr, "gdbsample: %s\n", so.errstr);
 		err = ERR_SYS;
 	}
 	if (session_close(&ss) < 0) {                     /* D;1 */

@@ -108,6 +108,12 @@ static struct writer *make_writer(const struct opts *o, struct session *ss, stru
 	}
 }
 
+/* The sinks' question each round: has the output's reader gone (`| head` read enough)? */
+static int out_gone(void *arg)
+{
+	return output_gone(arg);
+}
+
 /* The sink's tick on a terminal: the status line, redrawn in place. */
 static void status_tick(void *arg, const struct stats *st, const struct pace *p)
 {
@@ -149,12 +155,21 @@ int cmd_record(const struct opts *o)
 		return ss.err;
 	}
 	struct writer *w = make_writer(o, &ss, &out, &k, &ext);         /* report, folded, capture, svg... */
+	if (w && w->err && output_gone(&out)) {                         /* the capture's header met EPIPE */
+		w->free(w);
+		failed = session_close(&ss) < 0;                        /* the VM resumed, as after a run */
+		if (failed) fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		output_abort(&out);
+		return failed ? ss.err : 0;
+	}
 	if (!w || w->err) {
 		fprintf(stderr, "gdbsample: %s\n", w ? w->errstr : "out of memory");
 		session_close(&ss);
 		output_abort(&out);
 		return ERR_SYS;
 	}
+	k.gone = out_gone;                                              /* a closed pipe ends the run */
+	k.gone_arg = &out;
 	if (progress_wanted(stderr, o->quiet)) {                        /* a terminal: live status line */
 		k.tick = status_tick;
 		k.tick_ns = PROGRESS_PERIOD_NS;
@@ -170,7 +185,8 @@ int cmd_record(const struct opts *o)
 			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL };
 	char *modtext = session_modules_text(&ss);                      /* the capture names module frames */
 	ri.modules = modtext;
-	int wfail = w->finish(w, &ri) < 0;                              /* what we have, always */
+	int wfail = !output_gone(&out) && w->finish(w, &ri) < 0;        /* what we have, to a reader */
+	if (wfail && output_gone(&out)) wfail = 0;                      /* it left while we wrote */
 	free(modtext);
 	if (failed) fprintf(stderr, "gdbsample: %s%s\n", ss.errstr,
 			    ss.err == ERR_EOF ? " (QEMU exited?); the samples taken so far were written" : "");

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "cmds.h"
 #include "err.h"
+#include "output.h"
 #include "record.h"
 #include "session.h"
 #include "textnum.h"
@@ -232,6 +233,13 @@ oom:
 	record_stop = 1;
 }
 
+/* Plain frames into a pipe whose reader has gone (`| head`): the view ends, as on q. */
+static int stdout_gone(void *arg)
+{
+	(void)arg;
+	return output_fd_gone(1);
+}
+
 /* Open the full-screen view if stdout is a terminal that can take it; else plain frames. */
 static void choose_screen(struct top *t, const struct opts *o)
 {
@@ -288,6 +296,7 @@ int cmd_top(const struct opts *o)
 	k.tick = tick;
 	k.tick_arg = &t;
 	k.tick_ns = t.full && t.interval_ns > TOP_KEYS_NS ? TOP_KEYS_NS : t.interval_ns;
+	if (!t.full) k.gone = stdout_gone;
 	t.next_draw = pace_now();                              /* the full screen: a first frame at once */
 	int err = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0; /* until q, a signal or a failure */
 	topscreen_close();                                     /* the terminal back before any message */

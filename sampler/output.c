@@ -4,19 +4,21 @@
 #include "output.h"
 #include "err.h"
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The write function of the stream on stdout. SIGPIPE is ignored (record.c: dying would leave
- * the VM stopped), so a reader that has gone away (`| head` read what it wanted) shows as EPIPE:
- * that is the end of the output, not an error -- the rest is dropped and the run ends as usual. */
-static ssize_t stdout_write(void *cookie, const char *buf, size_t n)
+/* The write function of the stream on stdout (or a FIFO or device -o names). SIGPIPE is ignored
+ * (record.c: dying would leave the VM stopped), so a reader that has gone away (`| head` read what
+ * it wanted) shows as EPIPE: that is the end of the output, not an error -- the rest is dropped and
+ * the run ends as usual. */
+static ssize_t direct_write(void *cookie, const char *buf, size_t n)
 {
 	struct output *o = cookie;
 	size_t done = 0;
 	while (!o->gone && done < n) {
-		ssize_t k = write(1, buf + done, n - done);
+		ssize_t k = write(o->fd, buf + done, n - done);
 		if (k < 0 && errno == EINTR) continue;
 		if (k < 0 && errno == EPIPE) o->gone = 1;
 		else if (k < 0) return done ? (ssize_t)done : -1;
@@ -25,21 +27,46 @@ static ssize_t stdout_write(void *cookie, const char *buf, size_t n)
 	return (ssize_t)n;
 }
 
+int output_fd_gone(int fd)
+{
+	struct stat st;
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	if (fstat(fd, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return 0;
+	/* A pipe without readers polls POLLERR; a socket shut down both ways, POLLHUP. */
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+int output_gone(struct output *o)
+{
+	if (!o->gone && o->stream && output_fd_gone(o->fd)) o->gone = 1;
+	return o->gone;
+}
+
+/* fd (stdout, or a FIFO or device) written through the cookie stream. */
+static int direct_open(struct output *o, int fd)
+{
+	o->fd = fd;
+	o->f = fopencookie(o, "w", (cookie_io_functions_t){ .write = direct_write });
+	if (!o->f) return -1;
+	o->stream = 1;
+	return 0;
+}
+
 int output_open(struct output *o, const char *path, const char *const *inputs, int ninputs)
 {
 	struct stat so, si;
 	memset(o, 0, sizeof *o);
 	o->path = path;
 	o->fd = -1;
+	if (path && !strcmp(path, "-")) o->path = path = NULL; /* -o -: stdout, as every tool reads it */
 	if (!path) {
 		fflush(stdout);                 /* anything printed before goes first */
-		o->f = fopencookie(o, "w", (cookie_io_functions_t){ .write = stdout_write });
-		if (!o->f) {
+		if (direct_open(o, 1) < 0) {
 			ERR_SET(o, ERR_SYS, "stdout: %s", strerror(errno));
+			o->fd = -1;
 			return -1;
 		}
 		if (isatty(1)) setvbuf(o->f, NULL, _IOLBF, 0);   /* as stdout on a terminal */
-		o->fd = 1;
 		return 0;
 	}
 	int exists = stat(path, &so) == 0;
@@ -53,7 +80,14 @@ int output_open(struct output *o, const char *path, const char *const *inputs, i
 		return -1;
 	}
 	if (exists && !S_ISREG(so.st_mode)) { /* a device or a FIFO: nothing to replace, write to it */
-		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || direct_open(o, fd) < 0) {
+			ERR_SET(o, ERR_SYS, "-o %s: %s", path, strerror(errno));
+			if (fd >= 0) close(fd);
+			o->fd = -1;
+			return -1;
+		}
+		return 0;
 	} else {
 		/* Beside the file a symlink names, so the rename replaces the file, not the link. */
 		if (!exists || !realpath(path, o->final)) snprintf(o->final, sizeof o->final, "%s", path);
@@ -85,13 +119,14 @@ int output_open(struct output *o, const char *path, const char *const *inputs, i
 
 int output_commit(struct output *o)
 {
-	if (!o->path) {
+	if (o->stream) {
 		int bad = fflush(o->f) || ferror(o->f);
 		int saved = errno;
-		fclose(o->f);                   /* the stream only: fd 1 stays open */
+		fclose(o->f);                   /* the stream only: fd 1 stays open ... */
 		o->f = NULL;
+		if (o->path) close(o->fd);      /* ... the FIFO or device -o opened is closed */
 		if (bad) {
-			ERR_SET(o, ERR_SYS, "stdout: %s", strerror(saved));
+			ERR_SET(o, ERR_SYS, "%s%s: %s", o->path ? "-o " : "stdout", o->path ? o->path : "", strerror(saved));
 			return -1;
 		}
 		return 0;
@@ -119,6 +154,7 @@ int output_commit(struct output *o)
 void output_abort(struct output *o)
 {
 	if (o->f) fclose(o->f);         /* stdout's stream: fd 1 stays open */
+	if (o->stream && o->path && o->fd >= 0) close(o->fd);
 	o->f = NULL;
 	if (o->tmp[0]) unlink(o->tmp);
 	o->tmp[0] = 0;

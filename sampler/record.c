@@ -26,6 +26,12 @@ void record_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+static int sinks_gone(const struct sinks *k)
+{
+	return k->gone && k->gone(k->gone_arg);
+}
+
+/* 0, -1 on a writer's error (ss->err set), 1 when it failed because the output's reader has gone. */
 static int deliver(struct session *ss, struct sinks *k, struct stats *st, const struct sample *s)
 {
 	if (!task_filter_match(&ss->o->filter, &s->task, s->has_task)) {
@@ -35,6 +41,7 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	int idle = s->flags & SF_IDLE;
 	if (idle) st->idle++;
 	if (k->all && k->all->add(k->all, s) < 0) {
+		if (sinks_gone(k)) return 1;           /* EPIPE: the end of the output, not an error */
 		ERR_SET(ss, k->all->err, "%s", k->all->errstr);
 		return -1;
 	}
@@ -43,6 +50,7 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	const struct symtab *syms = session_syms(ss);
 	if (syms) st->unnamed_frames += syms_unnamed(syms, s->frames, s->n, s->exact);
 	if (k->text && k->text->add(k->text, s) < 0) {
+		if (sinks_gone(k)) return 1;
 		ERR_SET(ss, k->text->err, "%s", k->text->errstr);
 		return -1;
 	}
@@ -79,6 +87,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		}
 		int64_t now = pace_now();
 		if (end && now >= end) break;
+		if (sinks_gone(k)) break;                          /* `| head` has read enough: as SIGINT */
 		pace_tick(p, now);
 		if (pace_should_warn(p, now))
 			session_warn(ss, "falling behind: %llu sampling deadlines skipped so far; lower -r",
@@ -99,14 +108,13 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		}
 		stats_pause(st, pz.pause_ns, pz.stopped_ns);
 		st->dropped = ss->s.p.st.reg_errors;
-		for (int i = 0; i < n; i++) {
+		int d = 0;
+		for (int i = 0; i < n && !d; i++) {
 			out[i].t_ns = (uint64_t)(t0 - start);
-			if (deliver(ss, k, st, &out[i]) < 0) {
-				rc = -1;
-				break;
-			}
+			d = deliver(ss, k, st, &out[i]);
 		}
-		if (rc) break;
+		if (d < 0) rc = -1;
+		if (d) break;
 		if (session_modules_refresh(ss, out, n) < 0) {     /* a module loaded since: read it */
 			rc = -1;
 			break;

@@ -18,12 +18,16 @@ struct sinks {
 	void (*tick)(void *arg, const struct stats *st, const struct pace *p);
 	void *tick_arg;          /* its argument */
 	int64_t tick_ns;         /* how often tick is called at most; 0: once a second */
+	/* 1 once the output's reader has gone (a closed pipe: output_gone), or NULL. Asked every
+	 * round and when a writer fails: the run then ends as on SIGINT, and that failure is no error. */
+	int (*gone)(void *arg);
+	void *gone_arg;          /* its argument */
 };
 
 /* Install the SIGINT/SIGTERM handlers that set record_stop. */
 void record_signals(void);
-/* Sample at o->rate until -d elapses or record_stop; -1 on a lost connection or writer error
- * (ss->err set; everything sampled so far has been given to the sinks). */
+/* Sample at o->rate until -d elapses, record_stop or the output's reader has gone; -1 on a lost
+ * connection or writer error (ss->err set; everything sampled so far has been given to the sinks). */
 int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pace *p);
 
 #endif

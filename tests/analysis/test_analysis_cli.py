@@ -2,7 +2,7 @@
 """Every bad argument or unreadable input: one `gdbsample-analyze: ...` line and a non-zero exit."""
 import pytest
 
-from analyze import one_line_error, run
+from analyze import call, one_line_error, run
 
 
 @pytest.mark.parametrize("args, code", [
@@ -37,6 +37,18 @@ from analyze import one_line_error, run
     (["diff", "tiny.elf", "sample.cap"], 1),
 ])
 def test_bad_input(args, code):
+    """In this process (cli.main, as the tool runs it: no interpreter start per case); the cases
+    below run the real tool."""
+    r = call(*args)
+    assert r.returncode == code, (r.stdout, r.stderr)
+    assert one_line_error(r), r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("args, code", [([], 2), (["fold", "sample.cap", "--cpu", "x"], 2), (["fold", "missing.cap"], 1),
+                                        (["fold", "sample.cap", "-e", "missing.elf"], 1)])
+def test_bad_input_from_the_real_tool(args, code):
+    """The process itself: its exit status and its one line (argparse's own exit, an OSError)."""
     r = run(*args)
     assert r.returncode == code, (r.stdout, r.stderr)
     assert one_line_error(r), r.stderr

@@ -143,7 +143,8 @@ def test_reweighted_counts_never_leave_a_negative_other_row():
     """Reweighted counts are real numbers; `total` summed in the order samples came can fall short
     of the rows summed in name order by a rounding error, which made (other) -2.8e-14 and the
     noise estimate take a square root of it (CI, the per-pid crosscheck). Profiles built the same
-    way here: (other) is never negative and the verdict is computed."""
+    way here: (other) is never negative, and the verdict is computed for the first ten that
+    overshoot (a verdict costs ~8 ms; the rounding case is what it is asked about)."""
     import argparse
     import random
     from gdbsample_analysis import compare, profiles
@@ -158,7 +159,9 @@ def test_reweighted_counts_never_leave_a_negative_other_row():
         rows = compare.categories(a, b)
         other = rows[-1]
         assert other.name == compare.OTHER and other.k_in >= 0 and other.k_ext >= 0, other.k_ext
-        overshoots += b.total - sum(r.k_ext for r in rows[:-1]) < 0
+        if b.total - sum(r.k_ext for r in rows[:-1]) >= 0 or overshoots >= 10:
+            continue
+        overshoots += 1
         v = compare.Verdict(a, b, argparse.Namespace(tolerance=4.0, max_tvd=0.05))
         assert v.noise >= 0
     assert overshoots, "no profile overshot its total: the test no longer reaches the rounding case"

@@ -13,7 +13,7 @@ import subprocess
 
 import conftest
 import pytest
-from analyze import DATA, call, one_line_error, run
+from analyze import DATA, call, one_line_error
 from gdbsample_analysis import profiles
 from gdbsample_analysis.capture import Capture, FLAG_IDLE
 
@@ -44,7 +44,7 @@ def go():
 
 def convert(tmp_path, *args):
     out = tmp_path / "out.pb.gz"
-    r = run("pprof", *args, "-o", out)
+    r = call("pprof", *args, "-o", out)   # in this process (test_stdout_... runs the tool)
     assert r.returncode == 0, r.stderr
     return out
 
@@ -58,7 +58,7 @@ def decode(pb, path):
 
 def report_leaves(*args):
     """{leaf function: samples} from `report --chains 1000000` (every chain shown)."""
-    r = run("report", *args, "--chains", "1000000")
+    r = call("report", *args, "--chains", "1000000")
     assert r.returncode == 0, r.stderr
     return profiles.parse_reports(r.stdout, "report").leaf
 

@@ -9,6 +9,9 @@ import pytest
 import conftest
 import every_command
 
+# make install and uninstall, then a process per installed tool and case: make test, not make check
+pytestmark = pytest.mark.slow
+
 DATA = os.path.join(conftest.ROOT, "tests", "analysis", "data")
 PREFIX = "/usr"
 
@@ -104,7 +107,6 @@ def test_installed_analyze_gives_the_golden_output(installed, args, golden):
     assert r.stdout == want
 
 
-@pytest.mark.slow  # a process per subcommand: make test, not make check
 @pytest.mark.parametrize("name", sorted(every_command.CASES))
 def test_every_installed_subcommand_gives_the_source_trees_bytes(installed, name):
     """Each subcommand (pprof too: protoc's module is installed beside the package), from /, with

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The man pages against the tools: every option --help lists is documented, and no other; the
 roff is clean for groff (and mandoc when installed)."""
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -9,6 +11,7 @@ import subprocess
 import pytest
 
 import conftest
+from gdbsample_analysis import cli
 from gdbsample_analysis.cli import COMMANDS
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
@@ -35,9 +38,36 @@ def help_options(text):
 
 
 def run_help(*argv):
+    if argv[0] == ANALYZE:           # its main in this process: a dozen commands, no interpreter each
+        return analyze_help(*argv[1:])
     r = subprocess.run(list(argv) + ["--help"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     return r.stdout
+
+
+def analyze_help(*argv):
+    """gdbsample-analyze [COMMAND] --help through cli.main (argparse prints, then exits 0), at the
+    80 columns a pipe gets."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as e:
+            cli.main(list(argv) + ["--help"])
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
+    assert e.value.code in (0, None) and err.getvalue() == "", err.getvalue()
+    return out.getvalue()
+
+
+def test_analyze_help_in_process_is_the_tools():
+    """The in-process help the checks below read is what the tool prints."""
+    r = subprocess.run([ANALYZE, "fold", "--help"], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, COLUMNS="80"))
+    assert r.returncode == 0 and r.stdout == analyze_help("fold"), r.stderr
 
 
 def roff_text(line):

@@ -96,9 +96,9 @@ def send_load(fake, client, size, pps, seconds, drop_every=0):
     start = time.monotonic()
     sent = 0
     for i in range(n):
-        due = start + i / pps
-        if due > time.monotonic():
-            time.sleep(due - time.monotonic())
+        wait = start + i / pps - time.monotonic()  # read the clock once: between a check and a
+        if wait > 0:                               # second reading a busy host can pass `due`
+            time.sleep(wait)
         if drop_every and i % drop_every == drop_every - 1:
             continue  # counted as sent: lost on the wire
         fake.sock.sendto(udpshell.encode_load(7, i, time.time_ns(), size), client)
