@@ -154,4 +154,9 @@ int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t l
 /* Close the connection to the stub. */
 void gdb_close(struct gdb *g);
 
+/* QEMU's run state now, through the monitor (qRcmd "info status"; one round trip): 0 running, 1
+ * stopped (state: "debug" when stopped by a gdbstub client, "finish-migrate", "paused", ...; "" for
+ * plain paused), -1 on an error (g->err). Only for a QEMU stub (qemu_version set). */
+int gdb_run_state(struct gdb *g, char *state, size_t cap);
+
 #endif

@@ -115,6 +115,14 @@ static int monitor_cmd(struct gdb *g, const char *cmd)
 	return rc;
 }
 
+int gdb_run_state(struct gdb *g, char *state, size_t cap)
+{
+	if (monitor_cmd(g, "info status") < 0) return -1;
+	int rc = gdb_parse_status(g->cons, state, cap);
+	if (rc < 0) ERR_SET(g, ERR_PROTO, "unreadable \"info status\" from %s: %.60s", g->conn.where, g->cons);
+	return rc;
+}
+
 /* The QEMU version behind the stub: "info version" prints "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)".
  * 0 if the stub is not QEMU or says nothing we can read. */
 static int stub_version(struct gdb *g)

@@ -215,3 +215,10 @@ int gdb_parse_include(const char *xml, size_t from, size_t *at, size_t *end, cha
 	*end = (size_t)(close + 2 - xml);
 	return 0;
 }
+
+int gdb_state_is_ours(int status, const char *state)
+{
+	/* running: a `cont` raced our hold, and resuming changes nothing; plain `paused` is what the
+	 * gdbstub's own stop makes (RUN_STATE_PAUSED); `debug` a breakpoint or step */
+	return status == 0 || (status == 1 && (!state[0] || !strcmp(state, "debug")));
+}

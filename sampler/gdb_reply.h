@@ -23,6 +23,10 @@ int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max
 /* QEMU's "info status" text: 0 running, 1 paused (state gets the run state in parentheses,
  * "postmigrate", or "" for plain paused), -1 not that text. */
 int gdb_parse_status(const char *text, char *state, size_t cap);
+/* Whether a VM we stopped, found in this run state (gdb_parse_status's result and state), may be
+ * resumed by us: running or plain paused (what our stop makes) yes; finish-migrate, postmigrate,
+ * shutdown, io-error, guest-panicked... no (resuming a VM in finish-migrate aborts QEMU 7.2). */
+int gdb_state_is_ours(int status, const char *state);
 
 /* A stop reply, decoded. */
 struct gdb_stopinfo {

@@ -8,6 +8,7 @@
 #include "record.h"
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define PLUG_EVERY_NS 1000000000LL /* how often a round looks for a hot-plugged vCPU */
 
@@ -237,6 +238,32 @@ static int look_for_hotplug(struct session *ss)
 }
 
 /*
+ * Whether the VM we stopped has meanwhile passed into a run state that is not a plain pause -- a
+ * migration finishing (`finish-migrate`), a shutdown, an I/O error: QEMU changes the state of a
+ * stopped VM silently, and our `c` would start it again. For a migration that is worse than an
+ * undone pause: QEMU 7.2 then aborts ("invalid runstate transition: 'running' -> 'postmigrate'",
+ * seen twice beside CPU hogs). Our own stop is `paused` (the gdbstub stops a running VM with
+ * RUN_STATE_PAUSED), and so is a monitor `stop` meanwhile, which cannot be told apart (the limit
+ * below). One qRcmd round trip before every resume, on QEMU stubs only: 1 (and *why) if the VM is
+ * not ours to resume, 0 if it is, -1 on a lost connection. A state change between this reply and
+ * our `c` (the time of one packet) is not seen.
+ */
+static int changed_hands(struct session *ss, const char **why)
+{
+	static char state[24], text[64];
+	if (!ss->g.qemu_version) return 0;
+	int r = gdb_run_state(&ss->g, state, sizeof state);
+	if (r < 0) {
+		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+		return -1;
+	}
+	if (gdb_state_is_ours(r, state)) return 0;
+	snprintf(text, sizeof text, "put in state %s while we held it", state);
+	*why = text;
+	return 1;
+}
+
+/*
  * Never resume a VM someone else stopped. The evidence, from the gdbstub itself (every way of
  * attaching goes through one), checked on QEMU 7.2 and 10.0:
  *  - a stop while the VM runs -- a monitor `stop` (what `virsh suspend` does), a shutdown with
@@ -298,6 +325,20 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		return 2;
 	}
 	if (taken == 0 && look_for_hotplug(ss) < 0) taken = -1;
+	if (taken == 0) {
+		const char *why = NULL;
+		int k = changed_hands(ss, &why);
+		if (k < 0) taken = -1;
+		if (k > 0) { /* e.g. a migration finishing: our `c` would abort QEMU (see changed_hands) */
+			ss->g.running = 1; /* as for any stop not ours: the probe each round sees it end */
+			guard_leave(&ss->guard);
+			hold(ss, why);
+			int64_t t1 = pace_now();
+			pz->pause_ns = t1 - t0;
+			pz->stopped_ns = t1 - (ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0);
+			return 0; /* the samples were read while the VM was still ours */
+		}
+	}
 	int resumed = taken == 0 ? sampler_resume(&ss->s) : -1;
 	int64_t t1 = pace_now(), from = ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0;
 	pz->pause_ns = t1 - t0;

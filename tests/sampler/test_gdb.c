@@ -552,6 +552,20 @@ static void test_parse_status(void)
 	CHECK(gdb_parse_status("VM status: paused (an-exceedingly-long-state-name)", st, sizeof st) == 1 && !st[0]);
 	CHECK(gdb_parse_status("", st, sizeof st) == -1);
 	CHECK(gdb_parse_status("unknown command: 'info'", st, sizeof st) == -1);
+	/* whose VM it is before our `c`: a migration finishing while we held it is not ours (QEMU 7.2
+	 * aborted on our resume there: "invalid runstate transition: 'running' -> 'postmigrate'") */
+	static const struct { const char *text; int ours; } states[] = {
+		{ "VM status: paused\r\n", 1 }, { "VM status: running\r\n", 1 }, { "VM status: paused (debug)\r\n", 1 },
+		{ "VM status: paused (single step mode)\r\n", 1 },
+		{ "VM status: paused (finish-migrate)\r\n", 0 }, { "VM status: paused (postmigrate)\r\n", 0 },
+		{ "VM status: paused (shutdown)\r\n", 0 }, { "VM status: paused (io-error)\r\n", 0 },
+		{ "VM status: paused (guest-panicked)\r\n", 0 }, { "VM status: paused (inmigrate)\r\n", 0 },
+	};
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+		int rc = gdb_parse_status(states[i].text, st, sizeof st);
+		CHECK(gdb_state_is_ours(rc, st) == states[i].ours);
+	}
+	CHECK(!gdb_state_is_ours(-1, ""));
 }
 
 /* The handshake's and the readers' replies, parsed on literals (gdb_reply.h). */
