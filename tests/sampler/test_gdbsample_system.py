@@ -195,16 +195,22 @@ def test_idle_vcpus_are_tagged_and_dropped(boot):
     """An idle guest: samples halted in hlt are tagged idle, counted and left out of the report
     (a few land in interrupt handlers on the way in or out of hlt: those are not idle)."""
     g = boot(smp=2)
-    r = run(g, "-r", "100", "-d", "1")
-    assert r.returncode == 0, r.stderr
-    kept = int(re.search(r"^(\d+) samples on 2 cpus", r.stdout, re.M).group(1))
-    idle = int(re.search(r"idle samples (\d+) \(not reported\)", r.stderr).group(1))
+    for secs in ("1", "4", "16"):  # sized by what was reached: a loaded host gave 54 in 1 s
+        r = run(g, "-r", "100", "-d", secs)
+        assert r.returncode == 0, r.stderr
+        kept = int(re.search(r"^(\d+) samples on 2 cpus", r.stdout, re.M).group(1))
+        idle = int(re.search(r"idle samples (\d+) \(not reported\)", r.stderr).group(1))
+        if idle >= 100:
+            break
     assert idle >= 100 and kept <= 0.1 * idle, (r.stdout, r.stderr)
     if kept == 0:
         assert f"no samples: all {idle} were idle" in r.stdout, r.stdout
-    r = run(g, "-r", "100", "-d", "1", "--idle", "-f", "folded")
-    rows = conftest.folded_rows(r.stdout)
-    total = sum(n for _, n in rows)
+    for secs in ("1", "4", "16"):
+        r = run(g, "-r", "100", "-d", secs, "--idle", "-f", "folded")
+        rows = conftest.folded_rows(r.stdout)
+        total = sum(n for _, n in rows)
+        if total >= 100:
+            break
     in_hlt = sum(n for frames, n in rows if frames[-1] == "idle_loop")
     assert total >= 100 and in_hlt >= 0.9 * total, r.stdout
     assert re.search(r"idle samples \d+ \(kept\)", r.stderr), r.stderr
