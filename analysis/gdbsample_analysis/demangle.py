@@ -23,24 +23,24 @@ def demangle_all(names):
     """{raw: readable} for the names that look mangled and demangle; {} when demangling is off.
     The second value is how many looked mangled but c++filt left them as they were (rejected).
     One c++filt process for all of them; DemangleError if it is missing or fails."""
-    todo = sorted({n for n in names if looks_mangled(n) and "\n" not in n and " " not in n})
-    if not enabled or not todo:
+    wanted = sorted({n for n in names if looks_mangled(n) and "\n" not in n and " " not in n})
+    if not enabled or not wanted:
         return {}, 0
     tool = shutil.which("c++filt")
     if tool is None:
         raise DemangleError("%d symbol names are mangled (C++/Rust) and c++filt is missing: install "
-                            "binutils, or pass --no-demangle" % len(todo))
+                            "binutils, or pass --no-demangle" % len(wanted))
     try:
-        r = subprocess.run([tool, "-i"], input="\n".join(todo) + "\n", capture_output=True, text=True,
+        r = subprocess.run([tool, "-i"], input="\n".join(wanted) + "\n", capture_output=True, text=True,
                            errors="surrogateescape", check=False)
     except OSError as e:
         raise DemangleError("c++filt: %s (or pass --no-demangle)" % (e.strerror or e)) from None
     out = r.stdout.split("\n")
-    if r.returncode != 0 or len(out) != len(todo) + 1 or out[-1] != "":
+    if r.returncode != 0 or len(out) != len(wanted) + 1 or out[-1] != "":
         raise DemangleError("c++filt failed (exit %d) on %d names (or pass --no-demangle)"
-                            % (r.returncode, len(todo)))
+                            % (r.returncode, len(wanted)))
     table, rejected = {}, 0
-    for raw, readable in zip(todo, out):
+    for raw, readable in zip(wanted, out):
         if readable == raw:
             rejected += 1
         else:
