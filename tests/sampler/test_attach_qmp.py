@@ -14,6 +14,7 @@ import threading
 import time
 
 import conftest
+import crosscheck
 import pytest
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
@@ -69,32 +70,30 @@ def refused(port):
 # on 10.0 (the monitor's answers and the gdbstub they open are what differs between versions),
 # except this accuracy test: split accuracy on 10.0 is test_gdbsample_system's, through -p.
 def test_qmp_profiles_split_and_leaves_no_stub(boot):
-    """work split 5 3 2 through --qmp: shares within 4 pp of 50/30/20 at >= 2000 samples
-    (binomial sd of a share <= 1.1 pp at n = 2000, so 4 pp is > 3.5 sigma; host-clock pacing
-    with jitter cannot lock onto the workload's period), then the VM runs and the port is shut."""
+    """work split 5 3 2 through --qmp: shares within 4 pp of 50/30/20 at >= 3000 samples
+    (binomial sd of a share <= 0.92 pp at n = 3000, so 4 pp is > 4.3 sigma; host-clock pacing
+    with jitter cannot lock onto the workload's period) while the split's vCPU thread has a host
+    core; after every run the VM runs and the port is shut."""
     g = boot(smp=2, gdb=False, qmp=True)
     g.work("split 5 3 2")
-    counts = {"split_a": 0, "split_b": 0, "split_c": 0}
-    for _ in range(10):  # a loaded host reaches fewer samples per run (1407 in 4 runs seen): add runs until 2000
+
+    def run_once():
         r = gdbsample("--qmp", g.qmp_path, "-e", conftest.KERNEL, "-r", "500", "-d", "3", "-f", "folded",
                       timeout=120)
         assert r.returncode == 0, r.stderr
         assert "accel tcg" in r.stderr and "2 vCPUs (host threads " in r.stderr, r.stderr
-        for line in r.stdout.splitlines():
-            stack, _, n = line.rpartition(" ")
-            leaf = stack.split(";")[-1]
-            if leaf in counts:
-                counts[leaf] += int(n)
         assert status(g.qmp_path) == "running"
         assert not has_stub(g.qmp_path)
         assert refused(stub_port(r.stderr))
-        if sum(counts.values()) >= 2000:
-            break
-    total = sum(counts.values())
-    assert total >= 2000, counts
-    shares = {k: 100.0 * v / total for k, v in counts.items()}
+        return r
+    shares, waited, _ = conftest.split_shares(g, run_once, runs=12)
+    # As in test_gdbsample_system's split test: when the vCPU thread waits for a host core (beside
+    # two CPU hogs: split_a 43.0 % seen at 2030 samples), stops are no longer uniform in guest time
+    # and the error is a bias, not noise (README, "Accuracy under TCG"); the bound is then the
+    # contended one tests/system/test_crosscheck.py measured.
+    bound = 4 if waited <= crosscheck.CONTENDED else 12
     for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
-        assert abs(shares[name] - want) <= 4, shares
+        assert abs(shares[name] - want) <= bound, (shares, waited)
 
 
 @conftest.ON_EACH_QEMU
