@@ -113,11 +113,11 @@ static int refresh(struct top *t, const struct stats *st)
 			 (unsigned long long)t->v.lost, TOPVIEW_MAX_FNS);
 	snprintf(f->head[1], sizeof f->head[1], "%llu samples, %llu idle%s, %.0f s", (unsigned long long)t->v.samples,
 		 (unsigned long long)st->idle, t->ss->o->idle ? "" : " (hidden)", secs);
-	if (f->cap < t->v.n) {
-		struct toprow *nr = realloc(f->rows, t->v.n * sizeof *nr);
+	if (f->cap < t->v.fns.n) {
+		struct toprow *nr = realloc(f->rows, t->v.fns.n * sizeof *nr);
 		if (!nr) return -1;
 		f->rows = nr;
-		f->cap = t->v.n;
+		f->cap = t->v.fns.n;
 	}
 	f->n = topview_rows(&t->v, f->rows, f->cap);
 	toprows_sort(f->rows, f->n, t->st.sort);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* hash.c: the folding writers' table of distinct keys: open addressing over items kept in order. */
+/* hash.c: the table of distinct keys (fold, report, top): open addressing over items kept in order. */
 #include "hash.h"
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +48,17 @@ static int grow_index(struct hash *h)
 	h->slot = slot;
 	h->nslot = nslot;
 	return 0;
+}
+
+struct hash_item *hash_find(const struct hash *h, const void *key, size_t len)
+{
+	if (!h->nslot) return NULL;
+	uint64_t hv = hash_bytes(key, len);
+	for (size_t k = hv & (h->nslot - 1); h->slot[k]; k = (k + 1) & (h->nslot - 1)) {
+		struct hash_item *it = hash_at(h, h->slot[k] - 1);
+		if (it->hash == hv && it->len == len && !memcmp(it->key, key, len)) return it;
+	}
+	return NULL;
 }
 
 void *hash_get(struct hash *h, const void *key, size_t len, int *added)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* hash.h: a table of distinct byte-string keys, each with a fixed-size value (the folding writers'). */
+/* hash.h: a table of distinct byte-string keys, each with a fixed-size value (fold, report, top), and its FNV-1a hash. */
 #ifndef HASH_H
 #define HASH_H
 #include <stddef.h>
@@ -25,6 +25,8 @@ void hash_init(struct hash *h, size_t vsize);
 /* The value for key (len bytes): found, or added zero-filled (*added = 1, else 0; added may be NULL);
  * NULL when out of memory (nothing added). The pointer stays valid until the next add or sort. */
 void *hash_get(struct hash *h, const void *key, size_t len, int *added);
+/* The item of key (len bytes), or NULL: nothing is added. */
+struct hash_item *hash_find(const struct hash *h, const void *key, size_t len);
 /* Sort the items with cmp (given two struct hash_item pointers and ctx) and re-index; the items'
  * order is then the sorted one, and adding may go on (as `top` does after each screen). */
 void hash_sort(struct hash *h, int (*cmp)(const void *a, const void *b, void *ctx), void *ctx);

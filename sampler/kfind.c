@@ -3,6 +3,7 @@
  * memory: its kallsyms tables (names), then by those names its ORC and BTF, read in slices so that
  * no single stop of the VM lasts longer than KFIND_SLICE_MS. */
 #include "kfind.h"
+#include "hash.h"
 #include "bytes.h"
 #include "err.h"
 #include "kallsyms.h"
@@ -444,13 +445,6 @@ static int cache_dir(char *dir, size_t cap)
 	return 0;
 }
 
-static uint64_t fnv64(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* Keep what the cold read found (atomically: a temporary file renamed). Failing is a warning. */
 static void cache_write(struct session *ss, struct found *f)
 {
@@ -460,7 +454,7 @@ static void cache_write(struct session *ss, struct found *f)
 	const struct kcache *c = &f->c;
 	if (!c->banner || !c->tokens || !c->etext_rel || cache_dir(dir, sizeof dir) < 0) return;
 	snprintf(path, sizeof path, "%s/kernel-%016llx.cache", dir,
-		 (unsigned long long)(fnv64(c->banner, c->banner_len) ^ fnv64(c->tokens, c->tokens_len)));
+		 (unsigned long long)(hash_bytes(c->banner, c->banner_len) ^ hash_bytes(c->tokens, c->tokens_len)));
 	snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
 	if (kcache_encode(c, f->stext, &buf, &len) < 0) return;
 	char parent[512];

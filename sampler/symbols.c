@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* symbols.c: kernel symbols (ELF .symtab or nm-style map) as a sorted table, plus ELF text bytes. */
 #include "symbols.h"
+#include "hash.h"
 #include "bytes.h"
 #include "demangle.h"
 #include "err.h"
@@ -353,13 +354,6 @@ int syms_parse_map(struct symtab *t, const char *text, size_t len)
 	return 0;
 }
 
-static uint64_t fnv64(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 int syms_add_text(struct symtab *t, uint64_t addr, const uint8_t *data, size_t len)
 {
 	struct textsec *ns = realloc(t->secs, (size_t)(t->nsecs + 1) * sizeof *ns);
@@ -433,7 +427,7 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 	}
 	elf_end(e);
 	if (t->idkind == SYMID_NONE) {
-		uint64_t h = fnv64(file, flen);
+		uint64_t h = hash_bytes(file, flen);
 		t->idkind = SYMID_FNV64;
 		t->idlen = 8;
 		put_le64(t->id, h);

@@ -5,58 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash(uint64_t k)
-{
-	k ^= k >> 33; /* a finalizer's mix: function starts share their low bits (alignment) */
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-/* Rebuild the index at ncap slots. */
-static int reindex(struct topview *v, size_t ncap)
-{
-	size_t *nt = calloc(ncap, sizeof *nt);
-	if (!nt) return -1;
-	for (size_t i = 0; i < v->n; i++) {
-		size_t k = hash(v->fn[i].key) & (ncap - 1);
-		while (nt[k]) k = (k + 1) & (ncap - 1);
-		nt[k] = i + 1;
-	}
-	free(v->tab);
-	v->tab = nt;
-	v->tabcap = ncap;
-	return 0;
-}
-
 /* The function of key, added if new; NULL when the table is full (counted) or on out of memory
  * (*oom set). */
 static struct topfn *find(struct topview *v, uint64_t key, int *oom)
 {
-	if (v->n * 2 >= v->tabcap && v->n < TOPVIEW_MAX_FNS && reindex(v, v->tabcap ? v->tabcap * 2 : 1024) < 0) {
-		*oom = 1;
-		return NULL;
+	if (!v->fns.stride) hash_init(&v->fns, sizeof(struct topfn));
+	if (v->fns.n == TOPVIEW_MAX_FNS) {   /* full: only functions already counted still count */
+		struct hash_item *it = hash_find(&v->fns, &key, sizeof key);
+		if (!it) v->lost++;
+		return it ? hash_value(it) : NULL;
 	}
-	size_t k = hash(key) & (v->tabcap - 1);
-	for (; v->tab[k]; k = (k + 1) & (v->tabcap - 1))
-		if (v->fn[v->tab[k] - 1].key == key) return &v->fn[v->tab[k] - 1];
-	if (v->n == TOPVIEW_MAX_FNS) {
-		v->lost++;
-		return NULL;
-	}
-	if (v->n == v->cap) {
-		size_t ncap = v->cap ? v->cap * 2 : 256;
-		struct topfn *nf = realloc(v->fn, ncap * sizeof *nf);
-		if (!nf) {
-			*oom = 1;
-			return NULL;
-		}
-		v->fn = nf;
-		v->cap = ncap;
-	}
-	v->fn[v->n] = (struct topfn){ key, 0, 0, 0 };
-	v->tab[k] = ++v->n;
-	return &v->fn[v->n - 1];
+	struct topfn *f = hash_get(&v->fns, &key, sizeof key, NULL);
+	if (!f) *oom = 1;
+	return f;
 }
 
 int topview_add(struct topview *v, const struct sample *s)
@@ -80,13 +41,16 @@ int topview_add(struct topview *v, const struct sample *s)
 
 size_t topview_rows(const struct topview *v, struct toprow *out, size_t cap)
 {
-	size_t n = v->n < cap ? v->n : cap;
+	size_t n = v->fns.n < cap ? v->fns.n : cap;
 	for (size_t i = 0; i < n; i++) {
-		const struct topfn *f = &v->fn[i];
-		const struct sym *sym = v->syms ? syms_lookup(v->syms, f->key) : NULL;
-		if (sym && sym->addr == f->key) syms_name(sym, out[i].name, sizeof out[i].name);
-		else snprintf(out[i].name, sizeof out[i].name, "0x%llx", (unsigned long long)f->key);
-		out[i].key = f->key;
+		const struct hash_item *it = hash_at(&v->fns, i);
+		const struct topfn *f = hash_value(it);
+		uint64_t key;
+		memcpy(&key, it->key, sizeof key);
+		const struct sym *sym = v->syms ? syms_lookup(v->syms, key) : NULL;
+		if (sym && sym->addr == key) syms_name(sym, out[i].name, sizeof out[i].name);
+		else snprintf(out[i].name, sizeof out[i].name, "0x%llx", (unsigned long long)key);
+		out[i].key = key;
 		out[i].self = f->self;
 		out[i].total = f->total;
 	}
@@ -119,11 +83,7 @@ void toprows_sort(struct toprow *r, size_t n, enum top_sort by)
 
 void topview_free(struct topview *v)
 {
-	free(v->fn);
-	free(v->tab);
-	v->fn = NULL;
-	v->tab = NULL;
-	v->n = v->cap = v->tabcap = 0;
+	hash_free(&v->fns);
 }
 
 enum top_key_action top_key(struct top_state *st, int ch)

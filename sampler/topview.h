@@ -5,27 +5,25 @@
 #define TOPVIEW_H
 #include <stddef.h>
 #include <stdint.h>
+#include "hash.h"
 #include "sample.h"
 #include "symbols.h"
 
 #define TOPVIEW_MAX_FNS 65536   /* functions counted; frames of any further one are counted as lost */
 #define TOPVIEW_NAME 128        /* bytes of a row's name, NUL included */
 
-/* One function's counts. */
+/* One function's counts: the value of its key (its symbol's address, or the raw pc -- a return
+ * address -- where none is known) in topview.fns. */
 struct topfn {
-	uint64_t key;      /* its symbol's address, or the raw pc (return address) where none is known */
 	uint64_t self;     /* samples with it as the leaf */
 	uint64_t total;    /* samples with it anywhere in the chain (once per sample, recursion too) */
 	uint64_t seen;     /* the serial of the last sample counted into total */
 };
 
-/* Samples per function since the start. */
+/* Samples per function since the start. Zero-initialised is empty. */
 struct topview {
 	const struct symtab *syms;  /* names and function starts, or NULL */
-	struct topfn *fn;           /* every function seen, in order of first sight */
-	size_t n, cap;              /* used / allocated */
-	size_t *tab;                /* open-addressing index into fn (+1; 0 = empty) */
-	size_t tabcap;              /* power of two, at least twice n */
+	struct hash fns;            /* uint64_t key -> struct topfn, in order of first sight (fns.n of them) */
 	uint64_t samples;           /* samples added: the denominator of every share */
 	uint64_t lost;              /* frames not counted: the table was full (TOPVIEW_MAX_FNS) */
 };
@@ -33,7 +31,7 @@ struct topview {
 /* One row of the table. */
 struct toprow {
 	char name[TOPVIEW_NAME];    /* "name", "name [module]", or "0x..." for a raw pc */
-	uint64_t key;               /* as topfn.key: the last tie-break (two functions of one name) */
+	uint64_t key;               /* the function's key: the last tie-break (two functions of one name) */
 	uint64_t self, total;       /* samples, as topfn */
 };
 

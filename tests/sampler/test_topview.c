@@ -127,7 +127,7 @@ static void test_many(void)
 	}
 	struct sample again = mk(1, 0x10, 0, 0, 0);   /* one already counted still counts */
 	CHECK(topview_add(&full, &again) == 0);
-	CHECK(full.n == TOPVIEW_MAX_FNS && full.lost == 3 && full.samples == TOPVIEW_MAX_FNS + 4);
+	CHECK(full.fns.n == TOPVIEW_MAX_FNS && full.lost == 3 && full.samples == TOPVIEW_MAX_FNS + 4);
 	topview_free(&full);
 }
 
