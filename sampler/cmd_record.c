@@ -177,7 +177,7 @@ int cmd_record(const struct opts *o)
 	failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;       /* sample until -d or a signal */
 	progress_erase(stderr);                                         /* gone before anything else */
 	summary_init(&sum);
-	stats_summary(&st, &ss.s.p.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, &sum);
+	stats_summary(&st, &ss.s.p.st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, &sum);
 	session_summary(&ss, &sum);                                     /* modules, the VM, the image */
 	summary_kv(&sum, kv, sizeof kv);                                /* the capture's trailer */
 	session_image_line(&ss, kline, sizeof kline);

@@ -96,16 +96,12 @@ struct vcpu {
 	int trips;                     /* round trips this sample needed */
 };
 
-/* Counters, all in the summary (stats.c's rows of the counter table). The plan holds them and
- * keeps those of its decisions and its windows (the sampler reports each `m` sent and each error
- * reply: plan_count_read, plan_count_error); sample.c adds the wire's own -- vcpu_samples, trips,
- * no_stop_reply, hg_elided, hg_wrong, rejected. */
+/* The plan's counters, all in the summary (stats.c's rows of the counter table): those of its
+ * decisions and its windows (the sampler reports each `m` sent and each error reply:
+ * plan_count_read, plan_count_error). The wire's own are the sampler's (wirestats.h). */
 struct sampler_stats {
-	uint64_t vcpu_samples;          /* vCPU samples produced */
 	uint64_t hits;                  /* vCPU samples done in the first round trip */
 	uint64_t misses;                /* vCPU samples that needed another trip */
-	uint64_t trips;                 /* round trips in total */
-	uint64_t no_stop_reply;         /* VM was already stopped (0x03 had no stop reply) */
 	uint64_t reg_errors;            /* vCPU samples dropped: registers unreadable */
 	uint64_t mem_errors;            /* `m` replies that were errors (E14: unmapped) to memory the
 					 * walk needed */
@@ -116,10 +112,7 @@ struct sampler_stats {
 	uint64_t cross_failed;          /* ...that failed and were re-read page by page */
 	uint64_t mem_reads;             /* `m` requests sent */
 	uint64_t mem_bytes;             /* bytes they asked for */
-	uint64_t hg_elided;             /* Hg packets saved because the stop vCPU was the one wanted */
 	uint64_t idle_reused;           /* idle vCPU samples whose unchanged stack was not re-read */
-	uint64_t hg_wrong;              /* ...of which the stop vCPU turned out different (redone) */
-	uint64_t rejected;              /* requests NAKed or garbled (retried next trip) */
 	uint64_t text_reads;            /* kernel text blocks read from the guest to tag idle samples
 					 * (a map without the image's text: once per 64 bytes of text) */
 	uint64_t irq_vector;            /* stops on an IRQ/FIQ vector's first instruction (aarch64),

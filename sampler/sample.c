@@ -121,25 +121,25 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 	const char *p = s->g->dec.pkt;
 	size_t len = s->g->dec.len;
 	if (ev != GDB_EV_PACKET) {
-		s->p.st.rejected++;
+		s->st.rejected++;
 		if (sl->kind == SL_HG) v->hg_ok = 0;
 		return;
 	}
 	switch (sl->kind) {
 	case SL_HG:
 		v->hg_ok = len == 2 && p[0] == 'O' && p[1] == 'K';
-		if (!v->hg_ok) s->p.st.rejected++;
+		if (!v->hg_ok) s->st.rejected++;
 		break;
 	case SL_HGV: /* a failed switch leaves `m` on the previous vCPU: its reads fail or are the
 		      * same global kernel data */
-		if (!(len == 2 && p[0] == 'O' && p[1] == 'K')) s->p.st.rejected++;
+		if (!(len == 2 && p[0] == 'O' && p[1] == 'K')) s->st.rejected++;
 		break;
 	case SL_G: /* only trust registers read with this vCPU selected, and all the walk needs */
 		if (v->hg_ok && !rsp_is_error(p, len) && len % 2 == 0 && len / 2 <= sizeof v->regs &&
 		    len / 2 >= (size_t)s->g->layout.need && rsp_unhex(v->regs, p, len / 2) == 0)
 			v->nregs = (int)(len / 2);
 		else if (v->hg_ok)
-			s->p.st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
+			s->st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
 		break;
 	case SL_P: { /* wi 0: the per-CPU register; 1: one the walk needs. Little-endian, as in `g` */
 		uint8_t b[8] = { 0 };
@@ -192,7 +192,7 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 			continue;
 		}
 		if (expect_stop) { /* a reply before any stop reply: the VM was already stopped */
-			s->p.st.no_stop_reply++;
+			s->st.no_stop_reply++;
 			s->stopped_at_ns = pace_now();
 			expect_stop = 0;
 		}
@@ -207,7 +207,7 @@ conn:
 /* A stop vCPU whose Hg was left out was not the one QEMU selected: drop what we read for it. */
 static void undo_elided(struct sampler *s, struct vcpu *v)
 {
-	s->p.st.hg_wrong++;
+	s->st.hg_wrong++;
 	v->nregs = 0;
 	for (int w = 0; w < v->nwin; w++) v->win[w].ok = 0;
 	v->nwin_trip = 0;
@@ -255,7 +255,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 			}
 			first = k;
 			if (!ns && !with_stop) continue;
-			s->p.st.trips++;
+			s->st.trips++;
 			if (trip(s, buf, off, slots, ns, with_stop, &stop_tid) < 0) return -1;
 			if (with_stop) {
 				if (elide >= 0 && stop_tid != s->stop_tid) undo_elided(s, &s->v[elide]);
@@ -263,7 +263,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 			}
 		}
 		if (t == 0 && elide >= 0) {
-			s->p.st.hg_elided++;
+			s->st.hg_elided++;
 			s->v[elide].elided = 0; /* later trips select it explicitly */
 		}
 		int pending = 0;
@@ -278,7 +278,7 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 		if (!s->v[i].failed) {
 			out[*nout] = out[i]; /* compact: *nout <= i always */
 			(*nout)++;
-			s->p.st.vcpu_samples++;
+			s->st.vcpu_samples++;
 		}
 	return 0;
 }

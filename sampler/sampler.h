@@ -7,6 +7,7 @@
 #include "err.h"
 #include "gdb.h"
 #include "plan.h"
+#include "wirestats.h"
 #include "sample.h"
 
 #define SAMPLE_MAX_TRIPS 4      /* round trips per sample: 1 normally, more on a missed prediction */
@@ -16,6 +17,7 @@
 struct sampler {
 	struct gdb *g;                  /* the connection */
 	struct plan p;                  /* what to ask and what the answers mean */
+	struct wire_stats st;           /* the wire's counters (the plan keeps its own in p.st) */
 	int stop_tid;                   /* thread named by the last stop reply (-1 unknown): QEMU
 					 * selects it for g/m after every stop, so its Hg can be left out */
 	int64_t stopped_at_ns;          /* CLOCK_MONOTONIC when this round's stop reply was read (the

@@ -313,9 +313,9 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		}
 	}
 	int was_running = ss->g.running;
-	uint64_t no_reply = ss->s.p.st.no_stop_reply;
+	uint64_t no_reply = ss->s.st.no_stop_reply;
 	int taken = ss->held ? -1 : sampler_take(&ss->s, out, n);
-	if (taken == 0 && was_running && ss->s.p.st.no_stop_reply != no_reply) {
+	if (taken == 0 && was_running && ss->s.st.no_stop_reply != no_reply) {
 		/* Our 0x03 found the VM stopped, and no stop reply had told us: not ours to resume. */
 		*n = 0;
 		ss->g.running = 1;

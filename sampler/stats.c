@@ -66,7 +66,8 @@ static void named_u64(struct summary *t, const char *keyfmt, const char *a, cons
 	summary_u64(t, key, label, v);
 }
 
-void stats_summary(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
+void stats_summary(const struct stats *st, const struct sampler_stats *ss, const struct wire_stats *ws,
+		   const struct gdb_stats *gs,
 		   const struct pace *p, int ncpu, int rate_hz, int keep_idle, struct summary *t)
 {
 	double s = seconds(st);
@@ -95,7 +96,7 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 	summary_u64(t, "prediction_hits", ", prediction hits %v", ss->hits);
 	summary_u64(t, "prediction_misses", " misses %v", ss->misses);
 	summary_u64(t, "stale_windows", " (%v speculative reads unmapped)", ss->stale_windows);
-	summary_u64(t, "round_trips", ", round trips %v", ss->trips);
+	summary_u64(t, "round_trips", ", round trips %v", ws->trips);
 	summary_u64(t, "mem_reads", ", stack reads %v", ss->mem_reads);
 	summary_u64(t, "mem_bytes", NULL, ss->mem_bytes);
 	summary_real(t, NULL, " (%v bytes each", 0, ss->mem_reads ? (double)ss->mem_bytes / (double)ss->mem_reads : 0.0);
@@ -103,8 +104,8 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 	summary_u64(t, "cross_page_failed", ", %v of those re-read)", ss->cross_failed);
 	summary_u64(t, NULL, ", on an interrupt vector %v (counted as the interrupted pc)\n", ss->irq_vector);
 	summary_u64(t, "idle_reused", NULL, ss->idle_reused);
-	summary_u64(t, "hg_elided", NULL, ss->hg_elided);
-	summary_u64(t, "hg_elided_wrong", NULL, ss->hg_wrong);
+	summary_u64(t, "hg_elided", NULL, ws->hg_elided);
+	summary_u64(t, "hg_elided_wrong", NULL, ws->hg_wrong);
 
 	summary_text(t, "gdbsample: unwind stops:");
 	for (int i = 0; i < UW_NSTOPS; i++) {
@@ -141,8 +142,8 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 
 	summary_u64(t, "errors_register", "gdbsample: errors: registers %v", ss->reg_errors);
 	summary_u64(t, "errors_memory", ", memory %v", ss->mem_errors);
-	summary_u64(t, "errors_rejected", ", rejected %v", ss->rejected);
-	summary_u64(t, "no_stop_reply", ", no stop reply %v", ss->no_stop_reply);
+	summary_u64(t, "errors_rejected", ", rejected %v", ws->rejected);
+	summary_u64(t, "no_stop_reply", ", no stop reply %v", ws->no_stop_reply);
 	summary_u64(t, "failed_rounds", ", failed rounds %v", st->failed_stops);
 	summary_u64(t, "naks", ", naks %v", gs->naks);
 	summary_u64(t, "retransmits", NULL, gs->retransmits);

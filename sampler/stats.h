@@ -7,6 +7,7 @@
 #include "gdb.h"
 #include "pace.h"
 #include "plan.h"
+#include "wirestats.h"
 #include "summary.h"
 
 #define STATS_HIST_US 100000 /* pauses are binned per microsecond up to 100 ms */
@@ -41,7 +42,8 @@ void stats_pause(struct stats *st, int64_t pause_ns, int64_t stopped_ns);
 double stats_pause_pct(const struct stats *st, double pct);
 /* The run's rows of the summary table (summary.h): what people read on stderr at the end, and
  * the key value lines of the capture's trailer. */
-void stats_summary(const struct stats *st, const struct sampler_stats *ss, const struct gdb_stats *gs,
+void stats_summary(const struct stats *st, const struct sampler_stats *ss, const struct wire_stats *ws,
+		   const struct gdb_stats *gs,
 		   const struct pace *p, int ncpu, int rate_hz, int keep_idle, struct summary *t);
 
 #endif

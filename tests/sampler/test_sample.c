@@ -195,7 +195,7 @@ static char *four_samples(struct sampler *s)
 	CHECK(sampler_take(s, out, &n) == 0 && n == 2);
 	check_chain(&out[0], 0);
 	check_chain(&out[1], 1);
-	CHECK(s->p.st.trips == 2 && s->p.st.misses == 2 && s->p.st.hits == 0);
+	CHECK(s->st.trips == 2 && s->p.st.misses == 2 && s->p.st.hits == 0);
 	CHECK(s->stopped_at_ns == 0); /* no stop written, no stop reply: nothing to time */
 	CHECK(sampler_resume(s) == 0);
 	for (int i = 0; i < 3; i++) {
@@ -208,7 +208,7 @@ static char *four_samples(struct sampler *s)
 		CHECK(sampler_resume(s) == 0);
 	}
 	/* The first stop reply names the stop vCPU; from the sample after it on, its Hg is left out. */
-	CHECK(s->p.st.hg_elided == 2 && s->p.st.hg_wrong == 0 && s->p.st.mem_errors == 0);
+	CHECK(s->st.hg_elided == 2 && s->st.hg_wrong == 0 && s->p.st.mem_errors == 0);
 	sampler_free(s);
 	return fake_stop(&f);
 }
@@ -223,7 +223,7 @@ static void test_round_trips(void)
 	 * vCPU 0 (the stop vCPU) without Hg, and one `m` per vCPU across the page boundary both
 	 * sides of which sample 1 read: from 0x...0f70 - 256 to the walk's highest read
 	 * (0x...1020; no margin: the walk reached the chain's end). */
-	CHECK(s.p.st.trips == 5 && s.p.st.hits == 6 && s.p.st.misses == 2);
+	CHECK(s.st.trips == 5 && s.p.st.hits == 6 && s.p.st.misses == 2);
 	CHECK(s.p.st.cross_reads == 6 && s.p.st.cross_failed == 0 && s.p.st.mem_reads == 6 + 6);
 	const char *last = strstr(log, "c\n^C\ng\nmffff800000010e70,1b0\nHgp1.2\ng\nmffff800000020e70,1b0\nc\n");
 	CHECK(last != NULL);
@@ -237,7 +237,7 @@ static void test_refused_crossing_falls_back_to_pages(void)
 	char *log = four_samples(&s);
 	/* Sample 2 tries the crossing read, gets E14, re-reads page by page in a second trip (and
 	 * the chains are still whole); page-by-page worked, so it never crosses again. */
-	CHECK(s.p.st.trips == 6 && s.p.st.hits == 4 && s.p.st.misses == 4);
+	CHECK(s.st.trips == 6 && s.p.st.hits == 4 && s.p.st.misses == 4);
 	CHECK(s.p.st.cross_reads == 2 && s.p.st.cross_failed == 2 && s.p.cross_off == 1);
 	const char *last = strstr(log, "c\n^C\ng\nmffff800000010e70,190\nmffff800000011000,20\n");
 	CHECK(last && strstr(last, "Hgp1.2\ng\nmffff800000020e70,190\nmffff800000021000,20\n") != NULL);
@@ -269,7 +269,7 @@ static void test_no_read_past_the_chains_end(void)
 		/* speculative (read ahead of what the walk needed), so no memory error */
 		CHECK(s.p.st.stale_windows == 4 && s.p.st.mem_errors == 0);
 	}
-	CHECK(s.p.st.trips == 5 && s.p.st.cross_reads == 0);
+	CHECK(s.st.trips == 5 && s.p.st.cross_reads == 0);
 	sampler_free(&s);
 	char *log = fake_stop(&f);
 	CHECK(strstr(log, "c\n^C\ng\nmffff800000011e70,180\nHgp1.2\ng\nmffff800000021e70,180\nc\n") != NULL);
@@ -334,7 +334,7 @@ static void test_wrong_stop_vcpu(void)
 	f.g->running = 1;
 	CHECK(sampler_take(&s, out, &n) == 0 && n == 2);
 	/* g and m were answered for vCPU 2 while we thought vCPU 1: detected and redone. */
-	CHECK(s.p.st.hg_wrong == 1);
+	CHECK(s.st.hg_wrong == 1);
 	check_chain(&out[0], 0);
 	check_chain(&out[1], 1);
 	CHECK(s.stop_tid == 2);
@@ -367,7 +367,7 @@ static void test_idle_not_reread(void)
 	/* Unchanged registers: the previous walk is reused, no stack read, still one trip. */
 	check_chain_flags(&out[0], 0, SF_IDLE);
 	check_chain_flags(&out[1], 1, SF_IDLE);
-	CHECK(s.p.st.idle_reused == 2 && s.p.st.trips == 3);
+	CHECK(s.p.st.idle_reused == 2 && s.st.trips == 3);
 	sampler_free(&s);
 	char *log = fake_stop(&f);
 	CHECK(strstr(log, "c\n^C\nHgp1.1\ng\nHgp1.2\ng\n") != NULL);

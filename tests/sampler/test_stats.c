@@ -9,9 +9,11 @@ void test_stats(void)
 {
 	static struct stats st; /* the histogram is large */
 	struct sampler_stats ss;
+	struct wire_stats ws;
 	struct gdb_stats gs;
 	char out[8192];
 	memset(&ss, 0, sizeof ss);
+	memset(&ws, 0, sizeof ws);
 	memset(&gs, 0, sizeof gs);
 	stats_init(&st, 0);
 	for (int i = 0; i < 10; i++) stats_pause(&st, 300 * US, 100 * US); /* stop byte -> c; reply -> c */
@@ -20,7 +22,7 @@ void test_stats(void)
 	CHECK(stats_pause_pct(&st, 50) == 300);
 	static struct summary t;
 	summary_init(&t);
-	stats_summary(&st, &ss, &gs, NULL, 2, 100, 0, &t);
+	stats_summary(&st, &ss, &ws, &gs, NULL, 2, 100, 0, &t);
 	out[0] = 0;
 	summary_kv(&t, out, sizeof out);
 	CHECK(strstr(out, "stopped_fraction 0.01000\n") != NULL);
