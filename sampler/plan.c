@@ -102,6 +102,7 @@ static uint64_t pac_mask(const struct layout *l, const struct sampler_cfg *cfg)
 void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg *cfg)
 {
 	memset(p, 0, sizeof *p);
+	hash_init(&p->tc, TEXT_BLOCK);
 	p->l = l;
 	p->cfg = *cfg;
 	int a64 = l->arch->elf_machine == 183 /* EM_AARCH64 */;
@@ -147,55 +148,27 @@ int plan_wants_pcpu(const struct plan *p, const struct vcpu *v)
 
 void plan_free(struct plan *p)
 {
-	free(p->tc.key);
-	free(p->tc.val);
+	hash_free(&p->tc);
 	taskcache_free(&p->tasks);
-	p->tc.key = NULL;
-	p->tc.val = NULL;
 }
 
 /* ---- the text byte before a pc (is the vCPU halted in hlt?) ---- */
 
 /* Text read from the guest is kept in aligned TEXT_BLOCK-byte blocks: one read serves every pc
- * of a loop, and text never changes. */
-static uint64_t tc_slot(const struct textcache *c, uint64_t block)
-{
-	uint64_t h = (block + 1) * 0x9e3779b97f4a7c15ull;
-	return (h >> 32) & (c->cap - 1);
-}
-
-/* The cached byte at addr, or -1. */
-static int tc_get(const struct textcache *c, uint64_t addr)
+ * of a loop, and text never changes. The cached byte at addr, or -1. */
+static int tc_get(const struct hash *c, uint64_t addr)
 {
 	uint64_t block = addr & ~(uint64_t)(TEXT_BLOCK - 1);
-	if (!c->cap) return -1;
-	for (uint64_t j = tc_slot(c, block); c->key[j]; j = (j + 1) & (c->cap - 1))
-		if (c->key[j] == block + 1) return c->val[j * TEXT_BLOCK + (addr - block)];
-	return -1;
+	struct hash_item *it = hash_find(c, &block, sizeof block);
+	return it ? ((const uint8_t *)hash_value(it))[addr - block] : -1;
 }
 
 /* Remember a block (all zeros if it could not be read: not hlt, and never asked again). */
-static void tc_put(struct textcache *c, uint64_t block, const uint8_t *data)
+static void tc_put(struct hash *c, uint64_t block, const uint8_t *data)
 {
-	if (!c->cap) {
-		c->key = calloc(2 * TEXTCACHE_MAX, sizeof *c->key);
-		c->val = malloc(2 * TEXTCACHE_MAX * TEXT_BLOCK);
-		if (!c->key || !c->val) {
-			free(c->key);
-			free(c->val);
-			c->key = NULL;
-			c->val = NULL;
-			return;
-		}
-		c->cap = 2 * TEXTCACHE_MAX;
-	}
 	if (c->n >= TEXTCACHE_MAX) return;
-	uint64_t j = tc_slot(c, block);
-	while (c->key[j] && c->key[j] != block + 1) j = (j + 1) & (c->cap - 1);
-	if (!c->key[j]) c->n++;
-	c->key[j] = block + 1;
-	if (data) memcpy(c->val + j * TEXT_BLOCK, data, TEXT_BLOCK);
-	else memset(c->val + j * TEXT_BLOCK, 0, TEXT_BLOCK);
+	uint8_t *val = hash_get(c, &block, sizeof block, NULL);
+	if (val && data) memcpy(val, data, TEXT_BLOCK);   /* a new block is zero-filled already */
 }
 
 /* The kernel byte at addr: from the image's text, else from what the guest gave; -1 unknown. */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "arch.h"
 #include "guestos.h"
+#include "hash.h"
 #include "sample.h"
 #include "symbols.h"
 #include "task.h"
@@ -141,13 +142,6 @@ struct sampler_cfg {
 					 * them from the text (arch_pac_mask) */
 };
 
-/* Kernel text read from the guest, in aligned blocks (text never changes). */
-struct textcache {
-	uint64_t *key;                  /* block address + 1, 0 = empty slot */
-	uint8_t *val;                   /* the blocks' bytes, TEXT_BLOCK per slot */
-	size_t n, cap;                  /* used, slots (a power of two; full: no more entries) */
-};
-
 /* The pure half of sampling (plan.c): which windows each vCPU needs, and what its replies mean. */
 struct plan {
 	const struct layout *l;         /* the `g` layout */
@@ -158,7 +152,8 @@ struct plan {
 	const struct unwinder *methods[UM_N];
 	int cross_off;                  /* 1 once a crossing read failed where page-by-page reads
 					 * worked: this gdbstub refuses them, never cross again */
-	struct textcache tc;            /* text bytes read for idle tagging */
+	struct hash tc;                 /* kernel text read for idle tagging: block address ->
+					 * its bytes (plan.c's text blocks; text never changes) */
 	struct taskcache tasks;         /* task identities by task pointer */
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
 					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
