@@ -6,8 +6,10 @@ emulates PMUv3 on every -cpu here except pmu=off: there `profile` samples on cyc
 overflow, a GICv3 pseudo-NMI that gets through the kernel's "interrupts off" priority mask.
 """
 import re
+import time
 
 import conftest
+import crosscheck
 import pytest
 from guest import POWEROFF_STATUS_A64
 from test_profile import parse, shares
@@ -92,16 +94,25 @@ def test_irqoff_is_visible_to_the_pmu_source(boot):
     """The PMU's overflow is above the irq-off mask, so irqoff_spin (interrupts off) is sampled
     where it runs. Its true share is measured by the task itself (`work time`: cycles spent in
     each phase); at ~1000 samples the binomial sigma of a ~50 % share is 1.6 pp, and the bound is
-    8 pp (5 sigma). irqoff_exit, where the tick lands, is a few instructions: a few samples."""
+    8 pp (5 sigma). irqoff_exit, where the tick lands, is a few instructions: a few samples.
+    When the vCPU thread waits for a host core (>= crosscheck.CONTENDED of the window, from the
+    host's schedstat; beside two CPU hogs 49.7 % seen against 39.1 %), a stall across the
+    deadline lands the pending overflow in irqoff_spin: the error is a bias, not noise (README,
+    "Accuracy under TCG"), and the bound is 16 pp -- still far from the tick's 0 %."""
     g = boot_a64(boot, config=PMU, smp=2)
+    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
     pid, counts = irqoff_profile(g, want=800)
+    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
+                                       time.monotonic_ns() - t0)
+    assert waited is not None, "no schedstat for QEMU's vCPU threads"
     t = [int(x) for x in re.search(r"cntvct irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)",
                                    g.cmd(f"work time {pid}")).groups()]
     total = sum(counts.get(f, 0) for f in ("irqoff_spin", "irqoff_exit", "irqon_spin"))
     assert total >= 800, counts
     seen = 100.0 * counts.get("irqoff_spin", 0) / total
     truth = 100.0 * t[0] / sum(t)
-    assert abs(seen - truth) <= 8, (seen, truth, counts)
+    bound = 8 if waited < crosscheck.CONTENDED else 16
+    assert abs(seen - truth) <= bound, (seen, truth, counts, waited)
     assert counts.get("irqoff_exit", 0) < 0.05 * total, counts
 
 

@@ -3,6 +3,7 @@
 import re
 import time
 
+import crosscheck
 import pytest
 
 
@@ -48,18 +49,27 @@ def test_work_time_measures_an_irqoff_tasks_phases(g):
     """`work time` counts the TSC time in each phase. Every period puts 40 % of its TSC time
     before the irqoff deadline, so over ~100 periods the measured share sits near 40 % unless
     the vCPU stalls for whole periods; ±10 pp leaves room for TCG stalls and catches an
-    accounting that swaps or drops phases (which would read 0, 60 or 100 %)."""
+    accounting that swaps or drops phases (which would read 0, 60 or 100 %). A vCPU thread that
+    waits for a host core (beside two CPU hogs: 52.0 % seen) stalls across the deadline and
+    lengthens the irq-off phase: then (waited >= crosscheck.CONTENDED of the window, measured from
+    the host's schedstat) the bound is ±20 pp, which still catches a phase dropped (0 or 100 %)
+    but not one swapped -- that is left to an uncontended run."""
     pid = g.work("irqoff 4")
+    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
     out0 = g.cmd(f"work time {pid}")
     time.sleep(1.0)
     out1 = g.cmd(f"work time {pid}")
+    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
+                                       time.monotonic_ns() - t0)
+    assert waited is not None, "no schedstat for QEMU's vCPU threads"
     pat = r"^work: pid (\d+) tsc irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+) \(tsc (\d+) Hz\)$"
     m0, m1 = re.match(pat, out0), re.match(pat, out1)
     assert m0 and m1 and int(m1.group(1)) == pid, (out0, out1)
     d = [int(m1.group(i)) - int(m0.group(i)) for i in (2, 3, 4)]
     hz = int(m1.group(5))
     assert all(x >= 0 for x in d) and sum(d) > 0.5 * hz, (d, hz)  # at least the 1 s slept
-    assert abs(100 * d[0] / sum(d) - 40) <= 10, d
+    bound = 10 if waited < crosscheck.CONTENDED else 20
+    assert abs(100 * d[0] / sum(d) - 40) <= bound, (d, waited)
     assert g.cmd(f"work time {g.work('chain 2')}").endswith("is not an irqoff task\n")
 
 
