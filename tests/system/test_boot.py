@@ -20,15 +20,18 @@ def test_boots_and_every_cpu_ticks(boot, smp):
         time.sleep(0.5)
         up1, ticks1, _, _ = g.cpus()
     elapsed = (up1 - up0) / 1000.0  # guest time: TCG freezes the guest clock while QEMU is stopped
-    # A vCPU thread waiting for a host core misses timer deadlines (TCG coalesces them: never more
-    # ticks, fewer): the lower bound gives up the share of the window the most-waiting of the smp
-    # busiest QEMU threads waited, as measured (4 vCPUs on 2 loaded cores: 20 % seen).
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), smp,
+    # A QEMU thread waiting for a host core misses timer deadlines (TCG coalesces them: never more
+    # ticks, fewer): the lower bound gives up the share of the window the most-waiting QEMU thread
+    # waited, as measured (4 vCPUs on 2 loaded cores: 20 % seen). Every thread, not only the smp
+    # busiest: an idle guest's vCPU thread sleeps in hlt and is not the busiest, yet its late
+    # wake-ups are what lose ticks (-smp 1 beside two hogs: 82 Hz while the busiest waited 3.8 %).
+    sched1 = crosscheck.thread_schedstat(g.proc.pid)
+    waited = crosscheck.busiest_waited(sched0, sched1, len(set(sched0) & set(sched1)),
                                        time.monotonic_ns() - t0) or 0.0
     for cpu in range(smp):
         rate = (ticks1[cpu] - ticks0[cpu]) / elapsed
         assert TICK_HZ * (1 - TOLERANCE - waited) <= rate <= TICK_HZ * (1 + TOLERANCE), \
-            f"cpu{cpu} ticks at {rate:.1f} Hz (its threads waited {100 * waited:.1f} % of the window)"
+            f"cpu{cpu} ticks at {rate:.1f} Hz (QEMU threads waited up to {100 * waited:.1f} % of the window)"
 
 
 def test_uptime_and_lscpu(boot):
