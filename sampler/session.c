@@ -407,8 +407,14 @@ int session_close(struct session *ss)
 	if (ss->attached) {
 		guard_enter(&ss->guard); /* a second enter after the probe's only starts a new generation */
 		if ((ss->g.running && gdb_stop(&ss->g) < 0) || gdb_sync(&ss->g) < 0 || gdb_detach(&ss->g) < 0) {
-			ERR_SET(ss, ss->g.err, "detach: %s", ss->g.errstr);
-			rc = -1;
+			if (ss->g.err == ERR_RESCUED) { /* held up while detaching: the guard resumed the
+							 * guest, as during a round; the result stands */
+				session_warn(ss, "gdbsample was held up while detaching and the pause watchdog "
+					     "resumed the guest");
+			} else {
+				ERR_SET(ss, ss->g.err, "detach: %s", ss->g.errstr);
+				rc = -1;
+			}
 		} else {
 			guard_finish(&ss->guard, 1); /* detached cleanly: the guard has nothing to do */
 		}
