@@ -57,7 +57,7 @@ def split_shares(g, run_once, want=3000, runs=6):
     (crosscheck.busiest_waited), the last run's stderr)."""
     import crosscheck
     counts = {"split_a": 0, "split_b": 0, "split_c": 0}
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    window = crosscheck.WaitWindow(g.proc.pid)
     for _ in range(runs):
         r = run_once()
         for frames, n in folded_rows(r.stdout):
@@ -67,7 +67,7 @@ def split_shares(g, run_once, want=3000, runs=6):
             break
     total = sum(counts.values())
     assert total >= want, (counts, r.stderr)
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1, time.monotonic_ns() - t0)
+    waited = window.waited()
     assert waited is not None, "no schedstat for QEMU's vCPU threads"
     return {k: 100.0 * v / total for k, v in counts.items()}, waited, r.stderr
 

@@ -86,6 +86,21 @@ def busiest_waited(before, after, n, wall_ns):
     return max(w for _, w in sorted(deltas, reverse=True)[:n]) / wall_ns
 
 
+class WaitWindow:
+    """From now on, how long process pid's threads waited for a host core: waited(n) is
+    busiest_waited over the window so far, for the n threads that ran most (None: every thread
+    that lived through it); None without schedstat."""
+
+    def __init__(self, pid):
+        self.pid, self.before, self.t0 = pid, thread_schedstat(pid), time.monotonic_ns()
+
+    def waited(self, n=1):
+        after = thread_schedstat(self.pid)
+        if n is None:
+            n = len(set(self.before) & set(after))
+        return busiest_waited(self.before, after, n, time.monotonic_ns() - self.t0)
+
+
 # A busy vCPU thread that waited for a host core this share of a window or more: contended (its
 # stops were no longer uniform in guest time; the tests then allow the bias they measured).
 CONTENDED = 0.10

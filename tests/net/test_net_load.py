@@ -45,14 +45,13 @@ def loss_bound(waited):
 def netload(g, mode, size, pps, seconds):
     """(host line, guest line, the largest share of the run one of QEMU's two busiest threads
     waited for a host core)."""
-    before, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    window = crosscheck.WaitWindow(g.proc.pid)
     r = subprocess.run([NETLOAD, mode, "--port", str(g.udp_port), "--sink-port", str(g.sink_port),
                         "--size", str(size), "--pps", str(pps), "--seconds", str(seconds)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     host, guest = r.stdout.splitlines()
-    waited = crosscheck.busiest_waited(before, crosscheck.thread_schedstat(g.proc.pid), 2,
-                                       time.monotonic_ns() - t0)
+    waited = window.waited(2)
     return host, guest, waited
 
 

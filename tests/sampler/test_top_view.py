@@ -267,7 +267,7 @@ def test_top_shares_match_record(boot, tmux):
     may be biased: then the contended bound of test_split_shares_within_4pp (12 pp) applies."""
     g = boot(smp=1)
     g.work("split 5 3 2")
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    window = crosscheck.WaitWindow(g.proc.pid)
     pane = tmux(top(g, "-r", "500"), 120, 40)
     pane.wait(lambda ls: header_at_top(ls) and samples(ls) >= 3000 and
               sum(r[2] for r in rows(ls) if r[4].startswith("split_")) >= 3000, "3000 samples in top", timeout=240)
@@ -285,7 +285,7 @@ def test_top_shares_match_record(boot, tmux):
         assert r.returncode == 0, r.stderr
         return r
     rec, _, _ = conftest.split_shares(g, run_once)
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1, time.monotonic_ns() - t0)
+    waited = window.waited()
     assert waited is not None
     n_top = sum(top_counts.values())
     assert n_top >= 3000 and len(top_counts) == 3, frozen

@@ -6,7 +6,6 @@ emulates PMUv3 on every -cpu here except pmu=off: there `profile` samples on cyc
 overflow, a GICv3 pseudo-NMI that gets through the kernel's "interrupts off" priority mask.
 """
 import re
-import time
 
 import conftest
 import crosscheck
@@ -100,10 +99,9 @@ def test_irqoff_is_visible_to_the_pmu_source(boot):
     deadline lands the pending overflow in irqoff_spin: the error is a bias, not noise (README,
     "Accuracy under TCG"), and the bound is 16 pp -- still far from the tick's 0 %."""
     g = boot_a64(boot, config=PMU, smp=2)
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    window = crosscheck.WaitWindow(g.proc.pid)
     pid, counts = irqoff_profile(g, want=800)
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
-                                       time.monotonic_ns() - t0)
+    waited = window.waited()
     assert waited is not None, "no schedstat for QEMU's vCPU threads"
     t = [int(x) for x in re.search(r"cntvct irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)",
                                    g.cmd(f"work time {pid}")).groups()]

@@ -13,7 +13,7 @@ TOLERANCE = 0.10  # the issue's ±10 %; TCG delivers the periodic LAPIC timer on
 def test_boots_and_every_cpu_ticks(boot, smp):
     g = boot(smp=smp)
     up0, ticks0, online, total = g.cpus()
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    window = crosscheck.WaitWindow(g.proc.pid)
     assert (online, total) == (smp, smp), g.tail()
     up1 = up0
     while up1 - up0 < 2000:  # two seconds of guest time (a loaded host gives the guest less)
@@ -25,9 +25,7 @@ def test_boots_and_every_cpu_ticks(boot, smp):
     # waited, as measured (4 vCPUs on 2 loaded cores: 20 % seen). Every thread, not only the smp
     # busiest: an idle guest's vCPU thread sleeps in hlt and is not the busiest, yet its late
     # wake-ups are what lose ticks (-smp 1 beside two hogs: 82 Hz while the busiest waited 3.8 %).
-    sched1 = crosscheck.thread_schedstat(g.proc.pid)
-    waited = crosscheck.busiest_waited(sched0, sched1, len(set(sched0) & set(sched1)),
-                                       time.monotonic_ns() - t0) or 0.0
+    waited = window.waited(None) or 0.0
     for cpu in range(smp):
         rate = (ticks1[cpu] - ticks0[cpu]) / elapsed
         assert TICK_HZ * (1 - TOLERANCE - waited) <= rate <= TICK_HZ * (1 + TOLERANCE), \

@@ -59,10 +59,9 @@ def test_every_form_of_the_command(boot):
     for line, ms, chains_max in (("profile", 1000, 8), ("profile 2000 all 3", 2000, 3),
                                  (f"profile 500 {pid}", 500, 8), (f"profile 300 {pid} 2", 300, 2),
                                  ("profile 200 all", 200, 8), ("profile 100", 100, 8)):
-        before, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+        window = crosscheck.WaitWindow(g.proc.pid)
         head, chains = parse(g.cmd(line, timeout=15))
-        waited = crosscheck.busiest_waited(before, crosscheck.thread_schedstat(g.proc.pid), 2,
-                                           time.monotonic_ns() - t0) or 0.0
+        waited = window.waited(2) or 0.0
         assert head["ms"] == ms and head["cpus"] == 2 and head["source"] == "tick 100 Hz", line
         # one line per sampling CPU, adding up to the report's samples (compare weighs by them)
         assert sorted(head["by_cpu"]) == [0, 1] and sum(head["by_cpu"].values()) == head["samples"], (line, head)

@@ -55,12 +55,11 @@ def test_work_time_measures_an_irqoff_tasks_phases(g):
     the host's schedstat) the bound is ±20 pp, which still catches a phase dropped (0 or 100 %)
     but not one swapped -- that is left to an uncontended run."""
     pid = g.work("irqoff 4")
-    sched0, t0 = crosscheck.thread_schedstat(g.proc.pid), time.monotonic_ns()
+    window = crosscheck.WaitWindow(g.proc.pid)
     out0 = g.cmd(f"work time {pid}")
     time.sleep(1.0)
     out1 = g.cmd(f"work time {pid}")
-    waited = crosscheck.busiest_waited(sched0, crosscheck.thread_schedstat(g.proc.pid), 1,
-                                       time.monotonic_ns() - t0)
+    waited = window.waited()
     assert waited is not None, "no schedstat for QEMU's vCPU threads"
     pat = r"^work: pid (\d+) tsc irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+) \(tsc (\d+) Hz\)$"
     m0, m1 = re.match(pat, out0), re.match(pat, out1)
