@@ -4,6 +4,7 @@
 #include "arch.h"
 #include "cpu.h"
 #include "sched.h"
+#include "txwait.h"
 #include "uart.h"
 
 #define RX_RING 256
@@ -14,6 +15,20 @@ static char rx_ring[RX_RING];
 static volatile uint32_t rx_head, rx_tail;	/* written by the IRQ / by the reader */
 static struct task *rx_reader;
 uint64_t console_rx_overruns;
+static struct txwait tx;		/* under tx_lock (or panic mode's one CPU) */
+
+static void relax(void) { cpu_relax(); }
+
+static void tx_byte(char c)
+{
+	if (txwait(&tx, uart_tx_ready, uptime_ms, relax))
+		uart_put(c);
+}
+
+uint64_t console_tx_dropped(void)
+{
+	return tx.dropped;
+}
 
 void console_init(void)
 {
@@ -27,8 +42,8 @@ void console_write(const char *s, size_t n)
 		f = spin_lock_irqsave(&tx_lock);
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] == '\n')
-			uart_tx('\r');
-		uart_tx(s[i]);
+			tx_byte('\r');
+		tx_byte(s[i]);
 	}
 	if (!panic_mode)
 		spin_unlock_irqrestore(&tx_lock, f);

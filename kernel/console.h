@@ -15,4 +15,5 @@ int console_getc(void);			/* blocks the calling task until a byte arrives */
 void console_set_reader(struct task *t);	/* the task console_irq wakes */
 void console_panic_mode(void);		/* stop taking the lock: another CPU may hold it */
 extern uint64_t console_rx_overruns;	/* bytes dropped because the ring was full */
+uint64_t console_tx_dropped(void);	/* output bytes the UART did not take in time (txwait.h) */
 #endif

@@ -90,7 +90,7 @@ KCFLAGS_RV_FP := -fno-omit-frame-pointer -fno-shrink-wrap -fno-schedule-insns2 -
 KASFLAGS_RV := -g $(RV_ARCHFLAGS) -Ikernel -Ikernel/arch/riscv64
 
 KSRCS_SHARED := $(addprefix kernel/,console.c mem.c panic.c pmu.c printf.c prof_report.c profiler.c sched.c \
-		shell.c spinlock.c stacktrace.c string.c symtab.c work.c)
+		shell.c spinlock.c stacktrace.c string.c symtab.c txwait.c work.c)
 KSRCS_C := $(KSRCS_SHARED) $(addprefix kernel/,net.c netload.c pci.c pmu_x86.c udpsh.c virtio_net.c) \
 	   $(wildcard kernel/arch/x86_64/*.c)
 KSRCS_S := $(wildcard kernel/arch/x86_64/*.S)
@@ -156,7 +156,7 @@ kernel: $(foreach a,$(KARCHES),$(KERNEL_ELFS_$(a)))
 
 # Host unit tests of kernel logic that needs no hardware (stack walks, symbols, printf).
 KHOST_SRCS := tests/kernel/test_kernel_host.c kernel/stacktrace.c kernel/symtab.c kernel/printf.c \
-	      kernel/string.c
+	      kernel/string.c kernel/txwait.c
 $(BUILD)/kernel-host-tests: $(KHOST_SRCS) $(wildcard kernel/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -DHOST_TEST -Ikernel -Ikernel/arch/x86_64 \

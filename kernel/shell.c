@@ -75,8 +75,14 @@ static void cmd_uptime(int argc, char **argv, struct out *o)
 	if (!no_args(argc, argv, o))
 		return;
 	uint64_t ms = uptime_ms();
-	out_printf(o, "up %lu.%03lu s, %d cpus, %lu MiB free\n", ms / 1000, ms % 1000, cpu_online_count(),
+	out_printf(o, "up %lu.%03lu s, %d cpus, %lu MiB free", ms / 1000, ms % 1000, cpu_online_count(),
 		   mem_free_bytes() >> 20);
+	/* the console's losses, only when there were some */
+	if (console_tx_dropped())
+		out_printf(o, ", %lu output bytes dropped", console_tx_dropped());
+	if (console_rx_overruns)
+		out_printf(o, ", %lu input bytes dropped", console_rx_overruns);
+	out_printf(o, "\n");
 }
 
 static void cmd_stacks(int argc, char **argv, struct out *o)

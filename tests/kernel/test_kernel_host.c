@@ -8,6 +8,7 @@
 #include "sched.h"
 #include "stacktrace.h"
 #include "symtab.h"
+#include "txwait.h"
 
 /* The kernel's globals, provided here instead of by the image. */
 struct task tasks[MAX_TASKS];
@@ -163,6 +164,57 @@ static void test_printf_and_parse(void)
 	CHECK(parse_u64("", &v) == -1 && parse_u64("12a", &v) == -1 && parse_u64("-1", &v) == -1);
 }
 
+static uint64_t frozen_ms(void) { return 0; }
+
+/* A simulated UART and clock for txwait: busy for `busy` polls, each poll 1 us of guest time. */
+static uint64_t sim_us, sim_polls, sim_busy;
+static int sim_ready(void)
+{
+	sim_polls++;
+	return sim_polls > sim_busy;
+}
+static uint64_t sim_ms(void) { return sim_us / 1000; }
+static void sim_relax(void) { sim_us++; }
+static void sim_reset(uint64_t busy)
+{
+	sim_polls = 0;
+	sim_busy = busy;
+}
+
+/* A host late by 200 ms (200000 polls: twice what the old 100000-poll bound allowed) loses no
+ * byte; a console nobody drains loses the byte after TXWAIT_MS, then waits briefly per byte
+ * until the UART takes one again; every loss counted. */
+static void test_txwait(void)
+{
+	struct txwait w = { 0, 0 };
+	sim_reset(200000);
+	CHECK(txwait(&w, sim_ready, sim_ms, sim_relax) == 1);
+	CHECK(w.dropped == 0 && !w.stalled);
+
+	sim_reset(UINT64_MAX);
+	uint64_t t0 = sim_us;
+	CHECK(txwait(&w, sim_ready, sim_ms, sim_relax) == 0);
+	CHECK(w.dropped == 1 && w.stalled);
+	CHECK(sim_us - t0 >= TXWAIT_MS * 1000ULL && sim_us - t0 <= TXWAIT_MS * 1000ULL + 1000);
+	t0 = sim_us;
+	for (int i = 0; i < 10; i++)
+		CHECK(txwait(&w, sim_ready, sim_ms, sim_relax) == 0);
+	CHECK(w.dropped == 11);
+	CHECK(sim_us - t0 == 10 * TXWAIT_STALLED_POLLS);	/* stalled: 100 polls a byte, not two seconds */
+
+	sim_reset(5);	/* drained again: bytes go out, and the next stall waits the full bound */
+	CHECK(txwait(&w, sim_ready, sim_ms, sim_relax) == 1);
+	CHECK(!w.stalled && w.dropped == 11);
+	sim_reset(200000);
+	CHECK(txwait(&w, sim_ready, sim_ms, sim_relax) == 1);
+
+	struct txwait early = { 0, 0 };	/* a clock that does not run: the poll bound ends the wait */
+	sim_reset(UINT64_MAX);
+	sim_polls = 0;
+	CHECK(txwait(&early, sim_ready, frozen_ms, sim_relax) == 0);
+	CHECK(sim_polls == TXWAIT_POLLS + 1 && early.dropped == 1);
+}
+
 int main(void)
 {
 	test_walk_normal();
@@ -171,5 +223,6 @@ int main(void)
 	test_walk_from_a_prologue();
 	test_symtab();
 	test_printf_and_parse();
+	test_txwait();
 	return check_summary();
 }

@@ -11,6 +11,7 @@ import os
 import re
 
 import conftest
+import console_check
 import pytest
 from guest import POWEROFF_STATUS_RV64, Guest
 from test_profile import parse, shares
@@ -113,6 +114,12 @@ def test_workloads_run_on_both_harts_and_split_shares_within_5pp(g):
             assert callers[-1].startswith("task_entry+"), (leaf, callers)
     for p in pids:
         g.cmd(f"work stop {p}")
+
+
+def test_a_late_serial_reader_loses_no_output(g):
+    """Where the loss was seen (the profile above printed `task_+0x30` for `task_entry+0x30` beside
+    CPU hogs): the NS16550 console waits for a late reader (console_check.py)."""
+    console_check.late_reader_loses_nothing(g)
 
 
 def test_chain_6_is_walked_through_the_frame_records(g):

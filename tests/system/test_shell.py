@@ -3,6 +3,7 @@
 import re
 import time
 
+import console_check
 import crosscheck
 import pytest
 
@@ -161,3 +162,13 @@ def test_backspace_edits_the_line(g):
 def test_empty_and_blank_lines_just_prompt(g):
     assert g.cmd("") == ""
     assert g.cmd("   ") == ""
+
+
+def test_a_late_serial_reader_loses_no_output(g):
+    """The loss seen beside CPU hogs (a name cut to `task_+0x30`): the console's wait for room in
+    the UART was 100000 polls; now it is up to 2 s of guest time (console_check.py says more)."""
+    console_check.late_reader_loses_nothing(g)
+
+
+def test_an_unread_console_drops_counted_bytes_and_goes_on(g):
+    console_check.unread_console_counts_every_loss(g)

@@ -25,10 +25,13 @@ void uart_irq_route(void)
 	gic_enable(INTID_UART, PRIO_IRQ);
 }
 
-void uart_tx(char c)
+int uart_tx_ready(void)
 {
-	for (int i = 0; i < 100000 && (mmio_read32(UART_BASE + UART_FR) & FR_TXFF); i++)
-		cpu_relax();
+	return !(mmio_read32(UART_BASE + UART_FR) & FR_TXFF);
+}
+
+void uart_put(char c)
+{
 	mmio_write32(UART_BASE + UART_DR, (uint8_t)c);
 }
 

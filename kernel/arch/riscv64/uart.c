@@ -27,10 +27,13 @@ void uart_irq_route(void)
 	plic_enable(PLIC_IRQ_UART);
 }
 
-void uart_tx(char c)
+int uart_tx_ready(void)
 {
-	for (int i = 0; i < 100000 && !(mmio_read8(UART_BASE + UART_LSR) & LSR_THRE); i++)
-		cpu_relax();
+	return (mmio_read8(UART_BASE + UART_LSR) & LSR_THRE) != 0;
+}
+
+void uart_put(char c)
+{
 	mmio_write8(UART_BASE + UART_THR, (uint8_t)c);
 }
 

@@ -27,10 +27,13 @@ void uart_init(void)
 	outb(COM1 + UART_IER, 0x01);	/* receive interrupts (routed later by the IOAPIC) */
 }
 
-void uart_tx(char c)
+int uart_tx_ready(void)
 {
-	for (int i = 0; i < 100000 && !(inb(COM1 + UART_LSR) & LSR_THRE); i++)
-		cpu_relax();
+	return (inb(COM1 + UART_LSR) & LSR_THRE) != 0;
+}
+
+void uart_put(char c)
+{
 	outb(COM1 + UART_DATA, (uint8_t)c);
 }
 
