@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_stop.c: libFuzzer harness -- stop-reply, thread-id and run-state parsing (gdb_parse_stop,
- * gdb_parse_tid, gdb_parse_status: QEMU's "info status" text). */
+ * gdb_parse_tid, gdb_parse_status and gdb_parse_migration: QEMU's "info status" and "info
+ * migrate" texts). */
 #include "../sampler/gdb_reply.h"
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r < -1 || r > 1 || strlen(st) >= sizeof st || (r != 1 && st[0])) abort();
 	for (const char *q = st; *q; q++)
 		if ((*q < 'a' || *q > 'z') && *q != '-') abort();
+	int m = gdb_parse_migration(s);
+	if (m < -1 || m > 1) abort();
 	free(s);
 	return 0;
 }

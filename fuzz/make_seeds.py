@@ -42,6 +42,11 @@ def stop():
     for i, s in enumerate(["VM status: paused (postmigrate)\r\n", "VM status: running\r\n",
                            "VM status: paused (single step mode)\r\n"]):
         put("stop", "status%d" % i, s)
+    # "info migrate" (gdb_parse_migration), read in a pause to see a migration under way
+    for i, s in enumerate(["globals:\r\nstore-global-state: on\r\n",
+                           "globals:\r\nMigration status: active\r\ntotal time: 3 ms\r\n",
+                           "globals:\r\nMigration status: completed\r\n"]):
+        put("stop", "migrate%d" % i, s)
 
 
 def threads():

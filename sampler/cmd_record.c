@@ -205,6 +205,9 @@ int cmd_record(const struct opts *o)
 		fprintf(stderr, "gdbsample: the VM was stopped by someone else %llu time%s; %llu sampling round%s "
 			"skipped meanwhile\n", (unsigned long long)ss.held_episodes, ss.held_episodes > 1 ? "s" : "",
 			(unsigned long long)ss.held_rounds, ss.held_rounds > 1 ? "s" : "");
+	if (ss.migration_rounds && !o->quiet)
+		fprintf(stderr, "gdbsample: %llu sampling round%s skipped while a migration was under way\n",
+			(unsigned long long)ss.migration_rounds, ss.migration_rounds > 1 ? "s" : "");
 	if (cli_summary_wanted(o)) {                                    /* unless -q; as asked */
 		text[0] = 0;
 		if (o->summary_format == SUMFMT_JSON) summary_json(&sum, text, sizeof text);

@@ -73,7 +73,7 @@ struct gdb {
 	char runstate[24];              /* QEMU's run state after connecting, if not plain "paused"
 					 * ("postmigrate", "prelaunch"...; "" if plain or unknown) */
 	int capture;                    /* gdb_next keeps console ('O') text in cons */
-	char cons[256];                 /* that text, NUL-terminated (truncated) */
+	char cons[512];                 /* that text, NUL-terminated (truncated) */
 	size_t conslen;                 /* its length */
 	int raced;                      /* a write the pause watchdog raced: call gdb_resync */
 	int packet_size;                /* PacketSize from qSupported */
@@ -158,5 +158,9 @@ void gdb_close(struct gdb *g);
  * stopped (state: "debug" when stopped by a gdbstub client, "finish-migrate", "paused", ...; "" for
  * plain paused), -1 on an error (g->err). Only for a QEMU stub (qemu_version set). */
 int gdb_run_state(struct gdb *g, char *state, size_t cap);
+/* Whether QEMU is migrating the VM (qRcmd "info migrate"; one round trip, only with the VM
+ * stopped: a byte sent to a running QEMU stops it): gdb_parse_migration's 1 or 0, 2 when the text
+ * was unreadable, -1 on a lost connection (g->err). Only for a QEMU stub. */
+int gdb_migrating(struct gdb *g);
 
 #endif

@@ -123,6 +123,13 @@ int gdb_run_state(struct gdb *g, char *state, size_t cap)
 	return rc;
 }
 
+int gdb_migrating(struct gdb *g)
+{
+	if (monitor_cmd(g, "info migrate") < 0) return -1;
+	int rc = gdb_parse_migration(g->cons);
+	return rc < 0 ? 2 : rc;
+}
+
 /* The QEMU version behind the stub: "info version" prints "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)".
  * 0 if the stub is not QEMU or says nothing we can read. */
 static int stub_version(struct gdb *g)

@@ -125,6 +125,21 @@ int gdb_parse_status(const char *text, char *state, size_t cap)
 	return 1;
 }
 
+int gdb_parse_migration(const char *text)
+{
+	/* hmp_info_migrate (7.2 and 10.0): "globals:" and its lines, then -- once a migration was
+	 * started -- "Migration status: STATUS" among its figures. */
+	static const char *const over[] = { "none", "completed", "failed", "cancelled" };
+	const char *p = strstr(text, "Migration status: ");
+	if (!p) return strstr(text, "globals:") ? 0 : -1;
+	p += 18;
+	size_t n = strcspn(p, "\r\n ");
+	if (!n) return -1;
+	for (size_t i = 0; i < sizeof over / sizeof over[0]; i++)
+		if (strlen(over[i]) == n && !strncmp(p, over[i], n)) return 0;
+	return 1;
+}
+
 const char *gdb_stop_reason(int sig)
 {
 	switch (sig) { /* GDB's signal numbers, as QEMU's gdb_vm_state_change maps run states */

@@ -23,6 +23,10 @@ int gdb_parse_threads(const char *pkt, size_t len, int *pids, int *tids, int max
 /* QEMU's "info status" text: 0 running, 1 paused (state gets the run state in parentheses,
  * "postmigrate", or "" for plain paused), -1 not that text. */
 int gdb_parse_status(const char *text, char *state, size_t cap);
+/* QEMU's "info migrate" text: 1 a migration is under way (setup, active, device, postcopy...,
+ * cancelling, or a status this parser does not know), 0 none is (never one, or its status is
+ * completed, failed or cancelled), -1 not that text. */
+int gdb_parse_migration(const char *text);
 /* Whether a VM we stopped, found in this run state (gdb_parse_status's result and state), may be
  * resumed by us: running or plain paused (what our stop makes) yes; finish-migrate, postmigrate,
  * shutdown, io-error, guest-panicked... no (resuming a VM in finish-migrate aborts QEMU 7.2). */

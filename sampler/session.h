@@ -55,6 +55,10 @@ struct session {
 	uint64_t held_rounds;          /* sampling rounds skipped meanwhile */
 	int held_at_start;             /* it was paused before gdbsample came */
 	int read_held;                 /* dump: read a held VM as it is (no stop, no resume) */
+	int migrating;                 /* a migration is under way (session.c, look_for_migration) */
+	int64_t next_mig_ns;           /* when a round asks again */
+	int64_t mig_quiet_until_ns;    /* while migrating: no round stops the VM before this */
+	uint64_t migration_rounds;     /* sampling rounds skipped meanwhile */
 	int hotplugged;                /* vCPUs that appeared during the run (not sampled) */
 	int next_tid;                  /* the thread id the next hot-plugged vCPU would get */
 	int64_t next_plug_ns;          /* when to look for one next */
@@ -75,8 +79,9 @@ struct pause {
 /* One round: stop the VM, read every vCPU, resume it -- with the guard armed from the stop to the
  * resume. 0: *n samples in out, *pz what the round cost; 1: the round was lost because the pause
  * watchdog resumed the VM while we were held up (the VM runs, counted, warned); 2: the VM is
- * stopped by someone else (ss->held): nothing read, nothing resumed (counted, warned once per
- * episode; the next round looks again); -1: failed (ss->err). */
+ * stopped by someone else (ss->held), or a migration is under way (ss->migrating): nothing read,
+ * nothing resumed (counted, warned once per episode; a later round looks again); -1: failed
+ * (ss->err). */
 int session_sample(struct session *ss, struct sample *out, int *n, struct pause *pz);
 /* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. A VM
  * someone else holds stopped is left so: the connection is closed without D;1. */

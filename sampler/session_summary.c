@@ -134,6 +134,7 @@ void session_summary(const struct session *ss, struct summary *t)
 	attach_summary(&ss->at, ss->g.conn.where, t);
 	summary_u64(t, "held_by_other", NULL, ss->held_episodes);
 	summary_u64(t, "held_rounds", NULL, ss->held_rounds);
+	summary_u64(t, "migration_rounds", NULL, ss->migration_rounds);
 	summary_i64(t, "vcpus_hotplugged", NULL, ss->hotplugged);
 	image_rows(ss, t);
 	read_stop_rows(ss, t);

@@ -552,6 +552,23 @@ static void test_parse_status(void)
 	CHECK(gdb_parse_status("VM status: paused (an-exceedingly-long-state-name)", st, sizeof st) == 1 && !st[0]);
 	CHECK(gdb_parse_status("", st, sizeof st) == -1);
 	CHECK(gdb_parse_status("unknown command: 'info'", st, sizeof st) == -1);
+	/* info migrate, as QEMU 7.2 and 10.0 print it (trimmed) */
+	const char *g72 = "globals:\r\nstore-global-state: on\r\nonly-migratable: off\r\nclear-bitmap-shift: 18\r\n";
+	CHECK(gdb_parse_migration(g72) == 0); /* never migrated: no status line */
+	CHECK(gdb_parse_migration("globals:\r\nstore-global-state: on\r\nMigration status: active\r\ntotal time: 3 ms\r\n") == 1);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: setup\r\n") == 1);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: device\r\n") == 1);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: postcopy-active\r\n") == 1);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: cancelling\r\n") == 1);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: completed\r\ntotal time: 34 ms\r\n") == 0);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: failed (Unable to write)\r\n") == 0);
+	CHECK(gdb_parse_migration("globals:\r\nMigration status: cancelled\r\n") == 0);
+	CHECK(gdb_parse_migration("Migration status: completedx\r\n") == 1); /* unknown: assume under way */
+	CHECK(gdb_parse_migration("Migration status: complete\r\n") == 1);
+	CHECK(gdb_parse_migration("Migration status: \r\n") == -1);
+	CHECK(gdb_parse_migration("Migration status: ") == -1);
+	CHECK(gdb_parse_migration("") == -1);
+	CHECK(gdb_parse_migration("unknown command: 'info'") == -1);
 	/* whose VM it is before our `c`: a migration finishing while we held it is not ours (QEMU 7.2
 	 * aborted on our resume there: "invalid runstate transition: 'running' -> 'postmigrate'") */
 	static const struct { const char *text; int ours; } states[] = {
