@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -204,3 +205,38 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if GUEST_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.qemu)
+
+
+class Stderr:
+    """A process's stderr (text), read as it comes by a thread, so a test can wait for a line it
+    printed (gdbsample's `attached`, a warning) before it acts."""
+
+    def __init__(self, p):
+        self.p, self.lines, self.cv = p, [], threading.Condition()
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.p.stderr:
+            with self.cv:
+                self.lines.append(line)
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append(None)  # EOF
+            self.cv.notify_all()
+
+    def wait_for(self, text, timeout=60):
+        """True once a line holding text was printed; False at EOF or after timeout (a hang bound)."""
+        end = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                if any(line is not None and text in line for line in self.lines):
+                    return True
+                if (self.lines and self.lines[-1] is None) or time.monotonic() >= end:
+                    return False
+                self.cv.wait(0.5)
+
+    def text(self):
+        self.t.join(timeout=60)
+        with self.cv:
+            return "".join(line for line in self.lines if line is not None)

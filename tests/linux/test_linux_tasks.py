@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import conftest
+import crosscheck
 import pytest
 
 from gdbsample_analysis import capture as capmod
@@ -19,6 +20,10 @@ GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 MIN_SAMPLES = 2000     # workload samples the share check needs (sd of a share <= 1.1 pp at 2000)
 TOLERANCE = 4.0        # percentage points: 3.6 sd of the sampling noise at MIN_SAMPLES, plus the
                        # guest's own tick-based accounting (HZ=250, 2 vCPUs: ~0.5 pp over the window)
+CONTENDED_TOLERANCE = 10.0  # ...when QEMU's vCPU threads waited for a host core (crosscheck.CONTENDED):
+                       # gdbsample's stops are uniform in wall time, the guest's ticks in the time its
+                       # vCPUs ran, and three tasks on two vCPUs then split unequally (4.9 pp seen beside
+                       # two CPU hogs, the spinner sharing the more starved vCPU)
 SAMPLE_CAP_S = 180     # a host too slow to reach MIN_SAMPLES in this long fails, saying so
 
 
@@ -40,9 +45,11 @@ def workload_samples(path, pids):
 
 def record_until(g, cap, pids, extra=()):
     """gdbsample recording a capture until MIN_SAMPLES samples of pids are in it; returns the
-    guest's (utime, stime) of pids just before it attached and just after it detached, and its
-    stderr."""
+    guest's (utime, stime) of pids just before it attached and just after it detached, its
+    stderr, and how long QEMU's two busiest threads (the vCPUs) waited for a host core meanwhile
+    (crosscheck.WaitWindow; None without schedstat)."""
     before = g.cpu_times(pids)
+    window = crosscheck.WaitWindow(g.proc.pid)
     p = subprocess.Popen([GDBSAMPLE, "-p", str(g.gdb_port), "-e", g.vmlinuz, "-e", g.kallsyms_path(),
                           "-r", "200", "-f", "capture", "-o", str(cap), *extra],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -54,16 +61,18 @@ def record_until(g, cap, pids, extra=()):
         if p.poll() is None:
             p.send_signal(signal.SIGINT)  # finish the sample, resume, detach, write
         _, err = p.communicate(timeout=60)
+    waited = window.waited(2)
     after = g.cpu_times(pids)
     assert p.returncode == 0, err
-    return before, after, err
+    return before, after, err, waited
 
 
 def test_per_task_shares_match_the_guests_accounting(linux61, tmp_path):
     """Three busy processes, each in its own path: dd from /dev/zero (read_zero), dd from
     /dev/urandom (the ChaCha RNG), a shell loop (user mode only). Each one's share of gdbsample's
     samples is within 4 pp of the share of CPU time the guest itself charged it over the same
-    window (/proc/PID/stat utime + stime); the user-mode samples are the shell loop's.
+    window (/proc/PID/stat utime + stime) -- 10 pp when QEMU's vCPU threads waited for a host
+    core (CONTENDED_TOLERANCE says why); the user-mode samples are the shell loop's.
 
     User time is not compared share for share: the guest's tick accounting charges a whole tick
     to user time when the tick interrupted user mode, timer interrupt included, while gdbsample
@@ -74,7 +83,7 @@ def test_per_task_shares_match_the_guests_accounting(linux61, tmp_path):
     pids = g.start_workloads(names)
     try:
         cap = tmp_path / "tasks.cap"
-        before, after, err = record_until(g, cap, list(pids.values()))
+        before, after, err, waited = record_until(g, cap, list(pids.values()))
     finally:
         g.stop_workloads(pids)
     assert "tasks: " in err and " unattributed" in err, err
@@ -91,9 +100,11 @@ def test_per_task_shares_match_the_guests_accounting(linux61, tmp_path):
     ticks = {p: (after[p][0] - before[p][0], after[p][1] - before[p][1]) for p in n}
     all_ticks = sum(u + s for u, s in ticks.values())
     assert all_ticks > 0, ticks
+    assert waited is not None, "no schedstat for QEMU's vCPU threads"
+    bound = TOLERANCE if waited < crosscheck.CONTENDED else CONTENDED_TOLERANCE
     for name, pid in pids.items():
         got, want = 100.0 * n[pid] / total, 100.0 * sum(ticks[pid]) / all_ticks
-        assert abs(got - want) <= TOLERANCE, (name, got, want, n, ticks)
+        assert abs(got - want) <= bound, (name, got, want, n, ticks, waited)
     # the samples' names are the processes' own (comm), and the spinner's are user mode
     comms = {s.task.pid: s.task.comm for s in c.samples() if s.task is not None and s.task.pid in n}
     assert comms == {pid: name for name, pid in pids.items()}, comms

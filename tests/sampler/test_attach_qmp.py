@@ -202,10 +202,15 @@ def test_signal_closes_stub_and_vm_runs(boot, sig):
     g.work("split 5 3 2")
     p = subprocess.Popen([GDBSAMPLE, "--qmp", g.qmp_path, "-r", "200", "-f", "folded"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines = conftest.Stderr(p)
     try:
-        time.sleep(1.5)
+        # signalled while sampling, not while attaching (a loaded host takes seconds to attach)
+        assert err_lines.wait_for("gdbsample: attached"), err_lines.text()
+        time.sleep(0.5)
         p.send_signal(sig)
-        out, err = p.communicate(timeout=30)
+        out = p.stdout.read()
+        p.wait(timeout=30)
+        err = err_lines.text()
     finally:
         if p.poll() is None:
             p.kill()
@@ -224,11 +229,16 @@ def test_sigkill_guard_closes_stub(boot):
     g.work("split 5 3 2")
     p = subprocess.Popen([GDBSAMPLE, "--qmp", g.qmp_path, "-r", "500", "-f", "folded"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    p.kill()
-    p.wait()
-    err = p.stderr.read()
-    p.stderr.close()
+    err_lines = conftest.Stderr(p)
+    try:
+        # killed while sampling, not while attaching (a loaded host took more than 1.5 s to attach,
+        # and a kill before the stub was opened leaves nothing to test)
+        assert err_lines.wait_for("gdbsample: attached"), err_lines.text()
+        time.sleep(0.5)
+    finally:
+        p.kill()
+        p.wait()
+    err = err_lines.text()
     deadline = time.monotonic() + 5
     while (status(g.qmp_path) != "running" or has_stub(g.qmp_path)) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
 
 import conftest
@@ -68,40 +67,6 @@ def start(args):
     return subprocess.Popen([GDBSAMPLE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-class Stderr:
-    """gdbsample's stderr, read as it comes by a thread, so a test can wait for a line it printed."""
-
-    def __init__(self, p):
-        self.p, self.lines, self.cv = p, [], threading.Condition()
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-
-    def _read(self):
-        for line in self.p.stderr:
-            with self.cv:
-                self.lines.append(line)
-                self.cv.notify_all()
-        with self.cv:
-            self.lines.append(None)  # EOF
-            self.cv.notify_all()
-
-    def wait_for(self, text, timeout=60):
-        """True once a line holding text was printed; False at EOF or after timeout (a hang bound)."""
-        end = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                if any(line is not None and text in line for line in self.lines):
-                    return True
-                if (self.lines and self.lines[-1] is None) or time.monotonic() >= end:
-                    return False
-                self.cv.wait(0.5)
-
-    def text(self):
-        self.t.join(timeout=60)
-        with self.cv:
-            return "".join(line for line in self.lines if line is not None)
-
-
 def wait_status(g, want, timeout=10):
     end = time.monotonic() + timeout
     s = status(g)
@@ -139,7 +104,7 @@ def test_operator_stop_is_never_undone(vm, how):
     conn = ["-p", str(stub.port)] if stub else ["--qmp", vm.qmp_path]
     try:
         p = start(conn + ["-e", vm.kernel, "-r", "10", "-f", "folded"])
-        err_lines = Stderr(p)
+        err_lines = conftest.Stderr(p)
         try:
             time.sleep(0.6)
             stop_that_holds(vm, p)
@@ -231,7 +196,7 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
     try:
         with Stub(vm) as stub:
             p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "100", "-f", "folded", "--summary-format", "kv"])
-            err_lines = Stderr(p)
+            err_lines = conftest.Stderr(p)
             try:
                 time.sleep(0.5)
                 conftest.qmp(vm.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
