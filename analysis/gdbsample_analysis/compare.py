@@ -39,6 +39,9 @@ from .common import EXIT_DAMAGED, EXIT_FAIL, EXIT_USAGE, Failure
 HELP = "compare an in-guest `profile` report with an external profile (capture, folded or report)"
 EXIT_CONSISTENT, EXIT_DIFFERS = 0, 1
 EXIT_INCONCLUSIVE = 4   # not consistent, but within what unequal vCPU progress blurs (3 is a damaged capture)
+HOST_CONTENDED = 0.10   # --host-wait from which a vCPU thread counts as contended (tools/crosscheck.py's CONTENDED)
+HOST_CONTENDED_PP = 12  # ...and the most, per function, that contention is credited with: the largest
+                        # bias measured beside two CPU hogs was 8.2 pp (docs/compare.md)
 OTHER = "(other)"
 OTHER_OFF = "(other, interrupts off)"
 MIN_SHARE = 0.005       # functions under 0.5 % on both sides are pooled into (other)
@@ -57,6 +60,11 @@ def add_arguments(p):
     p.add_argument("--max-tvd", type=common.real_type(0, 1), default=0.05, metavar="D",
                    help="largest total variation distance still `consistent`, beyond what sampling noise "
                         "explains (default 0.05)")
+    p.add_argument("--host-wait", type=common.real_type(0, 1), default=None, metavar="F",
+                   help="the share of the window QEMU's busiest vCPU thread waited for a host core, measured "
+                        "on the host (tools/crosscheck.py passes it from schedstat); from %.2f on, a difference "
+                        "of at most %d pp per function is `inconclusive` (guest time and wall time then diverge "
+                        "within a vCPU too), not `differs`" % (HOST_CONTENDED, HOST_CONTENDED_PP))
     p.add_argument("--chains", type=common.count_type(0, 1000000), default=8, metavar="N",
                    help="chains in the chain table (default 8, 0 for none)")
 
@@ -225,6 +233,14 @@ def run(args):
         blurred = Verdict(a, vcpus.reweight(b, weighting, weighting.size / weighting.design), args)
     verdict = ("consistent" if v.consistent else
                "inconclusive" if blurred is not None and blurred.consistent else "differs")
+    # contention measured on the host: within one vCPU too, the in-guest counter advances in the time
+    # the vCPU ran and the stops come in wall time, so a bounded difference cannot be told from it
+    waited_excuse = None
+    if verdict == "differs" and args.host_wait is not None and args.host_wait >= HOST_CONTENDED:
+        worst = max((abs(r.d) for r in v.kept if r.verdict == "differs"), default=0.0)
+        waited_excuse = worst * 100 <= HOST_CONTENDED_PP
+        if waited_excuse:
+            verdict = "inconclusive"
 
     out.write("in-guest: %s (%s, %d samples%s)\n" % (a.name, a.source, a.total,
               ", %d windows" % a.windows if a.windows > 1 else ""))
@@ -266,6 +282,13 @@ def run(args):
     elif weighting and weighting.unequal and not v.consistent:
         out.write("vCPU progress %.1f times unequal: more than contention is credited with (%.0f), so it does "
                   "not excuse the difference\n" % (weighting.design, vcpus.MAX_DESIGN))
+    if waited_excuse is not None:
+        out.write("%s: QEMU's busiest vCPU thread waited %.0f %% of the window for a host core (--host-wait), "
+                  "and %s\n" % ("inconclusive" if waited_excuse else "still differs", 100 * args.host_wait,
+                                "no function differs by more than the %d pp contention is credited with"
+                                % HOST_CONTENDED_PP if waited_excuse else
+                                "a function differs by more than the %d pp contention is credited with"
+                                % HOST_CONTENDED_PP))
     out.write("verdict: %s\n" % verdict)
     out.commit()
     if a.damaged or b.damaged:
