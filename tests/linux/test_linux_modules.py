@@ -211,15 +211,20 @@ def test_kaslr_20_of_20_starts_with_a_vcpu_in_the_module(linux61_modules, tmp_pa
     pids = g.start_workloads(["hotmod"])
     try:
         g.cmd("taskset -p 1 %d >/dev/null" % pids["hotmod"])   # on vCPU 0
-        ok, in_module = 0, 0
+        ok, in_module, held_up = 0, 0, 0
         for _ in range(20):
             # (no ORC, CFI or tasks to load: the start is KASLR and the modules, ~1 s each)
-            r = gdbsample("dump", "-p", g.gdb_port, "-e", elf, "-e", m, "--unwind", "fp", "--os", "none", timeout=120)
+            for _ in range(3):  # a start the host held up past the 1 s pause watchdog is said so: again
+                r = gdbsample("dump", "-p", g.gdb_port, "-e", elf, "-e", m, "--unwind", "fp", "--os", "none",
+                              timeout=120)
+                if r.returncode == 0 or "the pause watchdog resumed the guest while gdbsample was held up" not in r.stderr:
+                    break
+                held_up += 1
             assert r.returncode == 0, r.stderr
             ok += 1
             cpu0 = r.stdout.split("\ncpu1")[0].splitlines()
             in_module += len(cpu0) > 1 and " [hotmod]" in cpu0[1]       # its pc (#0) in the module
-        assert ok == 20
+        assert ok == 20 and held_up <= 10, held_up
         assert in_module >= 10, "vCPU 0 was in hotmod at only %d of 20 starts" % in_module
     finally:
         g.stop_workloads(pids)
