@@ -139,6 +139,7 @@ bench: deps all
 	$(PY) bench/a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --kernel $(BUILD)/aarch64/kernel.elf \
 	  --out docs/benchmarks.md
 	$(PY) bench/linux_a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
+	$(PY) bench/rv_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
 	$(PY) bench/soak_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 	$(PY) bench/module_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --linux-build $(BUILD)/linux \
 	  --out docs/benchmarks.md

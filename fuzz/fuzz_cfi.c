@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!img) return 0;
 	memcpy(img, data, size);
 	Elf *e = elf_memory(img, size);
-	if (e && cfi_open(&c, e, 17) == 0) {
+	if (e && cfi_open(&c, e, &uw_arch_x86_64) == 0) {
 		uint64_t pcs[40];
 		int np = 0;
 		Elf_Scn *scn = NULL;

@@ -44,6 +44,8 @@ static const char *const aarch64_dwarf[] = {
 static const char *const riscv64_dwarf[] = {
 	"zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "fp", "s1", "a0", "a1", "a2", "a3", "a4", "a5",
 	"a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+	NULL,   /* 32: column 64, the alternate return column of a trap frame (no register of its own) */
+	"sepc", /* 33: DWARF 4096 + 0x141, outside `g`: read with `p` when a walk needs it */
 };
 
 /* ELF machine numbers (System V gABI). */
@@ -51,18 +53,73 @@ static const char *const riscv64_dwarf[] = {
 #define EM_AARCH64_ 183
 #define EM_RISCV_ 243
 
+/* What a mode or flags register's value says. */
+static int x86_is_user(uint64_t cs) { return (cs & 3) == 3; }              /* CPL: cs's low two bits */
+static int a64_is_user(uint64_t cpsr) { return ((cpsr >> 2) & 3) == 0; }  /* PSTATE.EL == 0 */
+static int rv_is_user(uint64_t priv) { return (priv & 3) == 0; }          /* QEMU's priv: 0 U, 1 S, 3 M */
+static int x86_irqs_off(uint64_t f) { return !(f & 0x200); }  /* EFLAGS.IF, bit 9 (SDM vol 1, 3.4.3) */
+static int a64_irqs_off(uint64_t f) { return !!(f & 0x80); }  /* PSTATE.I, bit 7 masks IRQs */
+
+/*
+ * DWARF numbering: x86_64 psABI 3.6.2 (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp,
+ * 8-15 r8-r15, 16 return address); AArch64 DWARF ABI (0-30 x0-x30, 31 sp, 32 pc, 33 ELR_mode;
+ * the return address column is x30, an exception entry's 32); RISC-V ELF psABI (0-31 x0-x31:
+ * 1 ra, 2 sp, 8 s0/fp; 64 the alternate frame return column, a trap frame's, kept in slot 32;
+ * 4096 + 0x141 the CSR sepc, where a trap entry's CFI keeps the pc until it is stored: slot 33).
+ */
+const struct uw_arch uw_arch_x86_64 = { .sp = 7, .fp = 6, .ra = 16, .lr = -1, .fp_prev = 0, .fp_ret = 8,
+					.nregs = 17, .is_x86 = 1 };
+const struct uw_arch uw_arch_aarch64 = { .sp = 31, .fp = 29, .ra = 30, .lr = 30, .fp_prev = 0, .fp_ret = 8,
+					 .nregs = 34, .rec_low = 1 };
+static const struct uw_alias riscv64_alias[] = { { 64, 32 }, { 4096 + 0x141, 33 } };
+const struct uw_arch uw_arch_riscv64 = { .sp = 2, .fp = 8, .ra = 1, .lr = 1, .fp_prev = -16, .fp_ret = -8,
+					 .nregs = 34, .nalias = 2, .alias = riscv64_alias };
+
+/* Every architecture: what gdbsample knows of it, in one entry. Adding one adds an entry here
+ * (and its instruction decoders in insn.c). */
 static const struct arch arches[] = {
-	{ ARCH_X86_64, "x86_64", "i386:x86-64", "rip", "rsp", "rbp", NULL, "eflags", "cs", 0, 8, x86_64_regs,
-	  &uw_arch_x86_64, x86_64_dwarf, EM_X86_64_, "gs_base", "k_gs_base", 0 },
-	/* QEMU's aarch64 `g` holds the core feature only (x0..cpsr, 268 bytes); the system
-	 * registers (org.qemu.gdb.arm.sys.regs, TPIDR_EL1 among them) are numbered after the SVE or
-	 * FPU and pauth features, at numbers that differ between QEMU versions and CPU models (7.2
-	 * -cpu max: TPIDR_EL1 is 213; 10.0: 192), and are read one by one with `p`. */
-	{ ARCH_AARCH64, "aarch64", "aarch64", "pc", "sp", "x29", "x30", "cpsr", NULL, 0, 8, aarch64_regs,
-	  &uw_arch_aarch64, aarch64_dwarf, EM_AARCH64_, "TPIDR_EL1", NULL, 1 },
-	{ ARCH_RISCV64, "riscv64", "riscv:rv64", "pc", "sp", "fp", "ra", NULL, NULL, -16, -8, riscv64_regs,
-	  &uw_arch_riscv64, riscv64_dwarf, EM_RISCV_, NULL, NULL, 0 },
+	{
+		.id = ARCH_X86_64, .name = "x86_64", .gdb_name = "i386:x86-64", .elf_machine = EM_X86_64_,
+		.pc = "rip", .sp = "rsp", .fp = "rbp", .flags = "eflags", .mode = "cs",
+		.fallback = x86_64_regs, .uw = &uw_arch_x86_64, .dwarf = x86_64_dwarf,
+		.pcpu = "gs_base", .pcpu_alt = "k_gs_base", /* k_gs_base after swapgs (task.c) */
+		.is_user = x86_is_user, .irqs_off = x86_irqs_off,
+		.pc_kind = x86_pc_kind, .idle = x86_idle, /* no after_call: x86 cannot decode backwards */
+		.elr = -1,
+	},
+	{
+		/* QEMU's aarch64 `g` holds the core feature only (x0..cpsr, 268 bytes); the system
+		 * registers (org.qemu.gdb.arm.sys.regs, TPIDR_EL1 among them) are numbered after the
+		 * SVE or FPU and pauth features, at numbers that differ between QEMU versions and CPU
+		 * models (7.2 -cpu max: TPIDR_EL1 is 213; 10.0: 192), and are read one by one with `p`. */
+		.id = ARCH_AARCH64, .name = "aarch64", .gdb_name = "aarch64", .elf_machine = EM_AARCH64_,
+		.pc = "pc", .sp = "sp", .fp = "x29", .lr = "x30", .flags = "cpsr", .mode = "cpsr",
+		.fallback = aarch64_regs, .uw = &uw_arch_aarch64, .dwarf = aarch64_dwarf,
+		.pcpu = "TPIDR_EL1", .pcpu_by_p = 1,
+		.is_user = a64_is_user, .irqs_off = a64_irqs_off,
+		.pc_kind = a64_pc_kind, .idle = a64_idle, .after_call = a64_after_call,
+		.vectors = "vectors", .elr = 33, .switch_stacks = 1, .pac = 1,
+	},
+	{
+		/* QEMU's riscv64 `g` is x0..x31 and pc; the privilege level is `priv` of the
+		 * org.gnu.gdb.riscv.virtual feature, numbered after the CSRs, read with `p`. sstatus
+		 * (SIE) is a CSR outside `g` too: interrupts-off is not known. */
+		.id = ARCH_RISCV64, .name = "riscv64", .gdb_name = "riscv:rv64", .elf_machine = EM_RISCV_,
+		.pc = "pc", .sp = "sp", .fp = "fp", .fp_alt = "s0", .lr = "ra", .mode = "priv", .mode_by_p = 1,
+		.fallback = riscv64_regs, .uw = &uw_arch_riscv64, .dwarf = riscv64_dwarf,
+		.pcpu = "tp", /* our kernel's struct cpu (Linux keeps current itself there: session.c) */
+		.is_user = rv_is_user,
+		.idle = rv_idle, .after_call = rv_after_call, /* no pc_kind: CFI covers prologues */
+		.elr = -1,
+	},
 };
+
+const struct arch *arch_by_machine(int machine)
+{
+	for (size_t i = 0; i < sizeof arches / sizeof arches[0]; i++)
+		if (arches[i].elf_machine == machine) return &arches[i];
+	return NULL;
+}
 
 const struct arch *arch_find(const char *name)
 {
@@ -188,7 +245,7 @@ int arch_layout_xml(struct layout *l, const char *xml)
 	l->pc = arch_find_reg(l, l->arch->pc);
 	l->sp = arch_find_reg(l, l->arch->sp);
 	l->fp = arch_find_reg(l, l->arch->fp);
-	if (!l->fp && l->arch->id == ARCH_RISCV64) l->fp = arch_find_reg(l, "s0");
+	if (!l->fp) l->fp = arch_find_reg(l, l->arch->fp_alt);
 	l->lr = arch_find_reg(l, l->arch->lr);
 	l->flags = arch_find_reg(l, l->arch->flags);
 	l->mode = arch_find_reg(l, l->arch->mode);
@@ -196,7 +253,7 @@ int arch_layout_xml(struct layout *l, const char *xml)
 	l->pcpu_alt = arch_find_reg(l, l->arch->pcpu_alt);
 	for (int d = 0; d < l->arch->uw->nregs; d++) {
 		l->dwarf[d] = arch_find_reg(l, l->arch->dwarf[d]);
-		if (!l->dwarf[d] && l->arch->id == ARCH_RISCV64 && d == 8) l->dwarf[d] = arch_find_reg(l, "s0");
+		if (!l->dwarf[d] && d == l->arch->uw->fp) l->dwarf[d] = l->fp; /* riscv64: s0 */
 	}
 	if (!l->pc || !l->sp || !l->fp) {
 		ERR_SET(l, ERR_PROTO, "target.xml lacks %s/%s/%s", l->arch->pc, l->arch->sp, l->arch->fp);
@@ -233,26 +290,19 @@ void arch_dwarf_regs(const struct layout *l, const uint8_t *g, int len, struct u
 
 int arch_is_user(const struct layout *l, const uint8_t *g, int len)
 {
-	switch (l->arch->id) {
-	case ARCH_X86_64:
-		if (!l->mode || l->mode->off + l->mode->size > len) return -1;
-		return (arch_reg(l->mode, g, len) & 3) == 3; /* CPL = low two bits of cs */
-	case ARCH_AARCH64:
-		if (!l->flags || l->flags->off + l->flags->size > len) return -1;
-		return ((arch_reg(l->flags, g, len) >> 2) & 3) == 0; /* PSTATE.EL == 0 */
-	}
-	return -1;
+	if (!l->mode || l->arch->mode_by_p || l->mode->off + l->mode->size > len || !l->arch->is_user) return -1;
+	return l->arch->is_user(arch_reg(l->mode, g, len));
+}
+
+int arch_is_user_mode(const struct layout *l, uint64_t mode)
+{
+	return l->mode && l->arch->is_user ? l->arch->is_user(mode) : -1;
 }
 
 int arch_irqs_off(const struct layout *l, const uint8_t *g, int len)
 {
-	if (!l->flags || l->flags->off + l->flags->size > len) return -1;
-	uint64_t f = arch_reg(l->flags, g, len);
-	switch (l->arch->id) {
-	case ARCH_X86_64: return !(f & 0x200);  /* EFLAGS.IF, bit 9 (SDM vol 1, 3.4.3) */
-	case ARCH_AARCH64: return !!(f & 0x80); /* PSTATE.I, bit 7 masks IRQs */
-	}
-	return -1;
+	if (!l->flags || l->flags->off + l->flags->size > len || !l->arch->irqs_off) return -1;
+	return l->arch->irqs_off(arch_reg(l->flags, g, len));
 }
 
 /*
@@ -266,7 +316,7 @@ int arch_irqs_off(const struct layout *l, const uint8_t *g, int len)
  */
 uint64_t arch_pac_mask(const struct arch *a, uint64_t lo, uint64_t hi)
 {
-	if (!a || a->id != ARCH_AARCH64 || hi <= lo) return 0;
+	if (!a || !a->pac || hi <= lo) return 0;
 	uint64_t top = lo >> 63 ? ~0ull : 0, last = hi - 1;
 	if ((last >> 63) != (lo >> 63)) return 0;
 	int n = 0; /* leading bits of both equal to bit 63 */

@@ -2,6 +2,7 @@
 /* image.c: the guest kernel as given with -e -- an ELF, a compressed vmlinuz, a symbol map, or an
  * image and a map together: names, text, and whichever unwind tables the image carries. */
 #include "image.h"
+#include "arch.h"
 #include "elfsec.h"
 #include "err.h"
 #include "files.h"
@@ -43,9 +44,8 @@ static int load_tables(struct image *im, const char *path, int want)
 	}
 	if (want & IMG_WANT_CFI) {
 		GElf_Ehdr eh;
-		int nregs = gelf_getehdr(im->elf, &eh) && eh.e_machine == EM_X86_64 ? uw_arch_x86_64.nregs
-			    : eh.e_machine == EM_AARCH64 ? uw_arch_aarch64.nregs : uw_arch_riscv64.nregs;
-		im->has_cfi = cfi_open(&im->cfi, im->elf, nregs) == 0;
+		const struct arch *a = gelf_getehdr(im->elf, &eh) ? arch_by_machine(eh.e_machine) : NULL;
+		im->has_cfi = a && cfi_open(&im->cfi, im->elf, a->uw) == 0;
 	}
 	size_t blen = 0;
 	const uint8_t *btf = elfsec_bytes(im->elf, ".BTF", &blen, NULL);

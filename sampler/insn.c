@@ -2,6 +2,7 @@
 /* insn.c: what the kernel's instructions say about a pc -- x86_64 and aarch64: where it sits in its
  * function's frame setup, whether the vCPU is idle there, whether a return address follows a call. */
 #include "insn.h"
+#include "arch.h"
 #include <elf.h>
 
 /* ---- x86_64 (Intel SDM vol 2) ---- */
@@ -13,8 +14,9 @@ static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
 /* At a function's first instruction (after endbr64) or at `ret` the return address is at [rsp];
  * right after `push %rbp` at [rsp + 8]; elsewhere rbp holds this function's frame. */
-static enum unwind_pc x86_pc_kind(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc)
+enum unwind_pc x86_pc_kind(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc, int *adj)
 {
+	*adj = 0;
 	if (byte(arg, pc) == OP_RET) return PC_AT_ENTRY;
 	if (!have_fn) return PC_BODY;
 	uint64_t off = pc - fn, i = 0;
@@ -234,8 +236,7 @@ static int a64_frameless(insn_byte_fn byte, const void *arg, uint64_t fn, uint64
 	return 0;
 }
 
-static enum unwind_pc a64_pc_kind(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc,
-				  int *adj)
+enum unwind_pc a64_pc_kind(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc, int *adj)
 {
 	if (pc & 3) return PC_BODY;
 	int64_t w = word(byte, arg, pc);
@@ -330,43 +331,99 @@ int a64_static_loads(insn_byte_fn byte, const void *arg, uint64_t fn, uint64_t l
 	return n;
 }
 
-/* ---- by machine ---- */
+/* ---- riscv64 (the RISC-V unprivileged ISA's opcode map; wfi from the privileged spec) ---- */
+
+#define RV_WFI 0x10500073u
+
+int rv_is_idle(uint32_t w)
+{
+	return w == RV_WFI;
+}
+
+int rv_is_call(uint32_t w)
+{
+	uint32_t op = w & 0x7f, rd = (w >> 7) & 31;
+	return rd == 1 && (op == 0x6f || (op == 0x67 && ((w >> 12) & 7) == 0)); /* jal / jalr ra, ... */
+}
+
+int rv_is_c_call(uint16_t h)
+{
+	return (h & 0xf07f) == 0x9002 && ((h >> 7) & 31) != 0; /* c.jalr rs1 (links x1) */
+}
+
+/* The same question as a64's for a pc, with its idle instruction: a hart halted in wfi stops
+ * with its pc after it (QEMU's wfi sets the pc to the next instruction first), one on its way
+ * in with the pc at it. */
+static int idle_word(insn_byte_fn byte, const void *arg, uint64_t pc, uint64_t *need, int (*is_idle)(uint32_t))
+{
+	int64_t before = word(byte, arg, pc - 4), at = word(byte, arg, pc);
+	if ((before >= 0 && is_idle((uint32_t)before)) || (at >= 0 && is_idle((uint32_t)at))) return 1;
+	if (before >= 0 && at >= 0) return 0;
+	*need = before < 0 ? pc - 4 : pc;
+	return -1;
+}
+
+/* ---- the per-architecture entry points the arch table names ---- */
+
+int x86_idle(insn_byte_fn byte, const void *arg, uint64_t pc, uint64_t *need)
+{
+	int b = byte(arg, pc - 1);
+	*need = pc - 1;
+	return b < 0 ? -1 : b == OP_HLT;
+}
+
+int a64_idle(insn_byte_fn byte, const void *arg, uint64_t pc, uint64_t *need)
+{
+	return idle_word(byte, arg, pc, need, a64_is_idle);
+}
+
+int rv_idle(insn_byte_fn byte, const void *arg, uint64_t pc, uint64_t *need)
+{
+	return idle_word(byte, arg, pc, need, rv_is_idle);
+}
+
+int a64_after_call(insn_byte_fn byte, const void *arg, uint64_t ra)
+{
+	if (ra & 3) return -1;
+	int64_t w = word(byte, arg, ra - 4);
+	return w < 0 ? -1 : a64_is_call((uint32_t)w);
+}
+
+int rv_after_call(insn_byte_fn byte, const void *arg, uint64_t ra)
+{
+	if (ra & 1) return -1; /* a call is 4 bytes (jal, jalr) or, with the C extension, 2 */
+	int lo = byte(arg, ra - 2), hi = byte(arg, ra - 1);
+	if (lo >= 0 && hi >= 0 && rv_is_c_call((uint16_t)(hi << 8 | lo))) return 1;
+	int64_t w = word(byte, arg, ra - 4);
+	return w < 0 ? -1 : rv_is_call((uint32_t)w);
+}
+
+/* ---- by machine (machine 0: x86_64's rules), through the arch table ---- */
+
+static const struct arch *by_machine(int machine)
+{
+	return arch_by_machine(machine ? machine : EM_X86_64);
+}
 
 enum unwind_pc insn_pc_kind(int machine, insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn,
 			    uint64_t pc, int *adj)
 {
 	int dummy;
+	const struct arch *a = by_machine(machine);
 	if (!adj) adj = &dummy;
 	*adj = 0;
-	if (machine == EM_AARCH64) return a64_pc_kind(byte, arg, fn, have_fn, pc, adj);
-	if (machine == 0 || machine == EM_X86_64) return x86_pc_kind(byte, arg, fn, have_fn, pc);
-	return PC_BODY;
+	return a && a->pc_kind ? a->pc_kind(byte, arg, fn, have_fn, pc, adj) : PC_BODY;
 }
 
 int insn_idle(int machine, insn_byte_fn byte, const void *arg, uint64_t pc, uint64_t *need)
 {
 	uint64_t dummy;
-	if (!need) need = &dummy;
-	if (machine == EM_AARCH64) {
-		/* QEMU stops a vCPU halted in wfi with its pc after the wfi; a stop just before it has
-		 * the pc at it, on its way into the idle instruction. */
-		int64_t before = word(byte, arg, pc - 4), at = word(byte, arg, pc);
-		if ((before >= 0 && a64_is_idle((uint32_t)before)) || (at >= 0 && a64_is_idle((uint32_t)at))) return 1;
-		if (before >= 0 && at >= 0) return 0;
-		*need = before < 0 ? pc - 4 : pc;
-		return -1;
-	}
-	if (machine == 0 || machine == EM_X86_64) {
-		int b = byte(arg, pc - 1);
-		*need = pc - 1;
-		return b < 0 ? -1 : b == OP_HLT;
-	}
-	return 0;
+	const struct arch *a = by_machine(machine);
+	return a && a->idle ? a->idle(byte, arg, pc, need ? need : &dummy) : 0;
 }
 
 int insn_after_call(int machine, insn_byte_fn byte, const void *arg, uint64_t ra)
 {
-	if (machine != EM_AARCH64 || (ra & 3)) return -1;
-	int64_t w = word(byte, arg, ra - 4);
-	return w < 0 ? -1 : a64_is_call((uint32_t)w);
+	const struct arch *a = by_machine(machine);
+	return a && a->after_call ? a->after_call(byte, arg, ra) : -1;
 }

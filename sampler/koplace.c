@@ -2,6 +2,7 @@
 /* koplace.c: a loaded module's .ko placed where the guest loaded its sections (libdwfl), for its
  * CFI and source lines; the files themselves are kofile.c's. */
 #include "kofile.h"
+#include "arch.h"
 #include "err.h"
 #include "files.h"
 #include <dwarf.h>
@@ -196,9 +197,12 @@ static int place(struct koset *s, struct kofile *k, const struct module *m, cons
 	if (!dbg) eh = dwfl_module_eh_cfi(k->dm, &ebias);
 	if (dbg || eh) {
 		memset(&k->cfi, 0, sizeof k->cfi);
-		k->cfi.nregs = uw_arch_x86_64.nregs;
 		GElf_Ehdr eh0;
-		if (e && gelf_getehdr(e, &eh0) && eh0.e_machine == EM_AARCH64) k->cfi.nregs = uw_arch_aarch64.nregs;
+		const struct arch *a = e && gelf_getehdr(e, &eh0) ? arch_by_machine(eh0.e_machine) : NULL;
+		const struct uw_arch *ua = a ? a->uw : &uw_arch_x86_64;
+		k->cfi.nregs = ua->nregs;
+		k->cfi.nalias = ua->nalias;
+		k->cfi.alias = ua->alias;
 		k->cfi.dbg = dbg;
 		k->cfi.eh = eh;
 		k->cfi.bias = dbg ? bias : ebias;

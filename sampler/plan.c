@@ -31,7 +31,8 @@ static enum unwind_pc pc_kind(const void *arg, uint64_t pc, int *adj)
 {
 	const struct plan *p = arg;
 	const struct sym *s = syms_lookup(p->cfg.syms, pc);
-	return insn_pc_kind(p->l->arch->elf_machine, plan_byte, p, s ? s->addr : 0, s != NULL, pc, adj);
+	*adj = 0;
+	return p->l->arch->pc_kind ? p->l->arch->pc_kind(plan_byte, p, s ? s->addr : 0, s != NULL, pc, adj) : PC_BODY;
 }
 
 /*
@@ -44,9 +45,9 @@ static enum unwind_pc pc_kind(const void *arg, uint64_t pc, int *adj)
  */
 static int vector_at(const struct plan *p, uint64_t pc, int *first)
 {
-	if (p->l->arch->elf_machine != 183 /* EM_AARCH64 */ || !p->cfg.syms) return -1;
+	if (!p->l->arch->vectors || !p->cfg.syms) return -1;
 	const struct sym *s = syms_lookup(p->cfg.syms, pc);
-	if (!s || strcmp(s->name, "vectors") || pc - s->addr >= 0x800 || (pc & 3)) return -1;
+	if (!s || strcmp(s->name, p->l->arch->vectors) || pc - s->addr >= 0x800 || (pc & 3)) return -1;
 	uint64_t start = pc & ~(uint64_t)0x7f;
 	for (uint64_t a = start; a < pc; a += 4) {
 		uint32_t w = 0;
@@ -80,7 +81,7 @@ static int vector_entry(const void *arg, uint64_t pc)
 static int after_call(const void *arg, uint64_t ra)
 {
 	const struct plan *p = arg;
-	return insn_after_call(p->l->arch->elf_machine, plan_byte, p, ra);
+	return p->l->arch->after_call ? p->l->arch->after_call(plan_byte, p, ra) : -1;
 }
 
 /* Which bits of a return address may hold a pointer-authentication code (arch_pac_mask): from
@@ -105,11 +106,11 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	hash_init(&p->tc, TEXT_BLOCK);
 	p->l = l;
 	p->cfg = *cfg;
-	int a64 = l->arch->elf_machine == 183 /* EM_AARCH64 */;
+	const struct arch *a = l->arch;
 	p->fp = (struct fp_ctx){ cfg->syms ? pc_kind : NULL, p, SAMPLE_SPAN, cfg->syms ? after_call : NULL,
-				 cfg->syms && a64 ? vector_entry : NULL, 33 /* ELR_mode */,
-				 a64 && cfg->os && cfg->os->pt_valid, cfg->os ? cfg->os->pt_lr : 0,
-				 cfg->os ? cfg->os->pt_sp : 0, a64 };
+				 cfg->syms && a->vectors ? vector_entry : NULL, a->elr,
+				 a->elr >= 0 && cfg->os && cfg->os->pt_valid, cfg->os ? cfg->os->pt_lr : 0,
+				 cfg->os ? cfg->os->pt_sp : 0, a->switch_stacks };
 	p->uw[UM_FP] = (struct unwinder){ UM_FP, &p->fp, fp_step };
 	p->uw[UM_CFI] = (struct unwinder){ UM_CFI, cfg->cfi, cfi_step };
 	p->uw[UM_ORC] = (struct unwinder){ UM_ORC, cfg->orc, orc_step };
@@ -122,6 +123,7 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->pcpu = l->pcpu;
 	p->pcpu_alt = l->pcpu_alt;
 	p->pcpu_by_p = l->arch->pcpu_by_p;
+	p->mode_p = l->arch->mode_by_p ? l->mode : NULL;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
 	p->pac_mask = cfg->pac_mask ? cfg->pac_mask : pac_mask(l, cfg);
 	p->task_via_kernel = cfg->os && cfg->os->pcpu_raw;
@@ -133,6 +135,18 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 int plan_tasks_on(const struct plan *p)
 {
 	return p->cfg.os && p->cfg.os->os != OS_NONE && p->pcpu && p->task_len && p->task_len <= SAMPLE_WINDOW;
+}
+
+int plan_wants_mode(const struct plan *p, const struct vcpu *v)
+{
+	return p->mode_p && !v->mode_read && v->mode_fails < PCPU_TRIES;
+}
+
+int plan_vcpu_user(const struct plan *p, const struct vcpu *v)
+{
+	if (!v->nregs) return v->user_prev;
+	if (p->mode_p) return v->mode_read ? arch_is_user_mode(p->l, v->mode_val) : -1;
+	return arch_is_user(p->l, v->regs, v->nregs);
 }
 
 const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v)
@@ -239,7 +253,7 @@ static void want_task(struct plan *p, struct vcpu *v, int kind, uint64_t addr, u
 	w->ok = w->crosses = 0;
 	/* in user mode now (its registers are in), or last time (the first trip's guess) */
 	w->via_kernel = p->task_via_kernel &&
-			(v->nregs ? arch_is_user(p->l, v->regs, v->nregs) == 1 : v->user_prev) ? 1 : 0;
+			plan_vcpu_user(p, v) == 1 ? 1 : 0;
 	w->predicted = predicted;
 	w->kind = kind;
 	p->st.task.reads++;
@@ -286,7 +300,7 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 		return;
 	}
 	if (!pw->ok && p->task_via_kernel && !pw->via_kernel && !v->task_via_tried && !last_trip &&
-	    arch_is_user(p->l, v->regs, v->nregs) == 1) {
+	    plan_vcpu_user(p, v) == 1) {
 		/* it turned to user mode since the last sample: read through a kernel-mode vCPU */
 		v->task_via_tried = 1;
 		queue_more(v, more);
@@ -351,6 +365,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->task_state = TS_PENDING;
 	v->task_via_tried = 0;
 	v->pcpu_read = 0;
+	v->mode_read = 0;
 	v->xreg = -1;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
 		if (v->pcpu_base) want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
@@ -412,7 +427,7 @@ void plan_walk_input(const struct plan *p, const struct vcpu *v, struct unwind_i
 			in->fetchable |= 1ull << d;
 		}
 	}
-	in->user = arch_is_user(l, v->regs, v->nregs) == 1;
+	in->user = plan_vcpu_user(p, v) == 1;
 	in->pac_mask = p->pac_mask;
 	in->klo = p->cfg.klo;
 	in->khi = p->cfg.khi;
@@ -526,7 +541,7 @@ static int idle_or_ask(struct plan *p, struct vcpu *v, const struct unwind_in *i
 {
 	if (!p->cfg.syms || in->user || !in_kernel(p, in->pc)) return -1;
 	uint64_t need = 0;
-	int idle = insn_idle(p->l->arch->elf_machine, plan_byte, p, in->pc, &need);
+	int idle = p->l->arch->idle ? p->l->arch->idle(plan_byte, p, in->pc, &need) : 0;
 	int asked = 0;
 	for (int w = 0; w < v->nwin; w++) asked |= v->win[w].kind == WIN_TEXT; /* once a sample, even if it failed */
 	if (idle < 0 && !asked && !last_trip && p->tc.n < TEXTCACHE_MAX) {
@@ -606,7 +621,8 @@ static void make_sample(struct plan *p, struct vcpu *v, const struct unwind_in *
 			out->exact[w] = (out->exact[w] >> 1) | (w < 3 ? out->exact[w + 1] << 63 : 0);
 		out->exact[0] &= ~1ull;
 		p->st.irq_vector++;
-		idle = insn_idle(l->arch->elf_machine, plan_byte, p, out->frames[0], NULL); /* woken from wfi */
+		uint64_t need0;
+		idle = l->arch->idle ? l->arch->idle(plan_byte, p, out->frames[0], &need0) : 0; /* woken from wfi */
 	}
 	/* ...and one from user mode (an EL0 vector) is a user-mode sample. */
 	int user_vector = !in->user && !at_vector && out->n == 1 && uo->stop == UW_USER &&

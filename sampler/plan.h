@@ -85,6 +85,10 @@ struct vcpu {
 					* register (when it is not in `g`) */
 	uint64_t pcpu_val;             /* ...its value */
 	int pcpu_fails;                /* `p` replies that were errors: asking stops at PCPU_TRIES */
+	int mode_read;                 /* mode_val holds this sample's `p` reply for the mode register
+					* (when it is not in `g`: riscv64 priv) */
+	uint64_t mode_val;             /* ...its value */
+	int mode_fails;                /* `p` replies for it that were errors: asking stops at PCPU_TRIES */
 	int xreg;                      /* DWARF number of a register outside `g` this sample's walk
 					* asked for (aarch64 ELR_EL1, at an exception vector), -1 none */
 	int xreg_state;                /* XR_*: where that read stands */
@@ -158,6 +162,8 @@ struct plan {
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
 					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
 	int pcpu_by_p;                  /* pcpu is not in the `g` reply: read it with `p` */
+	const struct reg *mode_p;       /* the mode register, when it is read with `p` each sample
+					 * (riscv64 priv), else NULL */
 	int task_via_kernel;            /* user-mode vCPUs read task data through a kernel-mode one
 					 * (aarch64 Linux: KPTI unmaps the kernel at EL0) */
 	uint64_t pac_mask;              /* return-address bits a pointer-authentication code may fill
@@ -173,6 +179,11 @@ struct plan {
 int plan_tasks_on(const struct plan *p);
 /* 1 if v's next trip must read the per-CPU register with `p` (its base is not known yet). */
 int plan_wants_pcpu(const struct plan *p, const struct vcpu *v);
+/* 1 if v's next trip must read the mode register with `p` (it is not in `g`; riscv64 priv). */
+int plan_wants_mode(const struct plan *p, const struct vcpu *v);
+/* Whether v's sample is in user mode: 1, 0, or -1 unknown (from `g`, or the mode read with `p`;
+ * before this sample's registers are in, the previous sample's answer). */
+int plan_vcpu_user(const struct plan *p, const struct vcpu *v);
 /* The register v's next trip must read with `p` for its walk, or NULL. */
 const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v);
 /* Set up the plan (cfg copied; no methods = the frame-pointer walk). */

@@ -56,7 +56,7 @@ static int kernel_vcpu(const struct sampler *s, int vi)
 {
 	for (int i = 0; i < s->nv; i++) {
 		const struct vcpu *o = &s->v[i];
-		int user = o->nregs ? arch_is_user(&s->g->layout, o->regs, o->nregs) == 1 : o->user_prev;
+		int user = plan_vcpu_user(&s->p, o) == 1;
 		if (i != vi && !user) return i;
 	}
 	return -1;
@@ -80,6 +80,11 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 	if (!v->nregs) {
 		if (rsp_append(buf, cap, off, "g") < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_G, vi, 0 };
+	}
+	if (plan_wants_mode(&s->p, v)) {
+		snprintf(req, sizeof req, "p%x", s->p.mode_p->num);
+		if (rsp_append(buf, cap, off, req) < 0) goto full;
+		slots[(*ns)++] = (struct slot){ SL_P, vi, 2 };
 	}
 	if (plan_wants_pcpu(&s->p, v)) {
 		snprintf(req, sizeof req, "p%x", s->p.pcpu->num);
@@ -141,13 +146,18 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		else if (v->hg_ok)
 			s->st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
 		break;
-	case SL_P: { /* wi 0: the per-CPU register; 1: one the walk needs. Little-endian, as in `g` */
+	case SL_P: { /* wi 0: the per-CPU register; 1: one the walk needs; 2: the mode register.
+		     * Little-endian, as in `g` */
 		uint8_t b[8] = { 0 };
 		int ok = v->hg_ok && len >= 2 && len % 2 == 0 && len / 2 <= 8 && !rsp_is_error(p, len) &&
 			 rsp_unhex(b, p, len / 2) == 0;
 		if (sl->wi == 1) {
 			v->xreg_state = ok ? XR_READ : XR_FAILED;
 			v->xreg_val = ok ? rsp_le(b, (int)(len / 2)) : 0;
+		} else if (sl->wi == 2) { /* the mode register (riscv64 priv) */
+			v->mode_read = ok;
+			v->mode_val = ok ? rsp_le(b, (int)(len / 2)) : 0;
+			if (!ok && v->hg_ok) v->mode_fails++;
 		} else if (ok) {
 			v->pcpu_val = rsp_le(b, (int)(len / 2));
 			v->pcpu_read = 1;

@@ -49,7 +49,8 @@ $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SAMPLER_LIBS)
 
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
-		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf \
+		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/tests/sampler/cfi_frames_rv.elf \
+		       $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf \
 		       $(BUILD)/tests/sampler/ko_mini.ko
 	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
 
@@ -62,8 +63,14 @@ A64_CC ?= $(or $(A64_CROSS),aarch64-linux-gnu-)gcc
 $(BUILD)/tests/sampler/cfi_frames_a64.elf: tests/sampler/data/cfi_frames_a64.S
 	@mkdir -p $(dir $@)
 	$(A64_CC) -nostdlib -static -no-pie -Wl,-Ttext=0x40080000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
+# ...and its riscv64 one (a trap entry with the alternate return column, 64).
+RV_CC ?= riscv64-linux-gnu-gcc
+$(BUILD)/tests/sampler/cfi_frames_rv.elf: tests/sampler/data/cfi_frames_rv.S
+	@mkdir -p $(dir $@)
+	$(RV_CC) -nostdlib -static -no-pie -Wl,-Ttext=0x80200000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
 $(BUILD)/tests/sampler/test_cfi.o: SAMPLER_CFLAGS += -DCFI_FRAMES_ELF='"$(BUILD)/tests/sampler/cfi_frames.elf"' \
-	-DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"'
+	-DCFI_FRAMES_A64_ELF='"$(BUILD)/tests/sampler/cfi_frames_a64.elf"' \
+	-DCFI_FRAMES_RV_ELF='"$(BUILD)/tests/sampler/cfi_frames_rv.elf"'
 # test_insn checks the frame-setup rules at every instruction of our aarch64 kernel against its CFI.
 $(BUILD)/tests/sampler/test_insn.o: SAMPLER_CFLAGS += -DA64_KERNEL='"$(BUILD)/aarch64/kernel.elf"' \
 	-DA64_KERNEL_NOFP='"$(BUILD)/aarch64/kernel-nofp.elf"'

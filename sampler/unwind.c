@@ -11,12 +11,7 @@ const char *const unwind_stop_names[UW_NSTOPS] = {
 	"no-info", "bad-rule",
 };
 
-/* DWARF numbering: x86_64 psABI 3.6.2 (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp,
- * 8-15 r8-r15, 16 return address); AArch64 DWARF ABI (0-30 x0-x30, 31 sp, 32 pc, 33 ELR_mode;
- * the return address column is x30, an exception entry's 32); RISC-V ELF psABI (0-31 x0-x31: 1 ra, 2 sp, 8 s0/fp). */
-const struct uw_arch uw_arch_x86_64 = { 7, 6, 16, -1, 0, 8, 17, 1, 0 };
-const struct uw_arch uw_arch_aarch64 = { 31, 29, 30, 30, 0, 8, 34, 0, 1 };
-const struct uw_arch uw_arch_riscv64 = { 2, 8, 1, 1, -16, -8, 32, 0, 0 };
+/* The architectures' uw_arch values are in arch.c's table. */
 
 int unwind_read64_chunks(const struct unwind_chunk *ch, int n, uint64_t addr, uint64_t *val)
 {

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 #define UW_NREGS 34          /* DWARF register numbers 0..33 (x86_64 uses 0..16, aarch64 0..33:
-			      * 32 the pc, 33 ELR_mode, the exception link register) */
+			      * 32 the pc, 33 ELR_mode, the exception link register; riscv64 0..31,
+			      * and two slots for numbers past them: uw_alias) */
 #define UNWIND_MAX_CHUNKS 16 /* stack windows one walk can see */
 #define UW_MAX_EXTENTS 4     /* distinct stacks one walk may cross (exception, IRQ, task stack) */
 #define UW_MAX_SWITCHES 3    /* stack switches allowed in one walk */
@@ -51,8 +52,15 @@ struct uw_arch {
 	int is_x86;           /* 1 on x86_64 (ORC, pt_regs, CPL from cs) */
 	int rec_low;          /* the frame record sits at the bottom of its frame (aarch64): from the
 			       * record alone the caller's sp is only known to lie above it */
+	int nalias;           /* DWARF numbers past the registers kept in slots of their own: */
+	const struct uw_alias *alias;
 };
-extern const struct uw_arch uw_arch_x86_64, uw_arch_aarch64, uw_arch_riscv64;
+/* A DWARF register number past an architecture's registers, kept in a slot of its own (riscv64:
+ * 64, the alternate return column of a trap frame; 4096 + 0x141, sepc, read with `p`). */
+struct uw_alias {
+	int dwarf, slot;
+};
+extern const struct uw_arch uw_arch_x86_64, uw_arch_aarch64, uw_arch_riscv64; /* arch.c */
 
 /* One frame's registers, by DWARF number. */
 struct uw_regs {

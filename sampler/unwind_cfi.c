@@ -5,11 +5,13 @@
 #include <dwarf.h>
 #include <stdlib.h>
 
-int cfi_open(struct cfi_ctx *c, Elf *elf, int nregs)
+int cfi_open(struct cfi_ctx *c, Elf *elf, const struct uw_arch *a)
 {
 	memset(c, 0, sizeof *c);
 	c->elf = elf;
-	c->nregs = nregs;
+	c->nregs = a->nregs;
+	c->nalias = a->nalias;
+	c->alias = a->alias;
 	c->eh = dwarf_getcfi_elf(elf);
 	c->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL); /* NULL when the image has no DWARF */
 	if (c->dw) c->dbg = dwarf_getcfi(c->dw);
@@ -41,27 +43,47 @@ void cfi_free(struct cfi_ctx *c)
  * value CFA+N itself; DW_OP_regx R = in register R. Anything longer is a general expression,
  * which we do not evaluate: the register becomes unknown.
  */
-static void compile_reg(Dwarf_Frame *fr, int r, struct cfi_rule *ru)
+/* The slot a DWARF register number is kept in: itself, an alias's, or -1 (none). */
+static int slot_of(const struct cfi_ctx *c, Dwarf_Word dwarf)
 {
+	for (int i = 0; i < c->nalias; i++)
+		if ((Dwarf_Word)c->alias[i].dwarf == dwarf) return c->alias[i].slot;
+	return dwarf < (Dwarf_Word)c->nregs ? (int)dwarf : -1;
+}
+
+/* ...and the DWARF number a slot stands for. */
+static int col_of(const struct cfi_ctx *c, int slot)
+{
+	for (int i = 0; i < c->nalias; i++)
+		if (c->alias[i].slot == slot) return c->alias[i].dwarf;
+	return slot;
+}
+
+static int compile_reg(Dwarf_Frame *fr, const struct cfi_ctx *c, int r, struct cfi_rule *ru)
+{
+	int col = col_of(c, r);
 	Dwarf_Op mem[3], *ops;
 	size_t nops;
 	ru->how[r] = CFI_UNDEF;
-	if (dwarf_frame_register(fr, r, mem, &ops, &nops) != 0) return;
+	if (dwarf_frame_register(fr, col, mem, &ops, &nops) != 0) return 0;
 	if (nops == 0) {
 		ru->how[r] = ops ? CFI_UNDEF : CFI_SAME;
-		return;
+		return 0;
 	}
 	int val = ops[nops - 1].atom == DW_OP_stack_value;
 	size_t k = nops - (size_t)val;
 	if (ops[0].atom == DW_OP_call_frame_cfa && (k == 1 || (k == 2 && ops[1].atom == DW_OP_plus_uconst))) {
 		int64_t off = k == 2 ? (int64_t)ops[1].number : 0; /* negative offsets arrive wrapped */
-		if (off < INT32_MIN || off > INT32_MAX) return;
+		if (off < INT32_MIN || off > INT32_MAX) return 0;
 		ru->how[r] = val ? CFI_VAL_CFA : CFI_AT_CFA;
 		ru->arg[r] = (int32_t)off;
-	} else if (ops[0].atom == DW_OP_regx && nops == 1 && ops[0].number < UW_NREGS) {
+	} else if (ops[0].atom == DW_OP_regx && nops == 1) {
+		int src = slot_of(c, ops[0].number);
+		if (src < 0) return 1; /* in a register we do not hold: not "undefined" */
 		ru->how[r] = CFI_REG;
-		ru->arg[r] = (int32_t)ops[0].number;
+		ru->arg[r] = (int32_t)src;
 	}
+	return 0;
 }
 
 static void compile(struct cfi_ctx *c, uint64_t pc, struct cfi_rule *ru)
@@ -75,6 +97,7 @@ static void compile(struct cfi_ctx *c, uint64_t pc, struct cfi_rule *ru)
 	c->compiled++;
 	bool signal = false;
 	int ra = dwarf_frame_info(fr, NULL, NULL, &signal);
+	if (ra >= 0) ra = slot_of(c, (Dwarf_Word)ra); /* riscv64's 64 (a trap frame's) to its slot */
 	Dwarf_Op *ops;
 	size_t nops;
 	if (ra >= 0 && ra < c->nregs && dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1) {
@@ -91,7 +114,9 @@ static void compile(struct cfi_ctx *c, uint64_t pc, struct cfi_rule *ru)
 	}
 	ru->ra = (uint8_t)(ra >= 0 && ra < UW_NREGS ? ra : 0);
 	ru->signal = signal;
-	for (int r = 0; r < c->nregs; r++) compile_reg(fr, r, ru);
+	for (int r = 0; r < c->nregs; r++)
+		if (compile_reg(fr, c, r, ru) && r == ru->ra)
+			ru->usable = 0; /* the return address is in a register we cannot read */
 	if (ru->usable && ru->how[ru->ra] == CFI_SAME && ra == 16 && c->nregs == 17)
 		ru->usable = 0; /* x86_64's return-address column is not a register: "same" says nothing */
 	free(fr);

@@ -28,6 +28,8 @@ struct cfi_ctx {
 	Dwarf *dw;               /* its DWARF, for .debug_frame (NULL if none) */
 	Dwarf_CFI *eh, *dbg;     /* .eh_frame and .debug_frame tables (either may be NULL) */
 	int nregs;               /* registers of the architecture */
+	int nalias;              /* its DWARF numbers kept in slots of their own (uw_arch.alias) */
+	const struct uw_alias *alias;
 	uint64_t bias;           /* subtract from a guest pc to get an image address (KASLR slide) */
 	uint64_t *keys;          /* rule cache: open addressing, key = image pc + 1 (0 = empty) */
 	struct cfi_rule *rules;  /* ...and the rules */
@@ -42,7 +44,7 @@ struct cfi_ctx {
 };
 
 /* Open the image's CFI; -1 if it has neither .eh_frame nor .debug_frame. */
-int cfi_open(struct cfi_ctx *c, Elf *elf, int nregs);
+int cfi_open(struct cfi_ctx *c, Elf *elf, const struct uw_arch *a);
 /* The rule for image address pc (cached). NULL only when out of memory. */
 const struct cfi_rule *cfi_rule_at(struct cfi_ctx *c, uint64_t pc);
 /* The unwinder's step (ctx: struct cfi_ctx). */

@@ -17,6 +17,7 @@ KERNEL = os.path.join(BUILD, "kernel.elf")
 KERNEL_NOFP = os.path.join(BUILD, "kernel-nofp.elf")  # the same kernel without frame pointers
 KERNEL_A64 = os.path.join(BUILD, "aarch64", "kernel.elf")  # the aarch64 port (QEMU virt, GICv3)
 KERNEL_A64_NOFP = os.path.join(BUILD, "aarch64", "kernel-nofp.elf")
+KERNEL_RV64 = os.path.join(BUILD, "riscv64", "kernel.elf")  # the riscv64 port (QEMU virt, S-mode under OpenSBI)
 GDBSAMPLE = os.path.join(BUILD, "gdbsample")
 # The one place the tests' imports are set up: the project's Python lives in tools/ (guest,
 # linuxguest, qemu_versions, udpshell), analysis/ (gdbsample_analysis) and vm-configs/ (vmconfig).

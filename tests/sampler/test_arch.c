@@ -57,10 +57,12 @@ static void test_defaults(void)
 	CHECK(l.fp->off == 232 && l.lr && l.lr->off == 240 && l.sp->off == 248 && l.pc->off == 256);
 	CHECK(l.flags && l.flags->off == 264 && l.gsize == 268);
 	CHECK(!l.pcpu); /* its number is the stub's to give: no attribution without target.xml */
-	CHECK(l.arch->fp_prev == 0 && l.arch->fp_ret == 8);
+	CHECK(l.arch->uw->fp_prev == 0 && l.arch->uw->fp_ret == 8);
 	CHECK(arch_layout_default(&l, arch_find("riscv:rv64")) == 0);
 	CHECK(l.fp->off == 64 && l.sp->off == 16 && l.lr->off == 8 && l.pc->off == 256);
-	CHECK(l.arch->fp_prev == -16 && l.arch->fp_ret == -8);
+	CHECK(l.arch->uw->fp_prev == -16 && l.arch->uw->fp_ret == -8);
+	CHECK(arch_by_machine(243) == l.arch && arch_by_machine(62) == arch_find("x86_64") && !arch_by_machine(258));
+	CHECK(l.dwarf[8] == l.fp && !l.dwarf[32] && !l.dwarf[33] && l.arch->uw->nregs == 34); /* s0; slots 32, 33: the trap frame column, sepc (not in the fallback) */
 }
 
 static void test_errors(void)
@@ -142,6 +144,39 @@ static void test_aarch64_qemu(const char *file, int nregs, int tpidr_num)
 	CHECK(tpidr_num == 213 ? !cm : cm && cm->size == 8 && cm->off >= 268);
 }
 
+/* QEMU 7.2's riscv64 description (-M virt -cpu rv64,sscofpmf=true; includes inlined): the `g`
+ * reply is x0..x31 and pc (264 bytes); priv, the privilege level (org.gnu.gdb.riscv.virtual), is
+ * register 65 after the FPU's 32 -- `p41` answered 3 (M-mode) at reset -- read with `p`. */
+static void test_riscv64_qemu(void)
+{
+	static struct layout l;
+	uint8_t *xml;
+	size_t len;
+	char err[160], path[256];
+	snprintf(path, sizeof path, "%s/qemu-7.2-riscv64.xml", TEST_DATA);
+	CHECK(file_read(path, 1 << 20, &xml, &len, err, sizeof err) == 0);
+	if (!xml) {
+		fprintf(stderr, "test_arch: %s\n", err);
+		return;
+	}
+	char *z = realloc(xml, len + 1);
+	if (!z) { free(xml); return; }
+	z[len] = 0;
+	CHECK(arch_layout_xml(&l, z) == 0);
+	free(z);
+	CHECK(l.arch && l.arch->id == ARCH_RISCV64);
+	CHECK(l.pc->off == 256 && l.sp->off == 16 && l.fp->off == 64 && l.lr && l.lr->off == 8 && l.need == 264);
+	CHECK(l.mode && !strcmp(l.mode->name, "priv") && l.mode->num == 65 && l.mode->off >= 264);
+	CHECK(l.pcpu && !strcmp(l.pcpu->name, "tp") && l.pcpu->off == 32);
+	CHECK(l.dwarf[8] == l.fp && l.dwarf[1] == l.lr && !l.dwarf[32] && !l.flags);
+	const struct reg *sepc = arch_find_reg(&l, "sepc");
+	CHECK(sepc && sepc->num == 387 && l.dwarf[33] == sepc); /* a trap entry's pc until stored */
+	uint8_t g[264] = { 0 };
+	CHECK(arch_is_user(&l, g, sizeof g) == -1); /* priv is not in `g` */
+	CHECK(arch_is_user_mode(&l, 0) == 1 && arch_is_user_mode(&l, 1) == 0 && arch_is_user_mode(&l, 3) == 0);
+	CHECK(arch_irqs_off(&l, g, sizeof g) == -1); /* sstatus.SIE: a CSR, not read */
+}
+
 /* Pointer-authentication codes come off kernel return addresses: the mask is the top bits the
  * text shares with bit 63 (bit 55, which picks the half, never in it). Literals from Debian's
  * 6.1 arm64 kernel under -cpu max: code at ffffb96b43fab5ec, signed f69ab96b43fab5ec. */
@@ -177,6 +212,7 @@ void test_arch(void)
 	test_pac();
 	test_aarch64_qemu("qemu-7.2-aarch64-max.xml", 283, 213);
 	test_aarch64_qemu("qemu-10.0-aarch64-max.xml", 304, 192);
+	test_riscv64_qemu();
 	test_x86();
 	test_comments();
 	test_defaults();

@@ -64,7 +64,7 @@ static void test_cfi_a64(void)
 	memset(&t, 0, sizeof t);
 	CHECK(syms_add_elf(&t, "cfi_frames_a64.elf", buf, len) == 0);
 	Elf *e = elf_memory((char *)buf, len);
-	CHECK(e && cfi_open(&c, e, uw_arch_aarch64.nregs) == 0);
+	CHECK(e && cfi_open(&c, e, &uw_arch_aarch64) == 0);
 	struct unwinder u = { UM_CFI, &c, cfi_step };
 	uint64_t inner = addr(&t, "inner"), inner_body = addr(&t, "inner_body"), outer_ret = addr(&t, "outer_ret");
 	uint64_t start_ret = addr(&t, "start_ret"), entry_body = addr(&t, "entry_body"), outer = addr(&t, "outer");
@@ -143,9 +143,90 @@ static void test_cfi_a64(void)
 	free(buf);
 }
 
+/* riscv64: a trap entry whose return column is 64 (kept in slot 32) -- through it into the
+ * interrupted leaf (exact) and its callers; before it stored the pc (in sepc, a CSR) the rule
+ * cannot be followed, which is not an outermost frame. */
+static void test_cfi_rv(void)
+{
+	struct symtab t;
+	struct cfi_ctx c;
+	uint8_t *buf;
+	size_t len;
+	char err[160];
+	CHECK(file_read(CFI_FRAMES_RV_ELF, FILE_MAX_IMAGE, &buf, &len, err, sizeof err) == 0);
+	if (!buf) {
+		fprintf(stderr, "test_cfi: %s\n", err);
+		return;
+	}
+	memset(&t, 0, sizeof t);
+	CHECK(syms_add_elf(&t, "cfi_frames_rv.elf", buf, len) == 0);
+	Elf *e = elf_memory((char *)buf, len);
+	CHECK(e && cfi_open(&c, e, &uw_arch_riscv64) == 0);
+	struct unwinder u = { UM_CFI, &c, cfi_step };
+	uint64_t inner_body = addr(&t, "inner_body"), outer_ret = addr(&t, "outer_ret");
+	uint64_t start_ret = addr(&t, "start_ret"), entry_body = addr(&t, "entry_body");
+	uint64_t entry_early = addr(&t, "entry_early");
+	CHECK(inner_body && outer_ret && start_ret && entry_body && entry_early);
+
+	struct unwind_in in;
+	struct unwind_out out;
+	uint64_t f[16];
+	memset(mem, 0, sizeof mem);
+	uint64_t tf = S + 0x80;          /* the trap frame: interrupted ra, s0, pc */
+	put(tf, outer_ret);              /* inner was called from outer */
+	put(tf + 8, S + 0x200);          /* interrupted s0: outer's frame top */
+	put(tf + 16, inner_body);        /* sepc */
+	/* the interrupted sp is the CFA, tf + 32; outer's frame spans [tf + 32, + 32) */
+	put(tf + 32 + 24, start_ret);    /* outer's saved ra */
+	put(tf + 32 + 16, 0);            /* ...and start's s0 */
+	memset(&in, 0, sizeof in);
+	in.arch = &uw_arch_riscv64;
+	in.pc = entry_body;
+	in.regs.r[2] = tf;
+	in.regs.r[8] = 0x8888;
+	in.regs.valid = 1ull << 2 | 1ull << 8;
+	in.klo = 0x80200000;
+	in.khi = 0x802fffff;
+	in.span = 0x10000;
+	in.max_frames = 16;
+	in.nmethods = 1;
+	in.methods[0] = &u;
+	in.nchunks = 1;
+	in.chunks[0] = (struct unwind_chunk){ S, sizeof mem, mem };
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4);
+	CHECK(f[1] == inner_body && f[2] == outer_ret && f[3] == start_ret);
+	CHECK(unwind_is_exact(out.exact, 1) && !unwind_is_exact(out.exact, 2));
+	const struct cfi_rule *ru = cfi_rule_at(&c, entry_body);
+	CHECK(ru && ru->usable && ru->signal == 1 && ru->ra == 32 && ru->how[32] == CFI_AT_CFA && ru->arg[32] == -16);
+	ru = cfi_rule_at(&c, outer_ret - 1); /* GCC's rule in outer's body */
+	CHECK(ru && ru->usable && ru->cfa_reg == 2 && ru->cfa_off == 32 && ru->ra == 1 && ru->how[1] == CFI_AT_CFA &&
+	      ru->arg[1] == -8);
+	in.pc = entry_early; /* the pc still in sepc (DWARF 4096 + 0x141, slot 33), outside `g` */
+	in.regs.r[2] = tf;
+	in.regs.r[1] = outer_ret;       /* ra and s0 still the interrupted ones ("same value") */
+	in.regs.r[8] = S + 0x200;
+	in.regs.valid = 1ull << 2 | 1ull << 1 | 1ull << 8;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_BADRULE && out.n == 1); /* a stub that cannot give it */
+	in.fetchable = 1ull << 33;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_UNREAD && out.need_reg == 33 && out.n == 1); /* ask for it, as for memory */
+	in.regs.r[33] = inner_body;
+	in.regs.valid |= 1ull << 33;
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 4 && f[1] == inner_body && f[2] == outer_ret && f[3] == start_ret);
+	CHECK(unwind_is_exact(out.exact, 1));
+	cfi_free(&c);
+	elf_end(e);
+	syms_free(&t);
+	free(buf);
+}
+
 void test_cfi(void)
 {
 	test_cfi_a64();
+	test_cfi_rv();
 	struct symtab t;
 	struct cfi_ctx c;
 	uint8_t *buf;
@@ -160,7 +241,7 @@ void test_cfi(void)
 	elf_version(EV_CURRENT);
 	CHECK(syms_add_elf(&t, "cfi_frames.elf", buf, len) == 0);
 	Elf *e = elf_memory((char *)buf, len);
-	CHECK(e && cfi_open(&c, e, uw_arch_x86_64.nregs) == 0);
+	CHECK(e && cfi_open(&c, e, &uw_arch_x86_64) == 0);
 	cfiu = (struct unwinder){ UM_CFI, &c, cfi_step };
 	uint64_t inner = addr(&t, "inner"), inner_body = addr(&t, "inner_body"), outer_ret = addr(&t, "outer_ret");
 	uint64_t start_ret = addr(&t, "start_ret"), trapper = addr(&t, "trapper");

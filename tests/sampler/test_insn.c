@@ -247,7 +247,7 @@ static void check_kernel(const char *path, int frame_records)
 	elf_version(EV_CURRENT);
 	CHECK(syms_add_elf(&t, path, buf, len) == 0 && t.machine == EM_AARCH64);
 	Elf *e = elf_memory((char *)buf, len);
-	CHECK(e && cfi_open(&c, e, uw_arch_aarch64.nregs) == 0);
+	CHECK(e && cfi_open(&c, e, &uw_arch_aarch64) == 0);
 	long entry = 0, body = 0, wrong = 0;
 	for (size_t i = 0; i < t.n; i++) {
 		const struct sym *s = &t.syms[i];
@@ -315,6 +315,39 @@ static void test_vector_prologue(void)
 	CHECK(!a64_vector_prologue(0x37700081));         /* tbnz w1: not x0 */
 }
 
+/* riscv64, as GNU as encodes it for -march=rv64ima (our kernel has no C extension); c.jalr on
+ * its own: wfi is idle at and just after it, a return address after jal/jalr ra is one, and
+ * anything else (our trap frame record holds sepc) is an interrupted pc. */
+static void test_riscv(void)
+{
+	static const uint32_t rv[] = {
+		0xff010113, /* 0x00 addi sp, sp, -16 */
+		0x00113423, /* 0x04 sd ra, 8(sp) */
+		0x10500073, /* 0x08 wfi */
+		0xffdff06f, /* 0x0c j 0x08 */
+		0x040000ef, /* 0x10 jal ra, 0x50 */
+		0x000780e7, /* 0x14 jalr ra, 0(a5) */
+		0x00008067, /* 0x18 ret (jalr zero, 0(ra)) */
+		0x00000013, /* 0x1c nop */
+	};
+	uint64_t need = 0;
+	use(rv, sizeof rv / 4);
+	CHECK(insn_idle(EM_RISCV, byte_at, NULL, BASE + 0x0c, &need) == 1); /* halted: pc after wfi */
+	CHECK(insn_idle(EM_RISCV, byte_at, NULL, BASE + 0x08, &need) == 1); /* about to halt */
+	CHECK(insn_idle(EM_RISCV, byte_at, NULL, BASE + 0x10, &need) == 0);
+	CHECK(insn_idle(EM_RISCV, byte_at, NULL, BASE + 0x20, &need) == -1 && need == BASE + 0x20);
+	CHECK(insn_idle(EM_RISCV, byte_at, NULL, BASE, &need) == -1 && need == BASE - 4);
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE + 0x14) == 1);  /* after jal ra */
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE + 0x18) == 1);  /* after jalr ra */
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE + 0x1c) == 0);  /* after ret: links nothing */
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE + 0x10) == 0);  /* after j: links zero */
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE + 0x0c) == 0);  /* after wfi: interrupted */
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE + 0x11) == -1); /* odd: no instruction ends there */
+	CHECK(insn_after_call(EM_RISCV, byte_at, NULL, BASE) == -1);        /* text unknown */
+	CHECK(rv_is_c_call(0x9782) && !rv_is_c_call(0x8082) && !rv_is_c_call(0x0001)); /* c.jalr a5; c.jr ra (ret); c.nop */
+	CHECK(!rv_is_call(0x00078067) && rv_is_call(0x000780e7)); /* jr a5 / jalr a5 */
+}
+
 void test_insn(void)
 {
 	test_vector_prologue();
@@ -323,6 +356,7 @@ void test_insn(void)
 	check_kernel(A64_KERNEL_NOFP, 0);
 	test_frames();
 	test_idle_and_calls();
+	test_riscv();
 	test_frameless_leaf();
 	test_x86();
 }

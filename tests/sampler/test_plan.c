@@ -194,7 +194,7 @@ static void test_plan_a64_vector(void)
 	elf_version(EV_CURRENT);
 	CHECK(syms_add_elf(&t, "cfi_frames_a64.elf", buf, len) == 0);
 	Elf *e = elf_memory((char *)buf, len);
-	CHECK(e && cfi_open(&c, e, uw_arch_aarch64.nregs) == 0);
+	CHECK(e && cfi_open(&c, e, &uw_arch_aarch64) == 0);
 	uint64_t vector_body = sym(&t, "vector_body"), inner_body = sym(&t, "inner_body");
 	uint64_t outer_ret = sym(&t, "outer_ret"), start_ret = sym(&t, "start_ret");
 	struct sampler_cfg cfg = { .syms = &t, .nmethods = 2, .order = { UM_CFI, UM_FP }, .cfi = &c,

@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: MIT
+"""gdbsample against the riscv64 kernel (QEMU virt, S-mode under OpenSBI, TCG): the x86_64 and
+aarch64 bars on the third architecture table (sampler/arch.c).
+
+The register layout comes from QEMU's riscv target.xml (x0..x31 and pc in `g`); the privilege
+level from QEMU's `priv` register (org.gnu.gdb.riscv.virtual), read with `p` in the same round
+trip; idle from `wfi`; frames by CFI (the psABI's alternate return column, 64, through the trap
+entry) or by frame records (s0, {caller's s0, ra} below it). The kernel is linked and runs at
+0x80200000 (satp Bare), below the upper half. Runs on the system's QEMU 7.2 only (qemu-system-misc).
+Every guest is stopped by its pid by the `boot` fixture; every gdbsample is run to completion.
+"""
+import os
+import re
+import subprocess
+
+import conftest
+import crosscheck
+import pytest
+
+GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
+CONFIG = "tcg-rv64-sscofpmf"
+KERNELS = {"fp": os.path.join(conftest.BUILD, "riscv64", "kernel.elf"),
+           "nofp": os.path.join(conftest.BUILD, "riscv64", "kernel-nofp.elf")}
+CHAIN6 = ["chain1", "chain2", "chain3", "chain4", "chain5", "chain6"]
+
+
+@pytest.fixture(autouse=True)
+def need_binary(need_gdbsample):
+    """(tests/conftest.py)"""
+
+
+def boot_rv(boot, build="fp", smp=2):
+    return boot(smp=smp, kernel=KERNELS[build], config=CONFIG, qemu="7.2")
+
+
+def run(g, *args, sub=(), timeout=120):
+    """gdbsample [sub] against guest g with -e its kernel, to completion."""
+    cmd = [GDBSAMPLE] + list(sub) + ["-p", str(g.gdbport), "-e", g.kernel] + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_split_shares_within_4pp(boot):
+    """work split 5 3 2 at -smp 2: each function's share within 4 pp of 50/30/20 at >= 3000
+    samples (binomial sigma <= 0.92 pp: 4 pp > 4.3 sigma); the contended bound (12 pp) when
+    QEMU's vCPU threads waited for a host core more than crosscheck.CONTENDED of the time."""
+    g = boot_rv(boot)
+    g.work("split 5 3 2")
+    shares, waited, _ = conftest.split_shares(g, lambda: run(g, "-r", "500", "-d", "8", "-f", "folded", "-q"))
+    bound = 4 if waited <= crosscheck.CONTENDED else 12
+    for name, want in (("split_a", 50), ("split_b", 30), ("split_c", 20)):
+        assert abs(shares[name] - want) <= bound, (shares, waited)
+
+
+@pytest.mark.parametrize("build", ["fp", "nofp"])
+def test_chain6_whole_idle_tagged_task_named(boot, build):
+    """work chain 6 on one of two harts, both builds (frame records and CFI; CFI alone): >= 95 %
+    of the chain's samples hold chain1..chain6 in order under work_main, every one of them rooted
+    at the chain task by its pid (tp -> struct cpu -> current); the other hart waits in
+    `wfi`: those samples are tagged idle -- counted, not reported -- and make up between a third
+    and two thirds of all (one hart of two; binomial sigma <= 2 pp at 600). No sample is `[user]`
+    (the kernel runs in S-mode only; `priv` says so: a misread one would mark them all)."""
+    g = boot_rv(boot, build)
+    pid = g.work("chain 6")
+    mine = full = named = idle = kept = 0
+    log = ""
+    for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 300
+        r = run(g, "-r", "300", "-d", "3", "-f", "folded", "--task-format", "comm-pid")
+        log += r.stdout + r.stderr
+        idle += int(re.search(r"idle samples (\d+) \(not reported\)", r.stderr).group(1))
+        for frames, n in conftest.folded_rows(r.stdout):
+            kept += n
+            assert frames[-1] != "idle_loop", (frames, log)  # a halted hart is never reported
+            assert "[user]" not in frames, (frames, log)
+            if not any(f in CHAIN6 for f in frames):
+                continue
+            mine += n
+            named += n if frames[0] == f"chain-{pid}" else 0
+            chain = [f for f in frames if f in CHAIN6]
+            if chain == CHAIN6 and frames[frames.index("chain1") - 1] == "work_main":
+                full += n
+        if mine >= 300:
+            break
+    assert mine >= 300, log
+    assert full >= 0.95 * mine, (full, mine, log)
+    assert named == mine, (named, mine, log)
+    assert "task attribution off" not in log, log
+    assert 0.33 * (idle + kept) <= idle <= 0.67 * (idle + kept), (idle, kept, log)
+
+
+@pytest.mark.parametrize("build", ["fp", "nofp"])
+def test_interrupt_samples_reach_interrupted_code(boot, build):
+    """Every sample inside a trap -- trap_entry (its frame record and its CFI: a signal frame whose
+    return column is 64), trap, the scheduler -- continues into the chain6 it interrupted, on both
+    builds, except at trap_entry's first instructions, before it stored sepc: there the CFI names
+    a CSR the stub gives only one by one, and the walk stops (counted). Two chain tasks share one
+    hart so every tick also switches tasks, lengthening the handler; runs are added (up to four)
+    until 20 samples landed in it."""
+    g = boot_rv(boot, build, smp=1)
+    g.work("chain 6")
+    g.work("chain 6")
+    trap_frames = {"trap_entry", "trap", "irq", "sched_tick", "sched_preempt", "timer_interrupt"}
+    in_trap = reached = early = 0
+    missed, out = [], ""
+    for _ in range(4):
+        r = run(g, "-r", "2000", "-d", "5", "-f", "folded", "-q")
+        out += r.stdout
+        for frames, n in conftest.folded_rows(r.stdout):
+            first = next((i for i, f in enumerate(frames) if f in trap_frames), None)
+            if first is None:
+                continue
+            below = frames[:first]  # root first: what ran before the trap
+            if frames[first] == "trap_entry" and not below:
+                early += n  # before sepc was stored: the walk ends at trap_entry
+                continue
+            in_trap += n
+            if below and below[-1] == "chain6" and [f for f in below if f in CHAIN6] == CHAIN6:
+                reached += n
+            else:
+                missed.append((frames, n))
+        if in_trap >= 20:
+            break
+    assert in_trap >= 20, "too few samples landed in a trap:\n" + out
+    assert reached == in_trap, (missed, early)
