@@ -60,18 +60,21 @@ run: deps kernel
 	  --gdb tcp:127.0.0.1:$(GDBPORT); s=$$?; [ $$s = 0 ] || [ $$s = 33 ] || exit $$s  # 33: poweroff
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
-# Both arches by default (ARCH=x86_64 or ARCH=aarch64 for one): on aarch64 the in-guest side is the PMU.
+# Every arch by default (ARCH=x86_64, aarch64 or riscv64 for one): on aarch64 and riscv64 the in-guest
+# side is the PMU.
 demo: deps all
 	$(if $(filter x86_64,$(KARCHES)),$(PY) tools/demo.py --arch x86_64 --kernel $(BUILD)/kernel.elf)
 	$(if $(filter aarch64,$(KARCHES)),$(PY) tools/demo.py --arch aarch64 --kernel $(BUILD)/aarch64/kernel.elf)
+	$(if $(filter riscv64,$(KARCHES)),$(PY) tools/demo.py --arch riscv64 --kernel $(BUILD)/riscv64/kernel.elf)
 
 # The in-guest profile and gdbsample over the same window, through `compare` (exit 1: differs;
 # inconclusive, too unequal vCPU progress to tell, exits 0 with a line saying so).
-# ARCH=aarch64: on QEMU virt, where the in-guest source is the PMU (x86_64 under TCG: the tick).
+# ARCH=aarch64 or riscv64: on QEMU virt, where the in-guest source is the PMU (x86_64 under TCG: the tick).
+XARCH = $(firstword $(ARCH))
 crosscheck: deps all
-	$(PY) tools/crosscheck.py --arch $(firstword $(ARCH)) \
-	  --kernel $(BUILD)/$(if $(filter aarch64,$(firstword $(ARCH))),aarch64/)kernel.elf \
-	  --smp $(SMP) --out $(BUILD)/crosscheck$(if $(filter aarch64,$(firstword $(ARCH))),-aarch64)
+	$(PY) tools/crosscheck.py --arch $(XARCH) \
+	  --kernel $(BUILD)/$(if $(filter x86_64,$(XARCH)),,$(XARCH)/)kernel.elf \
+	  --smp $(SMP) --out $(BUILD)/crosscheck$(if $(filter x86_64,$(XARCH)),,-$(XARCH))
 
 # The C unit tests run beside pytest, as in `make check` (half their time is a fake stub's
 # timeouts); their output follows pytest's, and either failing fails the run. pytest runs two

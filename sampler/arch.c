@@ -59,6 +59,7 @@ static int a64_is_user(uint64_t cpsr) { return ((cpsr >> 2) & 3) == 0; }  /* PST
 static int rv_is_user(uint64_t priv) { return (priv & 3) == 0; }          /* QEMU's priv: 0 U, 1 S, 3 M */
 static int x86_irqs_off(uint64_t f) { return !(f & 0x200); }  /* EFLAGS.IF, bit 9 (SDM vol 1, 3.4.3) */
 static int a64_irqs_off(uint64_t f) { return !!(f & 0x80); }  /* PSTATE.I, bit 7 masks IRQs */
+static int rv_irqs_off(uint64_t f) { return !(f & 0x2); }     /* sstatus.SIE, bit 1 (S-mode code) */
 
 /*
  * DWARF numbering: x86_64 psABI 3.6.2 (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp,
@@ -102,13 +103,14 @@ static const struct arch arches[] = {
 	},
 	{
 		/* QEMU's riscv64 `g` is x0..x31 and pc; the privilege level is `priv` of the
-		 * org.gnu.gdb.riscv.virtual feature, numbered after the CSRs, read with `p`. sstatus
-		 * (SIE) is a CSR outside `g` too: interrupts-off is not known. */
+		 * org.gnu.gdb.riscv.virtual feature and sstatus (SIE: interrupts on in S-mode) a CSR,
+		 * both outside `g`: read with `p` in each sample's first trip. */
 		.id = ARCH_RISCV64, .name = "riscv64", .gdb_name = "riscv:rv64", .elf_machine = EM_RISCV_,
 		.pc = "pc", .sp = "sp", .fp = "fp", .fp_alt = "s0", .lr = "ra", .mode = "priv", .mode_by_p = 1,
+		.flags = "sstatus", .flags_by_p = 1,
 		.fallback = riscv64_regs, .uw = &uw_arch_riscv64, .dwarf = riscv64_dwarf,
 		.pcpu = "tp", /* our kernel's struct cpu (Linux keeps current itself there: session.c) */
-		.is_user = rv_is_user,
+		.is_user = rv_is_user, .irqs_off = rv_irqs_off,
 		.idle = rv_idle, .after_call = rv_after_call, /* no pc_kind: CFI covers prologues */
 		.elr = -1,
 	},
@@ -301,8 +303,13 @@ int arch_is_user_mode(const struct layout *l, uint64_t mode)
 
 int arch_irqs_off(const struct layout *l, const uint8_t *g, int len)
 {
-	if (!l->flags || l->flags->off + l->flags->size > len || !l->arch->irqs_off) return -1;
+	if (!l->flags || l->arch->flags_by_p || l->flags->off + l->flags->size > len || !l->arch->irqs_off) return -1;
 	return l->arch->irqs_off(arch_reg(l->flags, g, len));
+}
+
+int arch_irqs_off_flags(const struct layout *l, uint64_t flags)
+{
+	return l->flags && l->arch->irqs_off ? l->arch->irqs_off(flags) : -1;
 }
 
 /*

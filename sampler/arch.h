@@ -20,7 +20,8 @@ struct arch {
 	const char *fp;       /* frame pointer */
 	const char *fp_alt;   /* ...or its other name (riscv64 s0), NULL */
 	const char *lr;       /* link register holding the return address at entry, NULL if on stack */
-	const char *flags;    /* flags register (interrupt enable), NULL if none in `g` */
+	const char *flags;    /* flags register (interrupt enable), NULL if none */
+	int flags_by_p;       /* the flags register is not in QEMU's `g`: read it with `p` each sample */
 	const char *mode;     /* register giving the privilege level (x86 cs, aarch64 cpsr, riscv priv) */
 	int mode_by_p;        /* the mode register is not in QEMU's `g`: read it with `p` each sample */
 	const char *fallback; /* target.xml-style register list used when the stub offers none */
@@ -102,6 +103,8 @@ uint64_t arch_pac_mask_stub(uint64_t cmask, uint64_t lo, uint64_t hi);
 int arch_is_user(const struct layout *l, const uint8_t *g, int len);
 /* ...from the mode register's value, read with `p` (riscv64 priv). */
 int arch_is_user_mode(const struct layout *l, uint64_t mode);
+/* arch_irqs_off from the flags register's value, read with `p` (riscv64 sstatus). */
+int arch_irqs_off_flags(const struct layout *l, uint64_t flags);
 /* 1 if interrupts are disabled, 0 enabled, -1 unknown. */
 int arch_irqs_off(const struct layout *l, const uint8_t *g, int len);
 

@@ -123,7 +123,8 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 	p->pcpu = l->pcpu;
 	p->pcpu_alt = l->pcpu_alt;
 	p->pcpu_by_p = l->arch->pcpu_by_p;
-	p->mode_p = l->arch->mode_by_p ? l->mode : NULL;
+	p->preg[PREG_MODE] = l->arch->mode_by_p ? l->mode : NULL;
+	p->preg[PREG_FLAGS] = l->arch->flags_by_p ? l->flags : NULL;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
 	p->pac_mask = cfg->pac_mask ? cfg->pac_mask : pac_mask(l, cfg);
 	p->task_via_kernel = cfg->os && cfg->os->pcpu_raw;
@@ -137,16 +138,24 @@ int plan_tasks_on(const struct plan *p)
 	return p->cfg.os && p->cfg.os->os != OS_NONE && p->pcpu && p->task_len && p->task_len <= SAMPLE_WINDOW;
 }
 
-int plan_wants_mode(const struct plan *p, const struct vcpu *v)
+const struct reg *plan_wants_preg(const struct plan *p, const struct vcpu *v, int k)
 {
-	return p->mode_p && !v->mode_read && v->mode_fails < PCPU_TRIES;
+	return p->preg[k] && !v->preg_read[k] && v->preg_fails[k] < PCPU_TRIES ? p->preg[k] : NULL;
 }
 
 int plan_vcpu_user(const struct plan *p, const struct vcpu *v)
 {
 	if (!v->nregs) return v->user_prev;
-	if (p->mode_p) return v->mode_read ? arch_is_user_mode(p->l, v->mode_val) : -1;
+	if (p->preg[PREG_MODE])
+		return v->preg_read[PREG_MODE] ? arch_is_user_mode(p->l, v->preg_val[PREG_MODE]) : -1;
 	return arch_is_user(p->l, v->regs, v->nregs);
+}
+
+int plan_vcpu_irqs_off(const struct plan *p, const struct vcpu *v)
+{
+	if (p->preg[PREG_FLAGS])
+		return v->preg_read[PREG_FLAGS] ? arch_irqs_off_flags(p->l, v->preg_val[PREG_FLAGS]) : -1;
+	return arch_irqs_off(p->l, v->regs, v->nregs);
 }
 
 const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v)
@@ -365,7 +374,7 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->task_state = TS_PENDING;
 	v->task_via_tried = 0;
 	v->pcpu_read = 0;
-	v->mode_read = 0;
+	v->preg_read[PREG_MODE] = v->preg_read[PREG_FLAGS] = 0;
 	v->xreg = -1;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
 		if (v->pcpu_base) want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
@@ -633,7 +642,7 @@ static void make_sample(struct plan *p, struct vcpu *v, const struct unwind_in *
 	}
 	if (in->user || user_vector) out->flags |= SF_USER;
 	v->user_prev = in->user;
-	if (!at_vector && !user_vector && arch_irqs_off(l, v->regs, v->nregs) == 1) out->flags |= SF_IRQOFF;
+	if (!at_vector && !user_vector && !in->user && plan_vcpu_irqs_off(p, v) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo->stop != UW_UNREAD;
 	if (uo->stop == UW_UNREAD || uo->stop == UW_MAXFRAMES) out->flags |= SF_PARTIAL;

@@ -22,6 +22,7 @@
 				 * left for what the walk turns out to need */
 #define SAMPLE_SPAN 32768       /* one stack's frames lie within this many bytes above its base */
 #define PCPU_TRIES 16           /* error replies to `p` for the per-CPU register before giving up */
+enum { PREG_MODE, PREG_FLAGS, PREG_N }; /* registers outside `g` read with `p` each sample */
 
 /* A register read with `p` for the walk. */
 enum { XR_WANTED, XR_READ, XR_FAILED };
@@ -85,10 +86,11 @@ struct vcpu {
 					* register (when it is not in `g`) */
 	uint64_t pcpu_val;             /* ...its value */
 	int pcpu_fails;                /* `p` replies that were errors: asking stops at PCPU_TRIES */
-	int mode_read;                 /* mode_val holds this sample's `p` reply for the mode register
-					* (when it is not in `g`: riscv64 priv) */
-	uint64_t mode_val;             /* ...its value */
-	int mode_fails;                /* `p` replies for it that were errors: asking stops at PCPU_TRIES */
+	int preg_read[PREG_N];         /* preg_val[k] holds this sample's `p` reply for the plan's
+					* preg[k] (a register outside `g` read each sample: riscv64's
+					* priv and sstatus) */
+	uint64_t preg_val[PREG_N];     /* ...its value */
+	int preg_fails[PREG_N];        /* `p` replies for it that were errors: asking stops at PCPU_TRIES */
 	int xreg;                      /* DWARF number of a register outside `g` this sample's walk
 					* asked for (aarch64 ELR_EL1, at an exception vector), -1 none */
 	int xreg_state;                /* XR_*: where that read stands */
@@ -162,8 +164,9 @@ struct plan {
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
 					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
 	int pcpu_by_p;                  /* pcpu is not in the `g` reply: read it with `p` */
-	const struct reg *mode_p;       /* the mode register, when it is read with `p` each sample
-					 * (riscv64 priv), else NULL */
+	const struct reg *preg[PREG_N]; /* registers read with `p` each sample (PREG_MODE: the mode
+					 * register, PREG_FLAGS: the flags; riscv64 priv, sstatus), NULL:
+					 * in `g` or absent */
 	int task_via_kernel;            /* user-mode vCPUs read task data through a kernel-mode one
 					 * (aarch64 Linux: KPTI unmaps the kernel at EL0) */
 	uint64_t pac_mask;              /* return-address bits a pointer-authentication code may fill
@@ -179,11 +182,13 @@ struct plan {
 int plan_tasks_on(const struct plan *p);
 /* 1 if v's next trip must read the per-CPU register with `p` (its base is not known yet). */
 int plan_wants_pcpu(const struct plan *p, const struct vcpu *v);
-/* 1 if v's next trip must read the mode register with `p` (it is not in `g`; riscv64 priv). */
-int plan_wants_mode(const struct plan *p, const struct vcpu *v);
+/* The register (PREG_*) v's next trip must read with `p` each sample (riscv64 priv, sstatus), or NULL. */
+const struct reg *plan_wants_preg(const struct plan *p, const struct vcpu *v, int k);
 /* Whether v's sample is in user mode: 1, 0, or -1 unknown (from `g`, or the mode read with `p`;
  * before this sample's registers are in, the previous sample's answer). */
 int plan_vcpu_user(const struct plan *p, const struct vcpu *v);
+/* Whether v's sample ran with interrupts off: 1, 0, -1 unknown (from `g`, or the flags read with `p`). */
+int plan_vcpu_irqs_off(const struct plan *p, const struct vcpu *v);
 /* The register v's next trip must read with `p` for its walk, or NULL. */
 const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v);
 /* Set up the plan (cfg copied; no methods = the frame-pointer walk). */

@@ -81,10 +81,12 @@ static int queue_vcpu(struct sampler *s, int vi, char *buf, size_t cap, size_t *
 		if (rsp_append(buf, cap, off, "g") < 0) goto full;
 		slots[(*ns)++] = (struct slot){ SL_G, vi, 0 };
 	}
-	if (plan_wants_mode(&s->p, v)) {
-		snprintf(req, sizeof req, "p%x", s->p.mode_p->num);
+	for (int k = 0; k < PREG_N; k++) {
+		const struct reg *r = plan_wants_preg(&s->p, v, k);
+		if (!r) continue;
+		snprintf(req, sizeof req, "p%x", r->num);
 		if (rsp_append(buf, cap, off, req) < 0) goto full;
-		slots[(*ns)++] = (struct slot){ SL_P, vi, 2 };
+		slots[(*ns)++] = (struct slot){ SL_P, vi, 2 + k };
 	}
 	if (plan_wants_pcpu(&s->p, v)) {
 		snprintf(req, sizeof req, "p%x", s->p.pcpu->num);
@@ -146,18 +148,19 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 		else if (v->hg_ok)
 			s->st.rejected++; /* a short or garbled `g`: no sample at pc 0 */
 		break;
-	case SL_P: { /* wi 0: the per-CPU register; 1: one the walk needs; 2: the mode register.
-		     * Little-endian, as in `g` */
+	case SL_P: { /* wi 0: the per-CPU register; 1: one the walk needs; 2 + k: preg[k] (the mode,
+		     * the flags). Little-endian, as in `g` */
 		uint8_t b[8] = { 0 };
 		int ok = v->hg_ok && len >= 2 && len % 2 == 0 && len / 2 <= 8 && !rsp_is_error(p, len) &&
 			 rsp_unhex(b, p, len / 2) == 0;
 		if (sl->wi == 1) {
 			v->xreg_state = ok ? XR_READ : XR_FAILED;
 			v->xreg_val = ok ? rsp_le(b, (int)(len / 2)) : 0;
-		} else if (sl->wi == 2) { /* the mode register (riscv64 priv) */
-			v->mode_read = ok;
-			v->mode_val = ok ? rsp_le(b, (int)(len / 2)) : 0;
-			if (!ok && v->hg_ok) v->mode_fails++;
+		} else if (sl->wi >= 2) { /* a register read each sample: PREG_MODE, PREG_FLAGS */
+			int k = sl->wi - 2;
+			v->preg_read[k] = ok;
+			v->preg_val[k] = ok ? rsp_le(b, (int)(len / 2)) : 0;
+			if (!ok && v->hg_ok) v->preg_fails[k]++;
 		} else if (ok) {
 			v->pcpu_val = rsp_le(b, (int)(len / 2));
 			v->pcpu_read = 1;

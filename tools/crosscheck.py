@@ -34,7 +34,8 @@ HEADER_START_NS = 40  # capture header: start time, ns since the epoch (docs/cap
 
 
 # --arch: (kernel under build/, configuration) -- the PMU samples only where a counter counts: aarch64
-ARCH_DEFAULTS = {"x86_64": (("kernel.elf",), "tcg-qemu64"), "aarch64": (("aarch64", "kernel.elf"), "tcg-a64-max")}
+ARCH_DEFAULTS = {"x86_64": (("kernel.elf",), "tcg-qemu64"), "aarch64": (("aarch64", "kernel.elf"), "tcg-a64-max"),
+                 "riscv64": (("riscv64", "kernel.elf"), "tcg-rv64-sscofpmf")}
 
 
 def capture_start_ns(path):
@@ -111,7 +112,7 @@ IRQOFF_PHASES = ("irqoff_spin", "irqoff_exit", "irqon_spin")
 def work_time(g, pid):
     """`work time PID` -> {phase: TSC ticks the irqoff task's code has spent there}."""
     out = g.cmd(f"work time {pid}")
-    m = re.search(r"(?:tsc|cntvct) irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
+    m = re.search(r"(?:tsc|cntvct|time) irqoff_spin (\d+) irqoff_exit (\d+) irqon_spin (\d+)", out)
     if not m:
         raise GuestError(f"work time {pid}: {out.strip()!r}")
     return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
@@ -244,9 +245,11 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", choices=ARCH_DEFAULTS, default="x86_64",
-                    help="x86_64: the pc machine, tick source under TCG; aarch64: QEMU virt, PMU source")
-    ap.add_argument("--kernel", help="the kernel (default: build/kernel.elf, or build/aarch64/kernel.elf)")
-    ap.add_argument("--config", help="a row of vm-configs/configs.toml (default: tcg-qemu64, or tcg-a64-max)")
+                    help="x86_64: the pc machine, tick source under TCG; aarch64: QEMU virt, PMU source; "
+                         "riscv64: QEMU virt, SBI PMU source")
+    ap.add_argument("--kernel", help="the kernel (default: build/kernel.elf, or build/ARCH/kernel.elf)")
+    ap.add_argument("--config", help="a row of vm-configs/configs.toml (default: tcg-qemu64, tcg-a64-max or "
+                                     "tcg-rv64-sscofpmf)")
     ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--work", action="append", help='a workload, e.g. "split 5 3 2" (repeatable)')

@@ -7,7 +7,9 @@ Boots build/kernel.elf under QEMU TCG with -smp 2, starts `work split 5 3 2` and
 `work irqoff 2`, profiles the same 2 s window from both sides, prints the two reports side by
 side and compare's verdict, and writes demo/ (folded stacks, speedscope JSON, SVG flame graph).
 --arch aarch64 does the same on QEMU virt (build/aarch64/kernel.elf, demo/aarch64/), where the
-kernel's own profile samples from the PMU, which sees the interrupts-off code the tick cannot.
+kernel's own profile samples from the PMU, which sees the interrupts-off code the tick cannot;
+--arch riscv64 on QEMU virt in S-mode (build/riscv64/kernel.elf, demo/riscv64/), where it samples
+on the SBI PMU's cycle-counter overflow -- an interrupt, masked with interrupts off like the tick.
 """
 import argparse
 import os
@@ -62,27 +64,31 @@ def side_by_side(left_title, left, right_title, right):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", choices=crosscheck.ARCH_DEFAULTS, default="x86_64")
-    ap.add_argument("--kernel", help="default build/kernel.elf, or build/aarch64/kernel.elf")
+    ap.add_argument("--kernel", help="default build/kernel.elf, or build/ARCH/kernel.elf")
     ap.add_argument("--gdbsample", default=os.path.join(ROOT, "build", "gdbsample"))
-    ap.add_argument("--out", help="default demo/, or demo/aarch64/")
+    ap.add_argument("--out", help="default demo/, or demo/ARCH/")
     ap.add_argument("--chains", type=int, default=5, help="chains shown per side")
     a = ap.parse_args()
-    a64 = a.arch == "aarch64"
+    a64, rv = a.arch == "aarch64", a.arch == "riscv64"
     a.kernel = a.kernel or os.path.join(ROOT, "build", *crosscheck.ARCH_DEFAULTS[a.arch][0])
-    a.out = a.out or os.path.join(ROOT, "demo", *(("aarch64",) if a64 else ()))
+    a.out = a.out or os.path.join(ROOT, "demo", *((a.arch,) if a.arch != "x86_64" else ()))
     config = crosscheck.ARCH_DEFAULTS[a.arch][1]
-    source = "the PMU's cycle counter" if a64 else "the timer tick"
+    source = ("the PMU's cycle counter" if a64 else "the SBI PMU's cycle-counter overflow" if rv
+              else "the timer tick")
     for path in (a.kernel, a.gdbsample):
         if not os.path.exists(path):
             sys.exit(f"demo: {path} is missing (run `make`)")
     t0 = time.monotonic()
     print(f"{BOLD}gdbsample demo{RESET} ({a.arch}): one guest kernel, profiled from inside and from outside.")
-    machine = "QEMU virt, GICv3" if a64 else "TCG"
+    machine = "QEMU virt, GICv3" if a64 else "QEMU virt, S-mode under OpenSBI" if rv else "TCG"
     step(f"boot the test kernel under QEMU ({machine}, -smp 2); start `work split 5 3 2` and `work irqoff 2`")
     print("   split runs split_a/b/c for 5:3:2 of its time (truth: 50/30/20 %); irqoff spends 2 ms in")
     if a64:
         print("   every 10 with interrupts off in irqoff_spin (20 %): the tick cannot look there, but the")
         print("   PMU's overflow is a pseudo-NMI above the kernel's interrupt mask, so this profile sees it.")
+    elif rv:
+        print("   every 10 with interrupts off in irqoff_spin (20 %): S-mode has no NMI, so the PMU's overflow")
+        print("   interrupt cannot look there either; gdbsample, stopping the VM from outside, can.")
     else:
         print("   every 10 with interrupts off in irqoff_spin, where the timer tick can never look (20 %).")
     step(f"profile the same 2 s window: in-guest `profile 2000` ({source}) and gdbsample at 200 Hz")
@@ -92,7 +98,7 @@ def main():
         window = ["--from", str(res.window[0]), "--until", str(res.window[1])]
         external = analyze("report", res.capture, "-e", a.kernel, "--chains", str(a.chains), *window)
         print()
-        side_by_side(f"in-guest: profile 2000 ({'pmu' if a64 else 'tick'})", trim(res.reports[0], a.chains),
+        side_by_side(f"in-guest: profile 2000 ({'pmu' if a64 or rv else 'tick'})", trim(res.reports[0], a.chains),
                      "external: gdbsample (gdbstub)", trim(external, a.chains))
         step("compare: the same story?")
         print(res.compare_text.split("\ntop ")[0].rstrip())

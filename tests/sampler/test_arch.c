@@ -146,7 +146,8 @@ static void test_aarch64_qemu(const char *file, int nregs, int tpidr_num)
 
 /* QEMU 7.2's riscv64 description (-M virt -cpu rv64,sscofpmf=true; includes inlined): the `g`
  * reply is x0..x31 and pc (264 bytes); priv, the privilege level (org.gnu.gdb.riscv.virtual), is
- * register 65 after the FPU's 32 -- `p41` answered 3 (M-mode) at reset -- read with `p`. */
+ * register 65 after the FPU's 32 -- `p41` answered 3 (M-mode) at reset -- and sstatus (322: the
+ * CSR feature's base 66 + 0x100) are read with `p`. */
 static void test_riscv64_qemu(void)
 {
 	static struct layout l;
@@ -168,13 +169,15 @@ static void test_riscv64_qemu(void)
 	CHECK(l.pc->off == 256 && l.sp->off == 16 && l.fp->off == 64 && l.lr && l.lr->off == 8 && l.need == 264);
 	CHECK(l.mode && !strcmp(l.mode->name, "priv") && l.mode->num == 65 && l.mode->off >= 264);
 	CHECK(l.pcpu && !strcmp(l.pcpu->name, "tp") && l.pcpu->off == 32);
-	CHECK(l.dwarf[8] == l.fp && l.dwarf[1] == l.lr && !l.dwarf[32] && !l.flags);
+	CHECK(l.dwarf[8] == l.fp && l.dwarf[1] == l.lr && !l.dwarf[32]);
+	CHECK(l.flags && !strcmp(l.flags->name, "sstatus") && l.flags->num == 322 && l.flags->off >= 264);
 	const struct reg *sepc = arch_find_reg(&l, "sepc");
 	CHECK(sepc && sepc->num == 387 && l.dwarf[33] == sepc); /* a trap entry's pc until stored */
 	uint8_t g[264] = { 0 };
 	CHECK(arch_is_user(&l, g, sizeof g) == -1); /* priv is not in `g` */
 	CHECK(arch_is_user_mode(&l, 0) == 1 && arch_is_user_mode(&l, 1) == 0 && arch_is_user_mode(&l, 3) == 0);
-	CHECK(arch_irqs_off(&l, g, sizeof g) == -1); /* sstatus.SIE: a CSR, not read */
+	CHECK(arch_irqs_off(&l, g, sizeof g) == -1); /* sstatus.SIE: a CSR, read with `p` */
+	CHECK(arch_irqs_off_flags(&l, 0x2) == 0 && arch_irqs_off_flags(&l, 0x8000000200006020ull) == 1);
 }
 
 /* Pointer-authentication codes come off kernel return addresses: the mask is the top bits the
