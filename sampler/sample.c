@@ -16,7 +16,10 @@
  * leaves them, another trip (Hg + m, no 0x03) fetches what is missing.
  */
 
-#define REPLY_TIMEOUT_MS 3000
+/* A sample's replies: QEMU answers in well under a millisecond, but a loaded host (two CPU hogs,
+ * four QEMUs) once kept it from answering a batch for 3 s -- its vCPU threads had to run to stop.
+ * Nothing for this long: it stopped answering. */
+#define REPLY_TIMEOUT_MS 10000
 
 enum { SL_HG, SL_G, SL_P, SL_M, SL_HGV }; /* SL_HGV: Hg to another vCPU for via_kernel reads */
 

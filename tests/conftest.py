@@ -241,3 +241,25 @@ class Stderr:
         self.t.join(timeout=60)
         with self.cv:
             return "".join(line for line in self.lines if line is not None)
+
+
+def capture_has_samples(path):
+    """Whether the capture gdbsample is writing at path (path.partial-*, flushed every second)
+    holds a sample yet: a test that signals a run waits for this, not a fixed time (a loaded host
+    can take seconds to connect, and a signal then is `interrupted while connecting`)."""
+    import glob
+    from gdbsample_analysis import capture as capmod
+    for f in glob.glob(glob.escape(str(path)) + ".partial-*"):
+        try:
+            return any(True for _ in capmod.Capture(f).samples())
+        except (capmod.CaptureError, ValueError, OSError):
+            return False
+    return False
+
+
+def wait_capture_samples(p, path, timeout=60):
+    """Until capture_has_samples(path), gdbsample p exits, or the bound (a hang, not a bar)."""
+    end = time.monotonic() + timeout
+    while not capture_has_samples(path) and p.poll() is None and time.monotonic() < end:
+        time.sleep(0.1)
+    return capture_has_samples(path)

@@ -4,7 +4,6 @@
 Every guest is started by the `boot` fixture (tests/conftest.py), which stops QEMU by its pid at
 teardown; every gdbsample started here is waited for or killed by its own pid.
 """
-import glob
 import os
 import random
 import re
@@ -296,10 +295,8 @@ def test_sigint_exits_zero_and_guest_runs(boot, tmp_path):
     cap = tmp_path / "run.cap"
     p = start(g, "-r", "500", "-f", "capture", "-o", str(cap))
     try:
-        deadline = time.monotonic() + 60  # a hang bound, not a bar
-        while not sampled(cap) and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert sampled(cap), p.communicate(timeout=20) if p.poll() is not None else "no samples in 60 s"
+        assert conftest.wait_capture_samples(p, cap), \
+            p.communicate(timeout=20) if p.poll() is not None else "no samples in 60 s"
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=20)
     finally:
@@ -311,17 +308,6 @@ def test_sigint_exits_zero_and_guest_runs(boot, tmp_path):
     assert any(True for _ in capmod.Capture(str(cap)).samples())
     assert qmp_status(g.qmp_path) == "running"
     assert g.cmd("uptime").startswith("up ")
-
-
-def sampled(path):
-    """Whether the capture gdbsample is writing at path (path.partial-*) holds a sample yet (it
-    flushes every second)."""
-    for f in glob.glob(glob.escape(str(path)) + ".partial-*"):
-        try:
-            return any(True for _ in capmod.Capture(f).samples())
-        except (capmod.CaptureError, ValueError, OSError):
-            return False
-    return False
 
 
 @conftest.ON_EACH_QEMU

@@ -37,18 +37,25 @@ CATCHABLE = [signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, sign
 
 
 @pytest.mark.parametrize("sig", CATCHABLE, ids=[s.name for s in CATCHABLE])
-def test_group_signal_takes_the_clean_way_out(boot, sig):
+def test_group_signal_takes_the_clean_way_out(boot, sig, tmp_path):
     """A signal to the whole group (gdbsample and its guard, as a closed terminal or `kill -- -PGID`
-    sends it): gdbsample finishes the sample, resumes, detaches, writes its report and exits 0;
-    the guest runs."""
+    sends it) while it samples: gdbsample finishes the sample, resumes, detaches, writes its capture
+    (renamed into place: no partial left) and exits 0; the guest runs."""
     g = boot(smp=2, qmp=True)
     g.work("chain 6")
-    p = start_group(g, "-r", "500")
-    wait_sampling(p)
-    os.killpg(p.pid, sig)
-    out, err = p.communicate(timeout=30)
+    cap = tmp_path / "run.cap"
+    p = start_group(g, "-r", "500", "-f", "capture", "-o", str(cap))
+    try:
+        # mid-run: a loaded host once took more than 0.5 s to connect (`interrupted while connecting`)
+        assert conftest.wait_capture_samples(p, cap), p.communicate(timeout=30) if p.poll() is not None else ""
+        os.killpg(p.pid, sig)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
     assert p.returncode == 0, err
-    assert out.startswith("profiled ") and "samples of 2 vCPUs" in err, (out, err)
+    assert "samples of 2 vCPUs" in err and cap.stat().st_size > 0 and not list(tmp_path.glob("run.cap.partial-*")), err
     assert conftest.wait_running(g.qmp_path) == "running"
 
 
