@@ -201,11 +201,13 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
                 time.sleep(0.5)
                 conftest.qmp(vm.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
                 assert err_lines.wait_for("a migration is under way"), err_lines.text()
-                end = time.monotonic() + 60  # a hang bound
-                while conftest.qmp(vm.qmp_path, "query-migrate").get("status") not in ("completed", "failed"):
-                    assert time.monotonic() < end, "the migration did not end"
+                status_now = None
+                for _ in range(1200):  # a hang bound (~60 s of polls); what is judged is QEMU's status
+                    status_now = conftest.qmp(vm.qmp_path, "query-migrate").get("status")
+                    if status_now in ("completed", "failed"):
+                        break
                     time.sleep(0.05)
-                assert conftest.qmp(vm.qmp_path, "query-migrate")["status"] == "completed"
+                assert status_now == "completed", status_now
                 assert err_lines.wait_for("stopped for migration: not sampling it"), err_lines.text()
                 p.send_signal(signal.SIGINT)
                 out = p.stdout.read()
