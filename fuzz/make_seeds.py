@@ -231,10 +231,33 @@ def kallsyms():
     put("kallsyms", "layout_later", mid + offsets)
 
 
+def taskdesc():
+    """Task descriptions (sampler/taskdesc.h): each EXPR shape, comments and CRLF; and broken ones."""
+    put("taskdesc", "testkernel", "current = ((struct cpu *)$percpu)->current\npid = pid\nname = name\n")
+    put("taskdesc", "xv6", "# xv6-riscv\ncurrent = cpus[$tp].proc\npid = pid\nname = name\n")
+    put("taskdesc", "by_cpu", "current = cpus[cpu].proc\r\npid = p.pid  # nested\r\ntgid = p.tgid\r\nname = comm\r\n")
+    put("taskdesc", "riscv_tp", "current = (struct task_struct *)$tp\npid = pid\ntgid = tgid\nname = comm\n")
+    put("taskdesc", "arm64", "current = *(struct task_struct **)($TPIDR_EL1 + &__entry_task)\n"
+        "pid = pid\ntgid = tgid\nname = comm\n")
+    put("taskdesc", "steps", "name=n\npid=a.b\ncurrent=((union u*)$gs_base)->a[0x10].b->c[cpu][$x0]")
+    put("taskdesc", "bad_index", "current = cpus[1).proc\npid = pid\nname = name\n")
+    put("taskdesc", "bad_cast", "current = (struct t *)$tp->x\npid = pid\nname = name\n")
+    put("taskdesc", "bad_keys", "current = c\npid = p\npid = q\nfoo = 1\nname\n")
+    put("taskdesc", "bad_bytes", b"current = a[99999999999999999999]\x00\xff\n\tpid = p->q\n")
+    # Near TD_LINE_MAX (512): longest names, hex indices printed longer in decimal; a path that fits
+    # as written but not canonically (`tgid=` becomes `tgid = `: refused).
+    n = "n" * 63
+    near = "current=*(%s**)($R%s+&%s%s[0xffffffffffffffff][0x1000000001])" % (n, n[1:], n, "[$%s]" % n * 4)
+    assert len(near) <= 512
+    put("taskdesc", "near_limit", near + "\npid=a\nname=b\n")
+    path = ".".join([n] * 7 + [n[:59]])
+    put("taskdesc", "over_canonical", "current=c\npid=a\nname=b\ntgid=%s\n" % path)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--x86-xml")
     ap.add_argument("--cfi-elf")
     a = ap.parse_args()
     rsp(); stop(); threads(); reply(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf); summary()
-    conn(); knet(); textnum(); kallsyms()
+    conn(); knet(); textnum(); kallsyms(); taskdesc()

@@ -27,6 +27,7 @@ void test_kaslr(void);
 void test_modules(void);
 void test_kofile(void);
 void test_task(void);
+void test_taskdesc(void);
 void test_strict(void);
 void test_output(void);
 void test_top(void);
@@ -64,6 +65,7 @@ int main(void)
 	test_modules();
 	test_kofile();
 	test_task();
+	test_taskdesc();
 	test_strict();
 	test_output();
 	test_top();
