@@ -118,7 +118,7 @@ int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
 	long cur = percpu_var(b, "current_task", &vt);
 	const char *how = "current_task";
 	os->cur_sym = NULL;
-	os->pcpu_raw = 0;
+	os->cur_how = CR_BASE;
 	if (cur < 0 && os->pt_valid && percpu_var(b, "__entry_task", &vt) >= 0) {
 		/* arm64: __switch_to keeps the per-CPU __entry_task equal to current in kernel and
 		 * user mode alike (SP_EL0 holds current only in the kernel). Its address is not in
@@ -130,7 +130,7 @@ int guestos_linux_btf(struct guestos *os, const void *data, size_t len)
 		cur = 0;
 		how = "__entry_task";
 		os->cur_sym = "__entry_task";
-		os->pcpu_raw = 1;
+		os->cur_how = CR_RAW;
 	} else if (cur < 0) {
 		long hot = percpu_var(b, "pcpu_hot", &vt);
 		__s64 sz = 0;

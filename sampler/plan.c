@@ -120,22 +120,29 @@ void plan_init(struct plan *p, const struct layout *l, const struct sampler_cfg 
 			p->methods[p->nmethods++] = &p->uw[cfg->order[k]];
 	if (!p->nmethods) p->methods[p->nmethods++] = &p->uw[UM_FP];
 	if (p->cfg.max_frames > SAMPLE_MAX_FRAMES) p->cfg.max_frames = SAMPLE_MAX_FRAMES;
-	p->pcpu = l->pcpu;
-	p->pcpu_alt = l->pcpu_alt;
-	p->pcpu_by_p = l->arch->pcpu_by_p;
+	if (cfg->os && cfg->os->os != OS_NONE && cfg->os->cur_reg[0]) {
+		/* a description's register: read with `p` (one more reply in the same trip) */
+		p->pcpu = arch_find_reg(l, cfg->os->cur_reg);
+		p->pcpu_by_p = p->pcpu_kernel = 1;
+	} else if (!cfg->os || cfg->os->cur_how != CR_NONE) {
+		p->pcpu = l->pcpu;
+		p->pcpu_alt = l->pcpu_alt;
+		p->pcpu_by_p = l->arch->pcpu_by_p;
+	}
 	p->preg[PREG_MODE] = l->arch->mode_by_p ? l->mode : NULL;
 	p->preg[PREG_FLAGS] = l->arch->flags_by_p ? l->flags : NULL;
 	p->kptr_lo = cfg->klo >> 63 ? 1ull << 63 : 0x1000;
 	p->pac_mask = cfg->pac_mask ? cfg->pac_mask : pac_mask(l, cfg);
-	p->task_via_kernel = cfg->os && cfg->os->pcpu_raw;
+	p->task_via_kernel = cfg->os && (cfg->os->cur_how == CR_RAW || cfg->os->os == OS_DESC);
 	if (cfg->os && cfg->os->os != OS_NONE) task_span(cfg->os, &p->task_lo, &p->task_len);
 }
 
-/* Attribution is on: the OS layer knows the layout, the stub gives the per-CPU base register,
- * the fields fit one window. */
+/* Attribution is on: the OS layer knows the layout, the stub gives the register it needs (none
+ * for a global the description names), the fields fit one window. */
 int plan_tasks_on(const struct plan *p)
 {
-	return p->cfg.os && p->cfg.os->os != OS_NONE && p->pcpu && p->task_len && p->task_len <= SAMPLE_WINDOW;
+	return p->cfg.os && p->cfg.os->os != OS_NONE && (p->pcpu || p->cfg.os->cur_how == CR_NONE) && p->task_len &&
+	       p->task_len <= SAMPLE_WINDOW;
 }
 
 const struct reg *plan_wants_preg(const struct plan *p, const struct vcpu *v, int k)
@@ -165,8 +172,8 @@ const struct reg *plan_wants_xreg(const struct plan *p, const struct vcpu *v)
 
 int plan_wants_pcpu(const struct plan *p, const struct vcpu *v)
 {
-	return p->pcpu_by_p && plan_tasks_on(p) && !v->pcpu_base && !v->pcpu_read && v->pcpu_fails < PCPU_TRIES &&
-	       v->task_state == TS_PENDING;
+	return p->pcpu_by_p && p->pcpu && plan_tasks_on(p) && !v->task_at && !v->pcpu_read &&
+	       v->pcpu_fails < PCPU_TRIES && v->task_state == TS_PENDING;
 }
 
 void plan_free(struct plan *p)
@@ -283,41 +290,10 @@ static void task_lost(struct plan *p, struct vcpu *v)
 	p->st.task.lost++;
 }
 
-/*
- * Attribution after a trip. The first trip read the pointer (its address is fixed once the
- * vCPU's GS base is known) and the identity of the task the previous sample found. The same
- * task: those fields are this sample's identity, fresh. Another task: the cache, if it read
- * that task within TASK_VALID_NS; else its fields are read next trip. A vCPU's first sample
- * learns the GS base from its registers and reads the pointer next trip.
- */
-static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *more)
+/* The task pointer t is read: its identity from this trip's fields, the cache, or the next trip. */
+static void task_fields(struct plan *p, struct vcpu *v, uint64_t t, int last_trip, int *more)
 {
 	struct task_stats *ts = &p->st.task;
-	if (v->task_state != TS_PENDING) return;
-	if (!v->pcpu_base) {
-		/* x86: gs_base or k_gs_base, in `g`; aarch64: TPIDR_EL1, read with `p` in the first trip */
-		uint64_t a = p->pcpu_by_p ? (v->pcpu_read ? v->pcpu_val : 0) : arch_reg(p->pcpu, v->regs, v->nregs);
-		uint64_t b = p->pcpu_alt ? arch_reg(p->pcpu_alt, v->regs, v->nregs) : 0;
-		v->pcpu_base = p->cfg.os->pcpu_raw ? a : task_pcpu_base(a, b, p->kptr_lo); /* (0: not read) */
-		if (!v->pcpu_base) { task_lost(p, v); return; } /* no per-CPU base yet (early boot) */
-	}
-	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
-	if (!pw) {
-		if (last_trip) { task_lost(p, v); return; }
-		queue_more(v, more);
-		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
-		return;
-	}
-	if (!pw->ok && p->task_via_kernel && !pw->via_kernel && !v->task_via_tried && !last_trip &&
-	    plan_vcpu_user(p, v) == 1) {
-		/* it turned to user mode since the last sample: read through a kernel-mode vCPU */
-		v->task_via_tried = 1;
-		queue_more(v, more);
-		want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
-		return;
-	}
-	if (!pw->ok) { task_lost(p, v); return; }
-	uint64_t t = le64(pw->data);
 	if (!task_ptr_ok(t, p->kptr_lo)) { task_lost(p, v); return; }
 	v->task_ptr = t;
 	const struct window *fw = find_win(v, WIN_TASK, t + p->task_lo);
@@ -343,6 +319,60 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 	v->task = id;
 	v->task_state = TS_DONE;
 	v->pred_task = t;
+}
+
+/* This sample's value of the register the task's place comes from (0: not read). */
+static uint64_t task_reg(const struct plan *p, const struct vcpu *v)
+{
+	if (!p->pcpu) return 0;
+	return p->pcpu_by_p ? (v->pcpu_read ? v->pcpu_val : 0) : arch_reg(p->pcpu, v->regs, v->nregs);
+}
+
+/*
+ * Attribution after a trip. The first trip read the pointer (its address is fixed once the
+ * vCPU's per-CPU base, or the description's register, is known) and the identity of the task the
+ * previous sample found. The same task: those fields are this sample's identity, fresh. Another
+ * task: the cache, if it read that task within TASK_VALID_NS; else its fields are read next
+ * trip. A vCPU's first sample learns the base from its registers and reads the pointer next
+ * trip. Where the register is the task (CR_TASK) there is no pointer to read: every sample takes
+ * it from the register, in kernel mode only.
+ */
+static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *more)
+{
+	const struct guestos *os = p->cfg.os;
+	if (v->task_state != TS_PENDING) return;
+	if (os->cur_how == CR_TASK) {
+		if (plan_vcpu_user(p, v) != 0) { task_lost(p, v); return; } /* the register is the user's */
+		uint64_t t = task_where(os, v->cpu, task_reg(p, v), 0, p->kptr_lo);
+		if (!t) { task_lost(p, v); return; }
+		task_fields(p, v, t, last_trip, more);
+		return;
+	}
+	if (!v->task_at) {
+		/* x86: gs_base or k_gs_base, in `g`; aarch64: TPIDR_EL1, read with `p` in the first trip;
+		 * a description's register: with `p`, and only from a kernel-mode sample */
+		if (p->pcpu_kernel && plan_vcpu_user(p, v) != 0) { task_lost(p, v); return; }
+		uint64_t b = p->pcpu_alt ? arch_reg(p->pcpu_alt, v->regs, v->nregs) : 0;
+		v->task_at = task_where(os, v->cpu, task_reg(p, v), b, p->kptr_lo); /* (0: not read) */
+		if (!v->task_at) { task_lost(p, v); return; } /* no per-CPU base yet (early boot) */
+	}
+	const struct window *pw = find_win(v, WIN_TASKPTR, 0);
+	if (!pw) {
+		if (last_trip) { task_lost(p, v); return; }
+		queue_more(v, more);
+		want_task(p, v, WIN_TASKPTR, v->task_at, 8, 0);
+		return;
+	}
+	if (!pw->ok && p->task_via_kernel && !pw->via_kernel && !v->task_via_tried && !last_trip &&
+	    plan_vcpu_user(p, v) == 1) {
+		/* it turned to user mode since the last sample: read through a kernel-mode vCPU */
+		v->task_via_tried = 1;
+		queue_more(v, more);
+		want_task(p, v, WIN_TASKPTR, v->task_at, 8, 0);
+		return;
+	}
+	if (!pw->ok) { task_lost(p, v); return; }
+	task_fields(p, v, le64(pw->data), last_trip, more);
 }
 
 /* A page boundary both of whose sides were read this sample (0 if none). */
@@ -377,7 +407,9 @@ void plan_first(struct plan *p, struct vcpu *v)
 	v->preg_read[PREG_MODE] = v->preg_read[PREG_FLAGS] = 0;
 	v->xreg = -1;
 	if (plan_tasks_on(p)) { /* the pointer's address is fixed per vCPU; re-read who ran last time */
-		if (v->pcpu_base) want_task(p, v, WIN_TASKPTR, v->pcpu_base + p->cfg.os->cur_off, 8, 0);
+		if (!v->task_at && p->cfg.os->cur_how == CR_NONE) /* a global: known before any register */
+			v->task_at = task_where(p->cfg.os, v->cpu, 0, 0, p->kptr_lo);
+		if (v->task_at) want_task(p, v, WIN_TASKPTR, v->task_at, 8, 0);
 		if (v->pred_task) want_task(p, v, WIN_TASK, v->pred_task + p->task_lo, p->task_len, 1);
 	}
 	if (!v->have_pred || v->idle_prev || !v->pred_next) return;

@@ -79,9 +79,10 @@ struct vcpu {
 	int refetched;                 /* a failed crossing read is being re-read page by page */
 	int done;                      /* sample finished (or given up) */
 	int failed;                    /* no usable registers: sample dropped */
-	uint64_t pcpu_base;            /* the vCPU's per-CPU base (x86 kernel GS base, aarch64
-					* TPIDR_EL1; 0 = not learned yet): the current-task pointer is
-					* read at a fixed address from it */
+	uint64_t task_at;              /* where the vCPU's current-task pointer is (task_where: from the
+					* per-CPU base, x86 kernel GS base, aarch64 TPIDR_EL1, or the
+					* description's register or array; 0 = not learned yet): fixed
+					* per vCPU (never set for CR_TASK, where the register is the task) */
 	int pcpu_read;                 /* pcpu_val holds this sample's `p` reply for the per-CPU
 					* register (when it is not in `g`) */
 	uint64_t pcpu_val;             /* ...its value */
@@ -164,6 +165,8 @@ struct plan {
 	const struct reg *pcpu, *pcpu_alt; /* the per-CPU base register(s) (x86 gs_base, k_gs_base;
 					 * aarch64 TPIDR_EL1, read with `p`), NULL: absent */
 	int pcpu_by_p;                  /* pcpu is not in the `g` reply: read it with `p` */
+	int pcpu_kernel;                /* a register a task description names: its value is the
+					 * kernel's only in kernel mode (never learned from a user-mode sample) */
 	const struct reg *preg[PREG_N]; /* registers read with `p` each sample (PREG_MODE: the mode
 					 * register, PREG_FLAGS: the flags; riscv64 priv, sstatus), NULL:
 					 * in `g` or absent */

@@ -51,7 +51,7 @@ $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
 		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/tests/sampler/cfi_frames_rv.elf \
 		       $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf \
-		       $(BUILD)/tests/sampler/ko_mini.ko
+		       $(BUILD)/tests/sampler/ko_mini.ko $(BUILD)/tests/sampler/task_shapes.elf
 	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
 
 # An ELF with known CFI for the CFI unwinder's test (its path is compiled into test_cfi.o).
@@ -108,3 +108,9 @@ $(BUILD)/tests/sampler/ko_mini.ko: tests/sampler/data/ko_mini.c
 	@mkdir -p $(dir $@)
 	$(CC) -c -g -O1 -fno-asynchronous-unwind-tables -fno-pie -o $@ $<
 $(BUILD)/tests/sampler/test_kofile.o: SAMPLER_CFLAGS += -DKO_MINI='"$(BUILD)/tests/sampler/ko_mini.ko"'
+# Other kernels' current-task layouts, as DWARF, for the task descriptions' resolution (test_taskdesc_dwarf.c).
+$(BUILD)/tests/sampler/task_shapes.elf: tests/sampler/data/task_shapes.c tests/sampler/data/task_shapes2.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O1 -nostdlib -static -no-pie -Wl,-e,start -Wl,--build-id=none -o $@ $^
+$(BUILD)/tests/sampler/test_taskdesc_dwarf.o: SAMPLER_CFLAGS += -DTASK_SHAPES_ELF='"$(BUILD)/tests/sampler/task_shapes.elf"' \
+	-DA64_KERNEL='"$(BUILD)/aarch64/kernel.elf"'

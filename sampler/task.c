@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const guestos_names[3] = { "none", "linux", "testkernel" };
+const char *const guestos_names[4] = { "none", "linux", "testkernel", "described" };
 
 uint64_t task_pcpu_base(uint64_t a, uint64_t b, uint64_t lo)
 {
@@ -21,6 +21,26 @@ uint64_t task_pcpu_base(uint64_t a, uint64_t b, uint64_t lo)
 int task_ptr_ok(uint64_t ptr, uint64_t lo)
 {
 	return ptr && ptr >= lo && !(ptr & 7);
+}
+
+uint64_t task_where(const struct guestos *os, int cpu, uint64_t val, uint64_t alt, uint64_t lo)
+{
+	uint64_t base;
+	switch (os->cur_how) {
+	case CR_BASE:
+		base = os->cur_reg[0] ? (task_ptr_ok(val, lo) ? val : 0) : task_pcpu_base(val, alt, lo);
+		return base ? base + os->cur_off : 0;
+	case CR_RAW:
+		return val ? val + os->cur_off : 0; /* 0: not read (a real offset of 0 is a zero-based area: CR_BASE) */
+	case CR_INDEX:
+		return val < os->cur_count ? os->cur_off + val * os->cur_stride : 0;
+	case CR_NONE:
+		if (!os->cur_by_cpu) return os->cur_off;
+		return cpu >= 0 && (uint64_t)cpu < os->cur_count ? os->cur_off + (uint64_t)cpu * os->cur_stride : 0;
+	case CR_TASK:
+		return task_ptr_ok(val, lo) ? val : 0;
+	}
+	return 0;
 }
 
 void task_span(const struct guestos *os, uint32_t *lo, uint32_t *len)

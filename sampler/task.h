@@ -51,6 +51,11 @@ uint64_t task_pcpu_base(uint64_t a, uint64_t b, uint64_t lo);
 /* 1 if ptr can be a kernel struct: 8-aligned, at or above lo (the upper half, 1 << 63, for a
  * kernel mapped there; our aarch64 kernel runs identity-mapped in the lower half). */
 int task_ptr_ok(uint64_t ptr, uint64_t lo);
+/* Where os says the current task is on vCPU number cpu, given the register's value val (and alt,
+ * the arch's user-mode alternative: x86 k_gs_base): the address of the task pointer, or for
+ * CR_TASK the task itself; 0 if not known from these (not a kernel pointer yet, an index past
+ * the array). Pure: plan.c reads the registers and the memory. */
+uint64_t task_where(const struct guestos *os, int cpu, uint64_t val, uint64_t alt, uint64_t lo);
 /* The byte span of the identity fields: [ptr + *lo, ptr + *lo + *len). */
 void task_span(const struct guestos *os, uint32_t *lo, uint32_t *len);
 /* Decode the span read at ptr + lo; -1 if implausible (negative ids, an empty name). */

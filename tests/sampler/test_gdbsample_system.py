@@ -142,7 +142,7 @@ def test_report_folds_chain_like_profile(boot):
     assert m, lines[1]
     # -e given: which image, which unwinders, and where the kernel was found
     assert re.fullmatch(r"kernel kernel\.elf, unwound by cfi,fp, kaslr offset 0x0 \(matched kernel text\), "
-                        r"tasks testkernel: DWARF, cpu\.current at \+0x[0-9a-f]+, task pid \+\d+ name \+\d+",
+                        r"tasks testkernel: DWARF, \(\(struct cpu \*\)\$percpu\)->current; struct task pid \+\d+ name \+\d+",
                         lines[2]), lines[2]
     tasks = [l for l in lines[3:] if l.startswith("task ")]   # then one line per task
     assert tasks and re.fullmatch(r"task \d+\.\d% \d+ chain pid \d+ tgid \d+, user 0\.0%", tasks[0]), tasks

@@ -28,6 +28,7 @@ void test_modules(void);
 void test_kofile(void);
 void test_task(void);
 void test_taskdesc(void);
+void test_taskdesc_dwarf(void);
 void test_strict(void);
 void test_output(void);
 void test_top(void);
@@ -66,6 +67,7 @@ int main(void)
 	test_kofile();
 	test_task();
 	test_taskdesc();
+	test_taskdesc_dwarf();
 	test_strict();
 	test_output();
 	test_top();

@@ -96,7 +96,7 @@ static void test_plan_a64(void)
 	CHECK(!plan_wants_pcpu(&p, &v)); /* read: not asked again */
 	v.trips = 1;
 	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
-	CHECK(v.pcpu_base == CPU0);
+	CHECK(v.task_at == CPU0 + 0x20);
 	const struct window *tw = NULL, *pw = NULL;
 	for (int i = 0; i < v.nwin; i++) {
 		if (v.win[i].kind == WIN_TEXT) tw = &v.win[i];

@@ -252,7 +252,7 @@ static void test_plan_reads(void)
 	regs(&v, 0x7f00000010, BASE);
 	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
 	struct window *w = win(&v, WIN_TASKPTR);
-	CHECK(v.pcpu_base == BASE && w && w->addr == BASE + 0x1fb80 && w->len == 8);
+	CHECK(v.task_at == BASE + 0x1fb80 && w && w->addr == BASE + 0x1fb80 && w->len == 8);
 	le64(w->data, T1);
 	w->ok = 1;
 	CHECK(plan_after_trip(&p, &v, &out, 0) == 0);
