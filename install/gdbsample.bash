@@ -8,7 +8,7 @@ _gdbsample()
     _init_completion || return
 
     case $prev in
-        -e | -o | -u | --qmp)
+        -e | -o | -u | --qmp | --tasks)
             _filedir
             return ;;
         -f)

@@ -42,6 +42,8 @@ const char cli_usage[] =
 	"  --idle             report idle samples (default: count and drop them)\n"
 	"  --os OS            who runs on each vCPU: auto (default: Linux from the image's BTF, our\n"
 	"                     test kernel from its DWARF), linux, testkernel or none\n"
+	"  --tasks FILE       how to find the current task in any kernel with DWARF: a task\n"
+	"                     description (docs/tasks.md; - reads stdin), resolved in the image (-e)\n"
 	"  --task-format F    the folded stack's root when tasks are known: comm (default), comm-pid,\n"
 	"                     pid or cpu\n"
 	"  --pid LIST         keep only samples of these pids or thread-group ids, e.g. 1,5-7\n"
@@ -142,7 +144,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 }
 
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
+       OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
 enum { OPT_INTERVAL = 512 };
 
@@ -164,6 +166,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "max-pause", required_argument, 0, OPT_MAXPAUSE },
 		{ "connect-timeout", required_argument, 0, OPT_CONNTIMEOUT },
 		{ "os", required_argument, 0, OPT_OS },
+		{ "tasks", required_argument, 0, OPT_TASKS },
 		{ "task-format", required_argument, 0, OPT_TASKFMT },
 		{ "pid", required_argument, 0, OPT_PID },
 		{ "comm", required_argument, 0, OPT_COMM },
@@ -291,6 +294,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			else if (!strcmp(optarg, "none")) o->os = OS_NONE;
 			else return bad(o, "--os: unknown OS '%.40s' (auto, linux, testkernel or none)%s", optarg, "");
 			break;
+		case OPT_TASKS:
+			o->tasks = optarg;
+			break;
 		case OPT_TASKFMT: {
 			int k = 0;
 			while (k < 4 && strcmp(optarg, task_format_names[k])) k++;
@@ -360,6 +366,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (o->cmd != CMD_TOP && have_interval) return bad(o, "--interval is for top%s%s", "", "");
 	if ((o->os == OS_LINUX || o->os == OS_TESTKERNEL) && !o->nelf)
 		return bad(o, "--os %s needs the kernel image (-e)%s", guestos_names[o->os], "");
+	if (o->tasks && !o->nelf) return bad(o, "--tasks needs the kernel image (-e), whose DWARF it is resolved in%s%s", "", "");
+	if (o->tasks && o->os != OS_AUTO)
+		return bad(o, "--tasks and --os %s: give one (a description says how to find the tasks)%s", guestos_names[o->os], "");
 	if (task_filter_on(&o->filter) && (!o->nelf || o->os == OS_NONE))
 		return bad(o, "--pid and --comm need task attribution: the kernel image (-e) and not --os none%s%s", "", "");
 	if ((o->unwind == UNWIND_CFI || o->unwind == UNWIND_ORC) && !o->nelf)

@@ -44,6 +44,7 @@ struct opts {
 	int verify;              /* ELF check on (--no-verify clears) */
 	int demangle;            /* C++/Rust names demangled (--no-demangle clears) */
 	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
+	const char *tasks;       /* --tasks FILE: a task description (taskdesc.h; "-": stdin), or NULL */
 	int task_format;         /* --task-format TF_*: the folded root when tasks are known */
 	struct task_filter filter; /* --pid LIST, --comm REGEX */
 	int help;                /* -h: print usage */

@@ -12,9 +12,11 @@
 int file_read(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *err, size_t errcap)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int in = !strcmp(path, "-"); /* standard input, as every tool reads it */
+	int fd = in ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
 	*buf = NULL;
 	*len = 0;
+	if (in) path = "standard input";
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(err, errcap, "%s: %s", path, strerror(errno));
 		if (fd >= 0) close(fd);

@@ -7,7 +7,7 @@
 
 #define FILE_MAX_IMAGE (1ull << 31) /* the largest kernel image or map we read (2 GiB) */
 
-/* Read path whole into a malloc'd, NUL-terminated buffer; -1 with a one-line message in err
+/* Read path ("-": standard input) whole into a malloc'd, NUL-terminated buffer; -1 with a one-line message in err
  * (missing, a directory, unreadable, larger than max). */
 int file_read(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *err, size_t errcap);
 /* path's last component (after its last '/'), as the loaders' messages name a file. */

@@ -50,6 +50,7 @@ static int load_tables(struct image *im, const char *path, int want)
 	size_t blen = 0;
 	const uint8_t *btf = elfsec_bytes(im->elf, ".BTF", &blen, NULL);
 	image_guestos(im, path, btf, blen);
+	if (im->err) return -1;
 	if (btf) image_btf(im, btf, blen);
 	return 0;
 }
@@ -61,6 +62,12 @@ static void image_guestos(struct image *im, const char *path, const uint8_t *btf
 	struct guestos *os = &im->os;
 	int want = im->want_os;
 	os->os = OS_NONE;
+	if (im->desc) {
+		char err[ERR_MAX - 256];
+		if (guestos_desc_dwarf(os, im->elf, im->desc, err, sizeof err) < 0)
+			ERR_SET(im, ERR_USAGE, "--tasks: %s (in %s)", err, file_base(path));
+		return;
+	}
 	if (want == OS_NONE) {
 		snprintf(os->why, sizeof os->why, "--os none");
 		return;
@@ -292,12 +299,14 @@ static int image_kallsyms(struct image *im, const char *path)
 	return names_from_kallsyms(im, &k);
 }
 
-int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os)
+int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os,
+	       const struct taskdesc *desc)
 {
 	const char *elfpath = NULL;
 	int nkos = 0;
 	memset(im, 0, sizeof *im);
 	im->want_os = want_os;
+	im->desc = desc;
 	snprintf(im->os.why, sizeof im->os.why, "a symbol map has no types to find the task layout in (BTF "
 		 "or DWARF): give the kernel image (-e vmlinuz) too");
 	elf_version(EV_CURRENT);
@@ -372,6 +381,11 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 	if (nkos == npaths) { /* module files alone: the kernel is found in guest memory (kfind.c) */
 		im->only_kos = 1;
 		return 0;
+	}
+	if (desc && im->os.os != OS_DESC) {
+		ERR_SET(im, ERR_USAGE, "--tasks: no kernel ELF among the -e files to resolve the description in "
+			"(it needs the image's DWARF: a vmlinux or an ELF built with -g, not a map, .ko or arm64 Image)");
+		return -1;
 	}
 	if (im->a64buf && place_a64(im) < 0) return -1;
 	if (!im->syms.n && im->elf && image_kallsyms(im, elfpath) < 0) return -1;

@@ -42,6 +42,7 @@ struct image {
 				     * `vectors` (VBAR_EL1 points there: it places the text), else 0 */
 	uint64_t text_lo, text_hi;  /* the image's executable sections [lo, hi), link addresses */
 	int want_os;                /* OS_AUTO, or the OS --os names (OS_NONE: no attribution) */
+	const struct taskdesc *desc; /* --tasks: the description to resolve in the ELF's DWARF, or NULL */
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */
 	int has_btf;                /* the image has .BTF (a Linux kernel) */
 	struct mod_layout modl;     /* struct module's layout from it (modl.ok, else modl.why) */
@@ -52,9 +53,12 @@ struct image {
 	char errstr[ERR_MAX];           /* what went wrong */
 };
 
+struct taskdesc;
 /* Load one to IMAGE_MAX_FILES files (at most one ELF or vmlinuz, at most one map; .ko files and
- * directories of them go to kos). */
-int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os);
+ * directories of them go to kos). desc (--tasks, or NULL) is resolved in the ELF's DWARF: an
+ * image it cannot be resolved in is an error (ERR_USAGE), never a silent fallback. */
+int image_load(struct image *im, const char *const *paths, int npaths, int want, int want_os,
+	       const struct taskdesc *desc);
 /* Apply the KASLR offsets (kaslr.h): names and text move to the guest's addresses, the image's
  * tables subtract the text's offset from every pc they look up. */
 void image_relocate(struct image *im, int64_t text_slide, int64_t names_slide);

@@ -2,6 +2,7 @@
 /* session.c: one attachment to a guest -- the kernel image, connection, guard, sampler. */
 #include "session.h"
 #include "err.h"
+#include "files.h"
 #include "insn.h"
 #include "pace.h"
 #include "progress.h"
@@ -88,6 +89,42 @@ static void kfind_note(const struct session *ss)
 		(double)k->longest_ns / 1e6, k->over, k->rescued, (double)k->elapsed_ns / 1e9);
 }
 
+/* --tasks FILE: read and parse the description (its DWARF resolution comes with the image). */
+static int read_tasks(struct session *ss, const char *path)
+{
+	uint8_t *buf;
+	size_t len;
+	char why[512];
+	if (file_read(path, TD_TEXT_MAX + 1, &buf, &len, why, sizeof why) < 0) {
+		ERR_SET(ss, ERR_USAGE, "--tasks %s", why);
+		return -1;
+	}
+	int rc = taskdesc_parse((const char *)buf, len, &ss->desc, why, sizeof why);
+	free(buf);
+	if (rc < 0) {
+		ERR_SET(ss, ERR_USAGE, "--tasks %s: %s", strcmp(path, "-") ? file_base(path) : "-", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* A description's place, after the attach: globals move with the KASLR slide; the register it
+ * names must be the stub's, the fields must fit one read. An error, never a silent fallback. */
+static int check_tasks(struct session *ss, const struct arch *ga)
+{
+	struct guestos *os = &ss->img.os;
+	if (os->os != OS_DESC || plan_tasks_on(&ss->s.p)) return 0;
+	uint32_t lo, len;
+	task_span(os, &lo, &len);
+	if (len > SAMPLE_WINDOW)
+		ERR_SET(ss, ERR_USAGE, "--tasks: the task's pid and name lie %u bytes apart, more than one read "
+			"(%d bytes) holds", len, SAMPLE_WINDOW);
+	else
+		ERR_SET(ss, ERR_USAGE, "--tasks: the gdbstub's %s registers include no `%s`", ga->name,
+			os->cur_reg[0] ? os->cur_reg : ga->pcpu ? ga->pcpu : "per-CPU base register");
+	return -1;
+}
+
 #define FIND_MIN_S 120.0 /* the least time finding the kernel in the guest may take (seconds) */
 
 int session_open(struct session *ss, const struct opts *o)
@@ -98,7 +135,8 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->khi = o->khi;
 	int want = o->unwind == UNWIND_FP ? 0 : o->unwind == UNWIND_CFI ? IMG_WANT_CFI
 		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
-	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os) < 0)        /* before touching the VM */
+	if (o->tasks && read_tasks(ss, o->tasks) < 0) return -1;                      /* before touching the VM */
+	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os, o->tasks ? &ss->desc : NULL) < 0)
 		return fail(ss, ss->img.err, ss->img.errstr);
 	ss->stopped_since = pace_now(); /* at the latest: connecting (below) stops the VM */
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
@@ -181,11 +219,13 @@ int session_open(struct session *ss, const struct opts *o)
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
 				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);
+	if (ss->img.os.os == OS_DESC && ss->img.os.cur_linked) ss->img.os.cur_off += (uint64_t)ss->kaslr.slide;
 	cfg.os = &ss->img.os;
 	cfg.pac_mask = ss->pac_mask;
 	if (sampler_init(&ss->s, &ss->g, &cfg, ss->cpus, ss->ncpu) < 0)
 		return fail(ss, ERR_SYS, ss->s.errstr);
 	if (ss->img.os.os == OS_LINUX && ga->id != ARCH_X86_64) linux_percpu_addr(ss, ga);
+	if (check_tasks(ss, ga) < 0) return -1;
 	if (ss->img.os.os != OS_NONE && !plan_tasks_on(&ss->s.p)) {
 		ss->img.os.os = OS_NONE;
 		snprintf(ss->img.os.why, sizeof ss->img.os.why, "the gdbstub's %s registers include no %s (the "

@@ -13,11 +13,13 @@
 #include "kfind.h"
 #include "sampler.h"
 #include "summary.h"
+#include "taskdesc.h"
 #include "slice.h"
 
 struct session {
 	const struct opts *o;          /* options */
 	struct image img;              /* the kernel as given with -e (img.syms.n == 0 without -e) */
+	struct taskdesc desc;          /* --tasks: the description, parsed before anything else */
 	struct kaslr kaslr;            /* the KASLR offsets found (or given) */
 	int orc_from_guest;            /* the ORC tables were read from guest memory (map only) */
 	struct modset mods;            /* the guest's loaded modules (mods.head == 0: not read) */

@@ -7,7 +7,7 @@ Layout (all integers little-endian; version 4 is written, versions 1 to 3 still 
     16 u32 rate_hz  20 u32 max_frames  24 u64 kernel lo  32 u64 kernel hi  40 u64 start (unix ns)
     48 u8 id kind  49 u8 id len  50 u16 flags  52 id[32]
     v2: 84 s64 KASLR offset (valid if flags bit 1)  92 u64 runtime _stext (0 unknown)  100 u8 methods
-    v3: 101 u8 task_os (0 no task attribution, 1 linux, 2 testkernel)
+    v3: 101 u8 task_os (0 no task attribution, 1 linux, 2 testkernel, 3 described: --tasks)
     (v1: 84..123 reserved; v2: 101..123)  124 u32 CRC-32 of 0..123
   chunks, back to back until the end of the file:
      0 u32 "CHNK"  4 u32 type (1 samples, 2 summary)  8 u32 payload bytes (<= 1 MiB)
@@ -63,7 +63,7 @@ TIME_MAX = (1 << 63) - 1                  # largest sample time: a CLOCK_MONOTON
 ARCHES = {1: "x86_64", 2: "aarch64", 3: "riscv64"}
 ID_KINDS = {0: "none", 1: "build-id", 2: "fnv1a64"}
 METHODS = {0: "fp", 1: "cfi", 2: "orc"}   # header `methods` bits: unwinding methods used
-TASK_OSES = {1: "linux", 2: "testkernel"}  # header `task_os` (v3): whose tasks the samples name
+TASK_OSES = {1: "linux", 2: "testkernel", 3: "described"}  # header `task_os` (v3): whose tasks the samples name
 
 HEADER = struct.Struct("<8sHHHHIIQQQBBH32sqQBB22xI")
 TASK = struct.Struct("<iiQ16s")           # v3 task record: pid, tgid, task pointer, comm
@@ -312,8 +312,8 @@ class Capture:
         self.kaslr_offset = fields["kaslr_offset"]  # runtime - link address of the text; None unknown
         self.stext = fields["stext"]                # runtime address of _stext, 0 unknown (v1: 0)
         self.methods = fields["methods"]            # unwinding methods used, bit 1 << k (METHODS)
-        self.task_os_id = fields["task_os"]         # v3 header byte 101: 0 none, 1 linux, 2 testkernel
-        # whose tasks the samples name: "linux", "testkernel", None without task attribution
+        self.task_os_id = fields["task_os"]         # v3 header byte 101: 0 none, 1 linux, 2 testkernel, 3 described
+        # whose tasks the samples name: "linux", "testkernel", "described", None without task attribution
         self.task_os = (None if not self.task_os_id else
                         TASK_OSES.get(self.task_os_id, "unknown(%d)" % self.task_os_id))
         self.intact = None          # after samples(): True if every byte was read cleanly
