@@ -139,6 +139,7 @@ bench: deps all
 	  --linux-build $(BUILD)/linux --out docs/benchmarks.md
 	$(PY) bench/task_bench.py --gdbsample $(BUILD)/gdbsample --kernel $(BUILD)/kernel.elf --linux-build $(BUILD)/linux \
 	  --out docs/benchmarks.md
+	$(PY) bench/taskdesc_bench.py --gdbsample $(BUILD)/gdbsample --kernel $(BUILD)/kernel.elf --out docs/benchmarks.md
 	$(PY) bench/a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --kernel $(BUILD)/aarch64/kernel.elf \
 	  --out docs/benchmarks.md
 	$(PY) bench/linux_a64_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
