@@ -118,8 +118,13 @@ def work_time(g, pid):
     return dict(zip(IRQOFF_PHASES, map(int, m.groups())))
 
 
-def inguest_samples(reports):
-    """Samples (idle ones left out) over the in-guest reports so far."""
+def inguest_samples(reports, leaves=None):
+    """Samples (idle ones left out) over the in-guest reports so far; with leaves, only those whose
+    leaf function is one of them (the report's `P% COUNT NAME` rows: what a test of those
+    functions' shares counts, so the run goes on until the test has its samples)."""
+    if leaves is not None:
+        return sum(int(c) for r in reports for c, leaf in re.findall(r"^\d+\.\d% (\d+) (\w+)", r, re.M)
+                   if leaf in leaves)
     return sum(int(n) for r in reports for n in re.findall(r"^(\d+) samples on \d+ cpus", r, re.M))
 
 
@@ -155,11 +160,11 @@ def inconclusive_note(res):
 
 def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=2000, rate=200,
         settle=0.3, config="tcg-qemu64", compare_args=(), min_external=0, max_windows=None, per_pid=False,
-        min_pid_external=0, min_inguest=0):
+        min_pid_external=0, min_inguest=0, inguest_leaves=None):
     """Runs `windows` in-guest windows, then more (up to max_windows) while gdbsample has
     recorded fewer than min_external non-idle samples, or the in-guest reports hold fewer than
-    min_inguest: a busy host lowers the rate either side reaches, and a statistical check needs
-    its samples, not a lower bar.
+    min_inguest (of those whose leaf is in inguest_leaves, if given): a busy host lowers the rate
+    either side reaches, and a statistical check needs its samples, not a lower bar.
     per_pid: after those, `windows` windows of `profile MS PID` for each workload in turn (more,
     up to max_windows, while gdbsample has fewer than min_pid_external samples of that pid since
     its first window), each compared (compare --pid) with gdbsample's samples of that pid over
@@ -193,7 +198,7 @@ def run(kernel, gdbsample, out, smp=2, works=("split 5 3 2",), windows=1, ms=200
                 done = len(res.reports)
                 if done >= windows and (done >= (max_windows or windows) or
                                         (external_so_far(res.capture) >= min_external and
-                                         inguest_samples(res.reports) >= min_inguest)):
+                                         inguest_samples(res.reports, inguest_leaves) >= min_inguest)):
                     break
             t_last = time.time_ns()
             res.vcpu_waited = busiest_waited(sched0, thread_schedstat(g.proc.pid), len(works), t_last - t_first)

@@ -61,8 +61,9 @@ def arch_run(request, tmp_path_factory):
     arch, c = request.param, ARCHES[request.param]
     out = str(tmp_path_factory.mktemp(f"crosscheck-{arch}"))
     kw = {"config": c.config} if c.config else {}
-    if c.min_inguest:
+    if c.min_inguest:  # counted as the split test counts them: samples whose leaf is a split function
         kw["min_inguest"] = c.min_inguest
+        kw["inguest_leaves"] = tuple(SPLIT)
     res = crosscheck.run(c.kernel, GDBSAMPLE, out, smp=2, works=c.works, windows=c.windows, ms=2000, rate=400,
                          min_external=c.min_external, max_windows=c.max_windows, **kw)
     return arch, c, res
