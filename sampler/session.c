@@ -332,7 +332,7 @@ static int look_for_migration(struct session *ss)
  */
 static int changed_hands(struct session *ss, const char **why)
 {
-	static char state[24], text[64];
+	static char state[24], text[160];
 	if (!ss->g.qemu_version) return 0;
 	int r = gdb_run_state(&ss->g, state, sizeof state);
 	if (r < 0) {
@@ -340,7 +340,11 @@ static int changed_hands(struct session *ss, const char **why)
 		return -1;
 	}
 	if (gdb_state_is_ours(r, state)) return 0;
-	snprintf(text, sizeof text, "put in state %s while we held it", state);
+	/* A migration that ended inside our pause saved our pause: its destination starts paused. */
+	int migrated = !strcmp(state, "postmigrate") || !strcmp(state, "finish-migrate");
+	snprintf(text, sizeof text, "put in state %s while we held it%s", state,
+		 migrated ? " (the migration ended inside our pause, so its destination starts paused: "
+			    "`cont` it there)" : "");
 	*why = text;
 	return 1;
 }

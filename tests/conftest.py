@@ -227,11 +227,13 @@ class Stderr:
             self.cv.notify_all()
 
     def wait_for(self, text, timeout=60):
-        """True once a line holding text was printed; False at EOF or after timeout (a hang bound)."""
+        """True once a line holding text (or, given a tuple, any of its texts) was printed; False at
+        EOF or after timeout (a hang bound)."""
+        texts = text if isinstance(text, tuple) else (text,)
         end = time.monotonic() + timeout
         with self.cv:
             while True:
-                if any(line is not None and text in line for line in self.lines):
+                if any(line is not None and any(t in line for t in texts) for line in self.lines):
                     return True
                 if (self.lines and self.lines[-1] is None) or time.monotonic() >= end:
                     return False

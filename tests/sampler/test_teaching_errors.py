@@ -14,6 +14,7 @@ import threading
 
 import conftest
 import pytest
+from fakestub import FakeStub
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 QMP_GREETING = (b'{"QMP": {"version": {"qemu": {"micro": 15, "minor": 2, "major": 7}, "package": ""}, '
@@ -62,91 +63,6 @@ class Greeter:
     def close(self):
         self.lsock.close()
         self.dir.cleanup()
-
-
-def packet(payload):
-    return b"$" + payload + b"#" + b"%02x" % (sum(payload) & 255)
-
-
-class FakeStub:
-    """A gdbstub good enough for a whole run: one vCPU at pc 0 (not an upper-half kernel, so no
-    kernel can be read from guest memory), every memory read unmapped."""
-
-    REGS = b"00" * 1024  # more than the default x86_64 layout needs; all zero
-
-    def __init__(self):
-        self.lsock = socket.socket()
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(1)
-        self.port = self.lsock.getsockname()[1]
-        self.running = False
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def answer(self, req):
-        if req.startswith(b"qSupported"):
-            return b"PacketSize=1000;multiprocess+"
-        if req == b"?":
-            return b"T05thread:p01.01;"
-        if req == b"qfThreadInfo":
-            return b"mp01.01"
-        if req == b"qsThreadInfo":
-            return b"l"
-        if req == b"qC":
-            return b"QCp01.01"
-        if req.startswith(b"Hg"):
-            return b"OK"
-        if req == b"g":
-            return self.REGS
-        if req[:1] in (b"m", b"p"):
-            return b"E14"
-        if req[:1] == b"T":
-            return b"E01"  # no hot-plugged vCPU
-        if req.startswith(b"D"):
-            return b"OK"
-        return b""  # qRcmd and the rest: not supported
-
-    def serve(self):
-        try:
-            c, _ = self.lsock.accept()
-        except OSError:
-            return
-        buf = b""
-        with c:
-            c.settimeout(30)
-            while True:
-                try:
-                    data = c.recv(65536)
-                except OSError:
-                    return
-                if not data:
-                    return
-                buf += data
-                out = b""
-                while buf:
-                    if buf[:1] == b"+":
-                        buf = buf[1:]
-                    elif buf[:1] == b"\x03":
-                        buf = buf[1:]
-                        if self.running:
-                            out += packet(b"T02thread:p01.01;")
-                            self.running = False
-                    elif buf[:1] == b"$":
-                        end = buf.find(b"#")
-                        if end < 0 or len(buf) < end + 3:
-                            break
-                        req, buf = buf[1:end], buf[end + 3:]
-                        out += b"+"
-                        if req == b"c":
-                            self.running = True
-                            continue
-                        out += packet(self.answer(req))
-                    else:
-                        buf = buf[1:]
-                if out:
-                    c.sendall(out)
-
-    def close(self):
-        self.lsock.close()
 
 
 def test_refused_connection_names_the_fixes():
