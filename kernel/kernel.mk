@@ -151,7 +151,15 @@ $(eval $(call KERNEL_VARIANT,riscv64/kernel-nofp,$(KCFLAGS_RV) $(KCFLAGS_NOFP),r
 
 KERNEL_ELFS_x86_64 := $(BUILD)/kernel.elf $(BUILD)/kernel-nofp.elf
 KERNEL_ELFS_aarch64 := $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf
-KERNEL_ELFS_riscv64 := $(BUILD)/riscv64/kernel.elf $(BUILD)/riscv64/kernel-nofp.elf
+KERNEL_ELFS_riscv64 := $(BUILD)/riscv64/kernel.elf $(BUILD)/riscv64/kernel-nofp.elf $(BUILD)/riscv64/shape.elf
+
+# The shape guest (tests/system/shape): a riscv64 kernel that keeps its running process as xv6
+# does (cpus[tp].proc), for the --tasks system test on a kernel of another shape than ours.
+SHAPE_SRCS := tests/system/shape/entry.S tests/system/shape/main.c
+$(BUILD)/riscv64/shape.elf: $(SHAPE_SRCS) tests/system/shape/shape.ld
+	@mkdir -p $(dir $@)
+	$(KCC_rv) $(RV_ARCHFLAGS) -ffreestanding -nostdlib -fno-pie -no-pie -static -O2 -g -Wall -Wextra \
+	  -fno-omit-frame-pointer -T tests/system/shape/shape.ld -Wl,--build-id=none -o $@ $(SHAPE_SRCS)
 kernel: $(foreach a,$(KARCHES),$(KERNEL_ELFS_$(a)))
 
 # Host unit tests of kernel logic that needs no hardware (stack walks, symbols, printf).

@@ -192,7 +192,7 @@ def wait_running(path, timeout=3.0):
 # process per subcommand (the closed-pipe cases, every installed subcommand, record's
 # gdbsample-analyze writers) are marked `slow`, with `pytestmark = pytest.mark.slow` or on the test.
 # `make check` runs `-m "not qemu and not slow"`: the edit-compile loop's tests, in seconds.
-GUEST_FIXTURES = {"boot", "shared_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
+GUEST_FIXTURES = {"boot", "shared_guest", "shape_guest", "boot_elf", "qemu", "linux61", "linux612_nokaslr"}
 
 
 def pytest_configure(config):

@@ -3,19 +3,23 @@
 data (docs/tasks/testkernel.tasks, through the per-CPU base register) and as a global array
 indexed by the vCPU's number (cpus[cpu].current, no register, from stdin) both root every chain
 sample at the chain task's pid -- an exact oracle, no tolerance; bad descriptions and a register
-the stub lacks end in one line and exit 2, the guest running. The resolution of other kernels'
-shapes (xv6's cpus[$tp].proc, per-CPU variables, typedef'd tasks) is unit-tested on DWARF
-(tests/sampler/test_taskdesc_dwarf.c). Every guest is stopped by its pid; every gdbsample is run
-to completion.
+the stub lacks end in one line and exit 2, the guest running. A booted kernel of another shape --
+riscv64, laid out as xv6 (tests/system/shape: cpus[$tp].proc, struct proc) -- is attributed
+exactly too. The resolution of further shapes (per-CPU variables, typedef'd tasks) is unit-tested
+on DWARF (tests/sampler/test_taskdesc_dwarf.c). Every guest is stopped by its pid; every
+gdbsample is run to completion.
 """
 import os
+import re
 import subprocess
 
 import conftest
 import pytest
+from guest import Guest
 
 GDBSAMPLE = conftest.GDBSAMPLE
 DOCS = os.path.join(conftest.ROOT, "docs", "tasks")
+SHAPE = os.path.join(conftest.BUILD, "riscv64", "shape.elf")
 
 
 @pytest.fixture(autouse=True)
@@ -108,3 +112,56 @@ def test_our_kernel_described_as_data(boot, tasks):
             break
     assert mine >= 200, log
     assert named == mine, (named, mine, log)
+
+
+class ShapeGuest(Guest):
+    """build/riscv64/shape.elf (tests/system/shape): no shell; it says `shape: ready` once every
+    hart runs its two processes."""
+    READY = "shape: ready\n"
+
+
+@pytest.fixture(scope="module")
+def shape_guest():
+    """The shape guest at -smp 2 on the system's QEMU (qemu-system-riscv64 7.2), stopped by its pid."""
+    if not os.path.exists(SHAPE):
+        pytest.fail(f"{SHAPE} is missing: run `make kernel` (make test builds it)")
+    g = ShapeGuest(SHAPE, smp=2, config="tcg-rv64", qemu="7.2")
+    try:
+        yield g.start()
+    finally:
+        g.stop()
+
+
+@pytest.mark.parametrize("tasks", ["xv6-riscv.tasks", "by-cpu"])
+def test_a_kernel_of_another_shape(shape_guest, tasks):
+    """A riscv64 kernel laid out as xv6 (struct cpu cpus[], indexed by the hart id in tp; struct
+    proc with name at +20 and pid at +36), described by docs/tasks/xv6-riscv.tasks (through tp)
+    and by cpus[cpu].proc (the vCPU's number): hart h runs even<h> (pid 100(h+1)) in spin_even and
+    odd<h> (pid 100(h+1)+1) in spin_odd, so every sample in either function has exactly one right
+    task, and the hart is told by the chain (boot_main on the boot hart, secondary_entry on the
+    other) -- an exact oracle, no tolerance, over >= 400 samples and both harts."""
+    g = shape_guest
+    path = os.path.join(DOCS, tasks) if tasks != "by-cpu" else "-"
+    stdin = "current = cpus[cpu].proc\npid = pid\nname = name\n" if tasks == "by-cpu" else None
+    seen, harts, log = 0, {}, ""
+    for _ in range(4):
+        r = gdbsample(g.gdbport, g.kernel, "-r", "200", "-d", "2", "-f", "folded", "--task-format", "comm-pid",
+                      "--summary-format", "kv", "--tasks", path, stdin=stdin)
+        assert r.returncode == 0, r.stderr
+        log += r.stdout + r.stderr
+        assert kv(r.stderr)["task_os"] == "described", r.stderr
+        assert kv(r.stderr)["task_layout"].endswith("struct proc pid +36 name +20"), r.stderr
+        for frames, n in conftest.folded_rows(r.stdout):
+            leaf, path_ = frames[-1], frames[1:-1]
+            if leaf not in ("spin_even", "spin_odd"):
+                continue
+            m = re.fullmatch(r"(even|odd)(\d)-(\d+)", frames[0])
+            assert m, (frames, log)
+            h = int(m.group(2))
+            assert m.group(1) == leaf[5:] and int(m.group(3)) == 100 * (h + 1) + (leaf == "spin_odd"), (frames, log)
+            side = "boot" if "boot_main" in path_ else "secondary" if "secondary_entry" in path_ else None
+            assert side and harts.setdefault(side, h) == h, (frames, harts, log)
+            seen += n
+        if seen >= 400 and len(harts) == 2:
+            break
+    assert seen >= 400 and len(harts) == 2 and len(set(harts.values())) == 2, (seen, harts, log)
