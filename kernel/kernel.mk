@@ -50,6 +50,13 @@ KCFLAGS_NOFP := -fomit-frame-pointer -fasynchronous-unwind-tables
 # kernel-nofp.elf only: RBP is a general register; -fasynchronous-unwind-tables makes the CFI
 #   exact at every instruction (not only at call sites), so a sample may stop anywhere.
 KASFLAGS_X86 := -g -Ikernel -Ikernel/arch/x86_64
+# C++ (kernel/cxxwork.cpp, `work symbols`): the build's C flags but the C-only ones, and what a
+#   freestanding kernel can link -- no exceptions, RTTI, guarded statics, atexit or libstdc++.
+KCFLAGS_C_ONLY := -std=c11 -Werror=implicit-function-declaration
+KCXXFLAGS := -std=gnu++17 -fno-exceptions -fno-rtti -fno-threadsafe-statics -fno-use-cxa-atexit -nostdinc++
+KCXX_x86 = $(CXX)
+KCXX_a64 = $(A64_CROSS)g++
+KCXX_rv = $(RV_CROSS)g++
 KLDFLAGS := -nostdlib -no-pie -z max-page-size=0x1000 -z noexecstack
 
 # aarch64 (QEMU virt): the same sources but the arch directory, with GCC's cross compiler.
@@ -90,7 +97,7 @@ KCFLAGS_RV_FP := -fno-omit-frame-pointer -fno-shrink-wrap -fno-schedule-insns2 -
 KASFLAGS_RV := -g $(RV_ARCHFLAGS) -Ikernel -Ikernel/arch/riscv64
 
 KSRCS_SHARED := $(addprefix kernel/,console.c mem.c panic.c pmu.c printf.c prof_report.c profiler.c sched.c \
-		shell.c spinlock.c stacktrace.c string.c symtab.c txwait.c work.c)
+		shell.c spinlock.c stacktrace.c string.c symtab.c txwait.c work.c cxxwork.cpp)
 KSRCS_C := $(KSRCS_SHARED) $(addprefix kernel/,net.c netload.c pci.c pmu_x86.c udpsh.c virtio_net.c) \
 	   $(wildcard kernel/arch/x86_64/*.c)
 KSRCS_S := $(wildcard kernel/arch/x86_64/*.S)
@@ -105,12 +112,17 @@ MKSYMTAB := sh kernel/tools/mksymtab.sh
 # One call per build; $$ is left for the $(eval) to expand.
 define KERNEL_VARIANT
 $(1)_DIR  := $(BUILD)/$(1)
-$(1)_OBJS := $(patsubst kernel/%.c,$(BUILD)/$(1)/%.o,$(6)) \
+$(1)_OBJS := $(patsubst kernel/%.c,$(BUILD)/$(1)/%.o,$(filter %.c,$(6))) \
+	     $(patsubst kernel/%.cpp,$(BUILD)/$(1)/%.o,$(filter %.cpp,$(6))) \
 	     $(patsubst kernel/%.S,$(BUILD)/$(1)/%.o,$(7))
 
 $$($(1)_DIR)/%.o: kernel/%.c kernel/kernel.mk
 	@mkdir -p $$(dir $$@)
 	$$(KCC_$(3)) $(2) -MMD -MP -c $$< -o $$@
+
+$$($(1)_DIR)/%.o: kernel/%.cpp kernel/kernel.mk
+	@mkdir -p $$(dir $$@)
+	$$(KCXX_$(3)) $$(filter-out $(KCFLAGS_C_ONLY),$(2)) $(KCXXFLAGS) -MMD -MP -c $$< -o $$@
 
 $$($(1)_DIR)/%.o: kernel/%.S kernel/kernel.mk
 	@mkdir -p $$(dir $$@)

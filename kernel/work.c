@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* work.c: workloads with a known profile: split A:B:C, a call chain, irq-off spins, memcpy. */
+/* work.c: workloads with a known profile: split A:B:C, a call chain, irq-off spins, memcpy, C++. */
 #include "work.h"
+#include "cxxwork.h"
 #include "cpu.h"
 #include "sched.h"
 #include "arch.h"
@@ -12,7 +13,7 @@
 #define COPY_BYTES 65536
 #define STOP_WAIT_MS 2000
 
-enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT };
+enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT, W_SYMBOLS };
 
 /* The same busy loop everywhere, so only iteration counts differ between functions. */
 #define SPIN_LOOP(n) do {						\
@@ -189,6 +190,7 @@ static void work_main(void *arg)
 	case W_IRQOFF: run_irqoff(t); break;
 	case W_COPY: run_copy(t); break;
 	case W_FANOUT: run_fanout(t); break;
+	case W_SYMBOLS: work_symbols(&t->killed, (uint64_t)t->pid); break; /* cxxwork.cpp */
 	}
 }
 
@@ -206,6 +208,7 @@ static void start(struct out *o, const char *name, uint64_t kind, uint64_t a, ui
 	case W_CHAIN: snprintf(t->desc, sizeof(t->desc), "chain %lu", a); break;
 	case W_IRQOFF: snprintf(t->desc, sizeof(t->desc), "irqoff %lu", a); break;
 	case W_FANOUT: snprintf(t->desc, sizeof(t->desc), "fanout"); break;
+	case W_SYMBOLS: snprintf(t->desc, sizeof(t->desc), "symbols"); break;
 	default: snprintf(t->desc, sizeof(t->desc), "copy"); break;
 	}
 	out_printf(o, "work: pid %d %s on cpu%d\n", t->pid, t->desc, cpu);
@@ -328,6 +331,11 @@ void work_command(int argc, char **argv, struct out *o)
 			out_puts(o, "work: fanout takes no arguments\n");
 		else
 			start(o, "fanout", W_FANOUT, 0, 0, 0);
+	} else if (strcmp(sub, "symbols") == 0) {
+		if (argc != 2)
+			out_puts(o, "work: symbols takes no arguments\n");
+		else
+			start(o, "symbols", W_SYMBOLS, 0, 0, 0);
 	} else if (strcmp(sub, "rounds") == 0) {
 		work_rounds(argc, argv, o);
 	} else if (strcmp(sub, "time") == 0) {
@@ -335,6 +343,6 @@ void work_command(int argc, char **argv, struct out *o)
 	} else if (strcmp(sub, "stop") == 0) {
 		work_stop(argc, argv, o);
 	} else {
-		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | time PID | rounds PID | stop PID|all\n");
+		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | time PID | rounds PID | stop PID|all\n");
 	}
 }

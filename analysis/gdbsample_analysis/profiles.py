@@ -3,7 +3,7 @@
 a folded file or a capture -- reduced to the same keys: leaf function and whole chain by symbol."""
 import re
 
-from . import common, filters, inputs
+from . import common, demangle, filters, inputs
 from .capture import FLAG_IRQOFF
 from .common import Failure
 from .symbols import is_return
@@ -177,5 +177,34 @@ def load(path, syms, args):
     except OSError as e:
         raise Failure("%s: %s" % (inputs.name(path), e.strerror or e)) from None
     if re.search(r"^\s*profiled [0-9]+ ms\s*$", text, re.M):
-        return parse_reports(text, inputs.name(path))
-    return from_folded(common.load_folded(path), inputs.name(path))
+        return readable(parse_reports(text, inputs.name(path)))
+    return readable(from_folded(common.load_folded(path), inputs.name(path)))
+
+
+def readable(prof):
+    """prof with its mangled function names (C++, Rust) demangled, as gdbsample and a capture's
+    symbols print them: the in-guest `profile` names functions as the kernel's own table has them
+    (`_ZNK4prof11SymbolTable7ResolveEm`), and a folded file may be raw (--no-demangle, other
+    tools) -- so that both sides of a `compare` name a function alike. Unchanged with
+    --no-demangle."""
+    try:
+        table, _ = demangle.demangle_all({f for chain in prof.chains for f in chain})
+    except demangle.DemangleError as err:
+        raise Failure(str(err)) from None
+    if table:
+        rename(prof, lambda f: table.get(f, f))
+    return prof
+
+
+def rename(prof, name):
+    """Every function of prof (and of its per-vCPU profiles) through name(); merged where two
+    names become one."""
+    def merged(d, key):
+        out = {}
+        for k, n in d.items():
+            out[key(k)] = out.get(key(k), 0) + n
+        return out
+    prof.leaf, prof.irqoff = merged(prof.leaf, name), merged(prof.irqoff, name)
+    prof.chains = merged(prof.chains, lambda chain: tuple(name(f) for f in chain))
+    for sub in (prof.per_cpu or {}).values():
+        rename(sub, name)

@@ -101,3 +101,36 @@ def test_no_demangle_flag_on_every_naming_verb(tmp_path):
         assert "--no-demangle" in verbs[verb].format_help(), verb
     r = run("fold", "x.cap", "--no-demangel")
     assert r.returncode == 2 and one_line_error(r)
+
+
+INGUEST = """profiled 2000 ms
+30 samples on 2 cpus, 0 dropped, source tick 100 Hz
+cpu 0: 10 samples
+cpu 1: 20 samples
+66.7% 20 _ZNK4prof11SymbolTable7ResolveEm+0x1c
+        <- _ZN4prof6Walker3RunEPVim+0x78
+        <- work_symbols+0x83
+33.3% 10 _ZN4prof4RingImLj64EE4PushEm+0x8
+        <- _ZN4prof6Walker3RunEPVim+0x90
+        <- work_symbols+0x83
+"""
+
+
+def test_inguest_profile_names_are_demangled_for_compare(tmp_path):
+    """The in-guest `profile` names C++ functions as the kernel's table holds them (mangled); a
+    profile read for `compare` demangles them as gdbsample prints them, so both sides name a
+    function alike -- and keeps them raw under --no-demangle."""
+    from gdbsample_analysis import profiles
+    f = tmp_path / "inguest.txt"
+    f.write_text(INGUEST)
+    p = profiles.load(str(f), None, None)
+    assert p.leaf == {"prof::SymbolTable::Resolve(unsigned long) const": 20,
+                      "prof::Ring<unsigned long, 64u>::Push(unsigned long)": 10}, p.leaf
+    assert p.chains[("prof::SymbolTable::Resolve(unsigned long) const", "prof::Walker::Run(int volatile*, unsigned long)",
+                     "work_symbols")] == 20, p.chains
+    demangle.enabled = False
+    try:
+        assert set(profiles.load(str(f), None, None).leaf) == {"_ZNK4prof11SymbolTable7ResolveEm",
+                                                                "_ZN4prof4RingImLj64EE4PushEm"}
+    finally:
+        demangle.enabled = True
