@@ -32,7 +32,7 @@ include kernel/kernel.mk
 DEB_PKGS := gcc g++ make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu g++-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
 	    qemu-system-misc opensbi gcc-riscv64-linux-gnu g++-riscv64-linux-gnu \
 	    libelf-dev libdw-dev libbpf-dev libiberty-dev rustc zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
-	    gdb socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
+	    gdb gdb-multiarch socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \
 	    golang-go protobuf-compiler python3-protobuf npm tmux libncurses-dev debootstrap

@@ -11,10 +11,11 @@ GDBSCRIPTS = os.path.join(conftest.ROOT, "gdbscripts")
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 
 
-def gdb_batch(args, env=None, timeout=120, elf=None):
-    """gdb -batch -nx ELF ARGS (ELF: kernel.elf by default); returns the CompletedProcess
-    (subprocess.run kills gdb by its pid on timeout and raises TimeoutExpired)."""
-    cmd = ["gdb", "-batch", "-nx", elf or conftest.KERNEL] + list(args)
+def gdb_batch(args, env=None, timeout=120, elf=None, gdb="gdb"):
+    """gdb -batch -nx ELF ARGS (ELF: kernel.elf by default; gdb="gdb-multiarch" for another
+    architecture's ELF); returns the CompletedProcess (subprocess.run kills gdb by its pid on
+    timeout and raises TimeoutExpired)."""
+    cmd = [gdb, "-batch", "-nx", elf or conftest.KERNEL] + list(args)
     return subprocess.run(cmd, env=dict(os.environ, **(env or {})), capture_output=True, text=True,
                           timeout=timeout)
 

@@ -26,18 +26,34 @@ def test_frame_agreement_helper():
     assert frame_agreement(["a", "b"], ["a", "b", "c", "d"]) == (2, 4)
 
 
-@pytest.mark.parametrize("build", ["fp", "nofp"])
-def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path, build):
-    """On both builds (frame pointers, and DWARF CFI only), including stops in the timer
+# (arch, build) -> (kernel, vm-configs row, gdb, the tick stop's first frames: the handler, the
+# trap dispatcher, the entry stub whose CFI signal frame leads back into the interrupted code)
+CASES = {
+    ("x86_64", "fp"): (conftest.KERNEL, "tcg-qemu64", "gdb", ["sched_tick", "trap", "trap_common"]),
+    ("x86_64", "nofp"): (conftest.KERNEL_NOFP, "tcg-qemu64", "gdb", ["sched_tick", "trap", "trap_common"]),
+    ("riscv64", "fp"): (conftest.KERNEL_RV64, "tcg-rv64-sscofpmf", "gdb-multiarch", ["sched_tick", "trap", "trap_entry"]),
+    ("riscv64", "nofp"): (os.path.join(conftest.BUILD, "riscv64", "kernel-nofp.elf"), "tcg-rv64-sscofpmf",
+                          "gdb-multiarch", ["sched_tick", "trap", "trap_entry"]),
+}
+
+
+@pytest.mark.parametrize("arch,build", list(CASES))
+def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path, arch, build):
+    """On both builds (frame pointers, and DWARF CFI only) of x86_64 and riscv64 (GDB's riscv
+    unwinder through gdb-multiarch, on the system's QEMU 7.2), including stops in the timer
     interrupt's handler reached through the entry stub's signal frame."""
     if not os.path.exists(gdbrun.GDBSAMPLE):
         pytest.fail(f"{gdbrun.GDBSAMPLE} is missing: run `make gdbsample`")
-    g = boot(smp=2, kernel=conftest.KERNELS[build])
+    kernel, config, gdb, tick_frames = CASES[arch, build]
+    if arch == "x86_64":
+        g = boot(smp=2, kernel=kernel)
+    else:
+        g = boot(smp=2, kernel=kernel, config=config, qemu="7.2")
     pid = g.work("chain 6")
     cpu = next(t["cpu"] for t in g.ps() if t["pid"] == pid)  # QEMU vCPU index == kernel cpu id
     out = tmp_path / "stops.jsonl"
     t0 = time.monotonic()
-    r = gdbrun.gdb_batch(["-x", DRIVER], timeout=120, elf=conftest.KERNELS[build],
+    r = gdbrun.gdb_batch(["-x", DRIVER], timeout=300, elf=kernel, gdb=gdb,
                          env={"ORACLE_PORT": str(g.gdbport), "ORACLE_STOPS": str(STOPS),
                               "ORACLE_OUT": str(out), "ORACLE_GDBSAMPLE": gdbrun.GDBSAMPLE,
                               "ORACLE_TICK_EVERY": str(TICK_EVERY), "ORACLE_TICK_CPU": str(cpu)})
@@ -53,8 +69,8 @@ def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path, bui
         equal, total = equal + e, total + n
         in_chain += "chain6" in mine
         if row["tick"]:
-            # sched_tick <- trap <- trap_common <- the interrupted chain code
-            assert mine[:3] == ["sched_tick", "trap", "trap_common"], row
+            # sched_tick <- trap <- the entry stub <- the interrupted chain code
+            assert mine[:3] == tick_frames, row
             ticks_through += "chain1" in mine
         if e != n:
             unequal.append((row["stop"], mine, theirs))
