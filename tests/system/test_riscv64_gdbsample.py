@@ -89,6 +89,35 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
     assert 0.33 * (idle + kept) <= idle <= 0.67 * (idle + kept), (idle, kept, log)
 
 
+def test_user_mode_samples_are_user(boot):
+    """`work user` spins in U-mode (kernel/arch/riscv64/user.S) on one hart: QEMU's `priv` says 0
+    there, so each of those samples is one `[user]` frame under the task, never kernel code --
+    user_spin lies in the kernel's text, so a misread privilege would name it -- and they are most
+    of the task's samples (the rest are its traps, in S-mode; >= 90 % of >= 200). The task ends
+    when stopped (its ecall), and the hart is idle again."""
+    g = boot_rv(boot)
+    pid = g.work("user")
+    user = other = 0
+    log = ""
+    for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 200
+        r = run(g, "-r", "300", "-d", "2", "-f", "folded", "--task-format", "comm-pid", "--summary-format", "kv")
+        log += r.stdout + r.stderr
+        for frames, n in conftest.folded_rows(r.stdout):
+            if frames[0] != f"user-{pid}":
+                assert "[user]" not in frames, (frames, log)
+                continue
+            assert frames[-1] != "user_spin", (frames, log)  # a U-mode sample named as kernel code
+            if frames[1:] == ["[user]"]:
+                user += n
+            else:
+                other += n
+        if user >= 200:
+            break
+    assert user >= 200 and user >= 0.9 * (user + other), (user, other, log)
+    assert "work: stopped pid %d" % pid in g.cmd(f"work stop {pid}", timeout=30)
+    assert all(t["pid"] != pid for t in g.ps()), g.ps()
+
+
 @pytest.mark.parametrize("build", ["fp", "nofp"])
 def test_interrupt_samples_reach_interrupted_code(boot, build):
     """Every sample inside a trap -- trap_entry (its frame record and its CFI: a signal frame whose

@@ -7,6 +7,7 @@
 
 #define ARCH_NAME "riscv64"
 #define ARCH_HAS_NET 0			/* no network driver on the virt machine yet */
+#define ARCH_HAS_USER 1			/* `work user`: a task in U-mode (user.S) */
 #define TICK_HZ 100
 #define TIMEBASE_HZ 10000000ul		/* QEMU virt's timebase-frequency (its DTB): the time CSR */
 
@@ -52,4 +53,6 @@ static inline void arch_raise_exception(void) { __asm__ volatile("unimp"); }
 void arch_lscpu(struct out *o);			/* SBI implementation, machine ids, PMU extension */
 /* The initial stack of a new task, as swtch pops it: returns the saved stack pointer. */
 uint64_t arch_task_stack_init(uint8_t *top);
+/* user.S: run the calling task in U-mode (user_spin) until *killed; it then ends (trap.c). */
+void enter_user(volatile int *killed) __attribute__((noreturn));
 #endif

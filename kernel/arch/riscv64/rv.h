@@ -13,6 +13,7 @@
 #define IRQ_S_EXT 9			/* supervisor external: the PLIC (UART) */
 #define IRQ_LCOF 13			/* Sscofpmf local counter-overflow interrupt */
 #define SCAUSE_INTR (1ul << 63)		/* scause: an interrupt, not an exception */
+#define EXC_ECALL_U 8			/* scause: ecall from U-mode */
 #define CSR_SCOUNTOVF 0xda0		/* Sscofpmf: overflow bits of the hpmcounters (read-only) */
 
 #define CSR_RW(name)									\

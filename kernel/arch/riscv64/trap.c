@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* trap.c (riscv64): trap dispatch: interrupts by scause, every exception a panic. */
+/* trap.c (riscv64): trap dispatch: interrupts by scause, `work user`'s ecall, every other exception a panic. */
 #include "trap.h"
 #include "arch.h"
 #include "console.h"
@@ -72,6 +72,8 @@ void trap(struct trapframe *tf)
 		irq(tf, tf->scause & ~SCAUSE_INTR);
 		return;
 	}
+	if (tf->scause == EXC_ECALL_U)	/* `work user` was stopped (user.S) */
+		task_exit();
 	panic_trap(tf, exception_name(tf->scause));
 }
 

@@ -8,6 +8,7 @@
 
 #define ARCH_NAME "x86_64"
 #define ARCH_HAS_NET 1			/* virtio-net over PCI, the UDP shell, netload */
+#define ARCH_HAS_USER 0			/* no user mode: `work user` is riscv64 only */
 
 struct cpu;
 struct out;
