@@ -162,5 +162,10 @@ int gdb_run_state(struct gdb *g, char *state, size_t cap);
  * stopped: a byte sent to a running QEMU stops it): gdb_parse_migration's 1 or 0, 2 when the text
  * was unreadable, -1 on a lost connection (g->err). Only for a QEMU stub. */
 int gdb_migrating(struct gdb *g);
+/* Resume the VM through the monitor (qRcmd "cont"; one round trip) rather than `c`: QEMU checks
+ * the run state and resumes under one lock, and refuses a VM a migration is finishing, which `c`
+ * would start (and QEMU then aborts: 'running' -> 'postmigrate'). 0 resumed, 1 refused (the text
+ * in g->cons), -1 on a lost connection (g->err). Only for a QEMU stub. */
+int gdb_monitor_cont(struct gdb *g);
 
 #endif

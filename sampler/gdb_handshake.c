@@ -130,6 +130,14 @@ int gdb_migrating(struct gdb *g)
 	return rc < 0 ? 2 : rc;
 }
 
+int gdb_monitor_cont(struct gdb *g)
+{
+	if (monitor_cmd(g, "cont") < 0) return -1;
+	if (gdb_parse_cont(g->cons)) return 1;
+	g->running = 1;
+	return 0;
+}
+
 /* The QEMU version behind the stub: "info version" prints "7.2.15 (Debian 1:7.2+dfsg-7+deb12u18)".
  * 0 if the stub is not QEMU or says nothing we can read. */
 static int stub_version(struct gdb *g)

@@ -140,6 +140,25 @@ int gdb_parse_migration(const char *text)
 	return 1;
 }
 
+int gdb_parse_cont(const char *text)
+{
+	/* hmp_cont: silent when qmp_cont resumed the VM; "Error: ..." (hmp_handle_error) otherwise */
+	return strstr(text, "Error") != NULL;
+}
+
+const char *gdb_state_reason(int status, const char *state)
+{
+	static const struct { const char *state; int sig; } as[] = {
+		{ "postmigrate", 0x18 }, { "finish-migrate", 0x18 }, { "shutdown", 0x03 }, { "io-error", 0x17 },
+		{ "watchdog", 0x0e }, { "internal-error", 0x06 }, { "", 0x02 },
+	};
+	if (status == 1)
+		for (size_t i = 0; i < sizeof as / sizeof as[0]; i++)
+			if (!strcmp(state, as[i].state)) return gdb_stop_reason(as[i].sig);
+	if (status == 1 && !strcmp(state, "guest-panicked")) return "stopped: the guest panicked";
+	return "stopped by someone else";
+}
+
 const char *gdb_stop_reason(int sig)
 {
 	switch (sig) { /* GDB's signal numbers, as QEMU's gdb_vm_state_change maps run states */

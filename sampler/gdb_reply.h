@@ -31,6 +31,13 @@ int gdb_parse_migration(const char *text);
  * resumed by us: running or plain paused (what our stop makes) yes; finish-migrate, postmigrate,
  * shutdown, io-error, guest-panicked... no (resuming a VM in finish-migrate aborts QEMU 7.2). */
 int gdb_state_is_ours(int status, const char *state);
+/* What HMP `cont` printed (relayed by qRcmd): 0 nothing (it resumed the VM), 1 an error -- among
+ * them QEMU's refusal of a VM a migration is finishing, "Error: Migration is not finalized yet". */
+int gdb_parse_cont(const char *text);
+/* Why a VM found stopped with no stop reply is stopped, from its run state (gdb_parse_status's
+ * result and state), in gdb_stop_reason's words: a migration, a kept shutdown, an I/O error, a
+ * panic, a plain pause; "stopped by someone else" for anything else or an unreadable state. */
+const char *gdb_state_reason(int status, const char *state);
 
 /* A stop reply, decoded. */
 struct gdb_stopinfo {

@@ -320,6 +320,40 @@ static int look_for_migration(struct session *ss)
 }
 
 /*
+ * Why the VM our 0x03 found stopped, unannounced, is stopped: its run state, on a QEMU stub (one
+ * round trip; the VM is stopped). QEMU >= 8.1 sends a stop reply only after a `c` (or a 0x03), so
+ * a migration that ends after our resume through the monitor (resume_in_migration) stops the VM
+ * without a word, as a `stop` would after `D;1`.
+ */
+static const char *stopped_why(struct session *ss)
+{
+	char state[24];
+	if (!ss->g.qemu_version) return "stopped by someone else";
+	int r = gdb_run_state(&ss->g, state, sizeof state);
+	return r < 0 ? "stopped by someone else" : gdb_state_reason(r, state);
+}
+
+/*
+ * Our resume while a migration is under way: HMP `cont` through the stub instead of `c`. The
+ * run-state check before a resume (changed_hands) leaves a window -- its reply, then our `c` -- and
+ * a migration finishing lands in it more often than chance: a VM we hold dirties no memory, so the
+ * migration's last pass comes in our pause. Its first step moves the VM to finish-migrate; `c`
+ * would then start it, and QEMU 7.2 and 10.0 abort on the next ('running' -> 'postmigrate': seen
+ * on 10.0 in a `make test` beside CPU hogs). `cont` checks and resumes under QEMU's lock, and
+ * refuses finish-migrate ("Migration is not finalized yet"): 1, and the VM is held; 0 resumed;
+ * -1 on a lost connection. One more round trip than `c` (which has no reply), so only while a
+ * migration is known: one that starts after this pause's look and ends inside the same pause is
+ * not covered. A migration that ends after the check and after `cont` -- the time of one round
+ * trip -- would be resumed from postmigrate (undone), not aborted.
+ */
+static int resume_in_migration(struct session *ss)
+{
+	int r = gdb_monitor_cont(&ss->g);
+	if (r < 0) ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
+	return r;
+}
+
+/*
  * Whether the VM we stopped has meanwhile passed into a run state that is not a plain pause -- a
  * migration finishing (`finish-migrate`), a shutdown, an I/O error: QEMU changes the state of a
  * stopped VM silently, and our `c` would start it again. For a migration that is worse than an
@@ -410,7 +444,7 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		*n = 0;
 		ss->g.running = 1;
 		guard_leave(&ss->guard);
-		hold(ss, "stopped by someone else");
+		hold(ss, stopped_why(ss));
 		ss->held_rounds++;
 		return 2;
 	}
@@ -430,7 +464,17 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 			return 0; /* the samples were read while the VM was still ours */
 		}
 	}
-	int resumed = taken == 0 ? sampler_resume(&ss->s) : -1;
+	int resumed = taken != 0 ? -1 : ss->migrating ? resume_in_migration(ss) : sampler_resume(&ss->s);
+	if (resumed == 1) { /* the monitor refused: the migration is finishing (see resume_in_migration) */
+		ss->g.running = 1; /* as for any stop not ours: the probe each round sees it end */
+		guard_leave(&ss->guard);
+		hold(ss, "put in state finish-migrate while we held it (the migration ended inside our pause, so its "
+			 "destination starts paused: `cont` it there)");
+		int64_t t1 = pace_now();
+		pz->pause_ns = t1 - t0;
+		pz->stopped_ns = t1 - (ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0);
+		return 0; /* the samples were read while the VM was still ours */
+	}
 	int64_t t1 = pace_now(), from = ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0;
 	pz->pause_ns = t1 - t0;
 	pz->stopped_ns = t1 - from;

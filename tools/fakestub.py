@@ -49,8 +49,8 @@ class FakeStub:
             return b"OK"
         if req.startswith(b"qRcmd,") and self.monitor:
             text = self.monitor(bytes.fromhex(req[6:].decode()).decode())
-            if text is not None:
-                return [b"O" + text.encode().hex().encode(), b"OK"]
+            if text is not None:  # QEMU sends no 'O' packet for a command that printed nothing
+                return ([b"O" + text.encode().hex().encode()] if text else []) + [b"OK"]
         return b""  # the rest: not supported
 
     def sent(self):

@@ -569,6 +569,10 @@ static void test_parse_status(void)
 	CHECK(gdb_parse_migration("Migration status: ") == -1);
 	CHECK(gdb_parse_migration("") == -1);
 	CHECK(gdb_parse_migration("unknown command: 'info'") == -1);
+	/* HMP cont's answer through qRcmd: silent when it resumed; its refusal mid-migration */
+	CHECK(gdb_parse_cont("") == 0);
+	CHECK(gdb_parse_cont("Error: Migration is not finalized yet\r\n") == 1);
+	CHECK(gdb_parse_cont("Error: Resetting the Virtual Machine is required\r\n") == 1);
 	/* whose VM it is before our `c`: a migration finishing while we held it is not ours (QEMU 7.2
 	 * aborted on our resume there: "invalid runstate transition: 'running' -> 'postmigrate'") */
 	static const struct { const char *text; int ours; } states[] = {
@@ -583,6 +587,22 @@ static void test_parse_status(void)
 		CHECK(gdb_state_is_ours(rc, st) == states[i].ours);
 	}
 	CHECK(!gdb_state_is_ours(-1, ""));
+	/* why a VM found stopped without a stop reply is stopped, from its run state */
+	static const struct { const char *text; const char *why; } whys[] = {
+		{ "VM status: paused (postmigrate)\r\n", "stopped for migration" },
+		{ "VM status: paused (finish-migrate)\r\n", "stopped for migration" },
+		{ "VM status: paused (shutdown)\r\n", "shut down" },
+		{ "VM status: paused (io-error)\r\n", "stopped on an I/O error" },
+		{ "VM status: paused (guest-panicked)\r\n", "stopped: the guest panicked" },
+		{ "VM status: paused\r\n", "paused (a monitor `stop`, virsh suspend)" },
+		{ "VM status: paused (prelaunch)\r\n", "stopped by someone else" },
+		{ "VM status: running\r\n", "stopped by someone else" },
+		{ "nonsense", "stopped by someone else" },
+	};
+	for (size_t i = 0; i < sizeof whys / sizeof whys[0]; i++) {
+		int rc = gdb_parse_status(whys[i].text, st, sizeof st);
+		CHECK(!strcmp(gdb_state_reason(rc, st), whys[i].why));
+	}
 }
 
 /* The handshake's and the readers' replies, parsed on literals (gdb_reply.h). */

@@ -241,12 +241,13 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
 class MigratingQemu:
     """QEMU's monitor as the fake stub relays it: a migration `active` for the first LOOKS looks,
     then `completed` -- its last step having landed inside the pause we hold, so `info status`
-    from then on says postmigrate (what QEMU 7.2 and 10.0 print for a VM migrated away)."""
+    from then on says postmigrate (what QEMU 7.2 and 10.0 print for a VM migrated away). HMP
+    `cont` resumes the VM, or -- from the REFUSE-th on -- refuses it as QEMU does a VM a migration
+    is finishing (finish-migrate)."""
 
-    LOOKS = 2
-
-    def __init__(self):
-        self.looks, self.landed_at = 0, None
+    def __init__(self, looks=2, refuse=None):
+        self.looks, self.landed_at, self.LOOKS = 0, None, looks
+        self.conts, self.refuse, self.refused_at, self.first_active = 0, refuse, None, None
         self.stub = FakeStub(self.monitor)
 
     def monitor(self, cmd):
@@ -257,17 +258,27 @@ class MigratingQemu:
             if self.looks > self.LOOKS and self.landed_at is None:
                 self.landed_at = len(self.stub.sent())  # requests before this answer
             done = self.landed_at is not None
+            if not done and self.first_active is None:
+                self.first_active = len(self.stub.sent())
             return "globals:\r\nstore-global-state: on\r\nMigration status: %s\r\n" % (
                 "completed" if done else "active")
         if cmd == "info status":
             return "VM status: paused (postmigrate)\r\n" if self.landed_at is not None else "VM status: paused\r\n"
+        if cmd == "cont":
+            self.conts += 1
+            if self.refuse and self.conts >= self.refuse:
+                if self.refused_at is None:
+                    self.refused_at = len(self.stub.sent())
+                return "Error: Migration is not finalized yet\r\n"
+            self.stub.running = True
+            return ""
         return None
 
 
 def test_a_migration_ending_inside_our_pause_is_held_and_named():
     """The end a starved host makes likely (one of the once-a-second pauses lasting long enough for
     QEMU's last step to land in it), made certain with a fake stub: from the pause in which
-    `info migrate` first says completed and `info status` says postmigrate, gdbsample sends no `c`
+    `info migrate` first says completed and `info status` says postmigrate, gdbsample sends no `c`, no `cont`
     and no D;1 (either would run the migrated-away VM: QEMU 7.2 aborts), says once why it holds the
     VM and that the destination starts paused, and ends 0 with the hold counted. An unfixed
     gdbsample resumes it, or says nothing of the destination."""
@@ -280,13 +291,43 @@ def test_a_migration_ending_inside_our_pause_is_held_and_named():
         q.stub.close()
     assert r.returncode == 0, r.stderr
     assert q.landed_at is not None, (q.looks, r.stderr)  # the looks went on until the end came
-    assert b"c" in sent[:q.landed_at], sent[:40]  # it was sampling, and resuming, before
+    cont = b"qRcmd," + b"cont".hex().encode()  # a resume while the migration is under way
+    assert cont in sent[:q.landed_at], sent[:40]  # it was sampling, and resuming, before
     after = sent[q.landed_at:]
-    assert b"c" not in after and not any(x.startswith(b"D") for x in after), after[:40]
+    assert b"c" not in after and cont not in after and not any(x.startswith(b"D") for x in after), after[:40]
     said = [ln for ln in r.stderr.splitlines() if "the VM was put in state postmigrate while we held it" in ln]
     assert len(said) == 1, r.stderr
     assert "the migration ended inside our pause, so its destination starts paused" in said[0], said
     assert "left the VM stopped as we found it" in r.stderr, r.stderr
+    kv = dict(line.split(" ", 1) for line in r.stderr.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
+    assert int(kv["held_by_other"]) == 1 and int(kv["migration_rounds"]) > 0, r.stderr
+
+
+def test_a_resume_during_a_migration_is_the_monitors_cont_and_its_refusal_is_held():
+    """While a migration is under way every resume of ours is HMP `cont` (through qRcmd), never
+    `c`: QEMU checks and resumes under one lock and refuses a VM the migration is finishing, where
+    `c` started it and QEMU 10.0 then aborted ('running' -> 'postmigrate', beside CPU hogs). With a
+    fake stub whose migration never ends and whose third `cont` is refused: no `c` from the first
+    look that saw the migration on, nothing but the probe after the refusal (no `c`, `cont` or
+    D;1), one line naming finish-migrate and the paused destination, exit 0 with the hold counted.
+    An unfixed gdbsample resumes with `c` there."""
+    q = MigratingQemu(looks=10 ** 6, refuse=3)
+    try:
+        r = subprocess.run([GDBSAMPLE, "-p", str(q.stub.port), "-r", "100", "-d", "5", "-f", "folded",
+                            "--summary-format", "kv"], capture_output=True, text=True, timeout=120)
+        sent = q.stub.sent()
+    finally:
+        q.stub.close()
+    assert r.returncode == 0, r.stderr
+    assert q.first_active is not None and q.refused_at is not None, (q.looks, q.conts, r.stderr)
+    during = sent[q.first_active:]
+    assert b"c" not in during, during[:40]
+    conts = [x for x in during if x == b"qRcmd," + b"cont".hex().encode()]
+    assert len(conts) == 3, during[:60]
+    after = sent[q.refused_at:]
+    assert not any(x == b"c" or x.startswith(b"D") or x == b"qRcmd," + b"cont".hex().encode() for x in after), after[:40]
+    said = [ln for ln in r.stderr.splitlines() if "the VM was put in state finish-migrate while we held it" in ln]
+    assert len(said) == 1 and "its destination starts paused" in said[0], r.stderr
     kv = dict(line.split(" ", 1) for line in r.stderr.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
     assert int(kv["held_by_other"]) == 1 and int(kv["migration_rounds"]) > 0, r.stderr
 
