@@ -112,7 +112,9 @@ def three_tasks(tmp_path_factory):
 def test_per_pid_profiles_agree_with_gdbsample_filtered_to_the_pid(three_tasks):
     """For each of the three tasks, its in-guest `profile MS PID` and gdbsample's samples of that
     pid over the same windows (compare --pid) are consistent; and the filter really selects: the
-    external samples of the chain task are in chain4, the other tasks' never are."""
+    external samples of the chain task are in chain4 -- its leaf, or under a timer interrupt taken
+    in it (>= 99 % of them: their share of the leaves grows on a starved host, 5.3 % seen beside
+    CPU hogs, since the guest's ticks come in host time), the other tasks' never are."""
     res = three_tasks
     assert len(res.per_pid) == 3
     for pid, d in res.per_pid.items():
@@ -120,16 +122,18 @@ def test_per_pid_profiles_agree_with_gdbsample_filtered_to_the_pid(three_tasks):
     by_work = {d["work"]: pid for pid, d in res.per_pid.items()}
     for work, pid in by_work.items():
         d = res.per_pid[pid]
-        r = subprocess.run([sys.executable, ANALYZE, "report", res.capture, "-e", conftest.KERNEL, "--chains", "64",
+        r = subprocess.run([sys.executable, ANALYZE, "fold", res.capture, "-e", conftest.KERNEL,
                             "--pid", str(pid), "--from", str(d["window"][0]), "--until", str(d["window"][1])],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
-        leaves = leaf_counts(r.stdout)
-        assert sum(leaves.values()) >= 200, (work, leaves)
-        if work == "chain 4":  # (the rest: timer interrupts taken in chain4)
-            assert leaves.get("chain4", 0) >= 0.95 * sum(leaves.values()), leaves
+        rows = conftest.folded_rows(r.stdout)
+        total = sum(n for _, n in rows)
+        in_chain4 = sum(n for frames, n in rows if "chain4" in frames)
+        assert total >= 200, (work, r.stdout)
+        if work == "chain 4":
+            assert in_chain4 >= 0.99 * total, (in_chain4, total, r.stdout)
         else:
-            assert "chain4" not in leaves, (work, leaves)
+            assert in_chain4 == 0, (work, r.stdout)
 
 
 def test_make_demo_runs_from_a_clean_clone(tmp_path):
