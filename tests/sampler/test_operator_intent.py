@@ -238,6 +238,9 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
     assert wait_status(vm, "running") == "running"
 
 
+CONT = b"qRcmd," + b"cont".hex().encode()  # HMP `cont` through the stub
+
+
 class MigratingQemu:
     """QEMU's monitor as the fake stub relays it: a migration `active` for the first LOOKS looks,
     then `completed` -- its last step having landed inside the pause we hold, so `info status`
@@ -274,6 +277,19 @@ class MigratingQemu:
             return ""
         return None
 
+    def run(self):
+        """gdbsample -p on the fake stub for 5 s at 100 Hz, to completion (exit 0 checked), the stub
+        closed: (CompletedProcess, the requests it got, the kv summary as a dict)."""
+        try:
+            r = subprocess.run([GDBSAMPLE, "-p", str(self.stub.port), "-r", "100", "-d", "5", "-f", "folded",
+                                "--summary-format", "kv"], capture_output=True, text=True, timeout=120)
+            sent = self.stub.sent()
+        finally:
+            self.stub.close()
+        assert r.returncode == 0, r.stderr
+        kv = dict(line.split(" ", 1) for line in r.stderr.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
+        return r, sent, kv
+
 
 def test_a_migration_ending_inside_our_pause_is_held_and_named():
     """The end a starved host makes likely (one of the once-a-second pauses lasting long enough for
@@ -283,15 +299,9 @@ def test_a_migration_ending_inside_our_pause_is_held_and_named():
     VM and that the destination starts paused, and ends 0 with the hold counted. An unfixed
     gdbsample resumes it, or says nothing of the destination."""
     q = MigratingQemu()
-    try:
-        r = subprocess.run([GDBSAMPLE, "-p", str(q.stub.port), "-r", "100", "-d", "5", "-f", "folded",
-                            "--summary-format", "kv"], capture_output=True, text=True, timeout=120)
-        sent = q.stub.sent()
-    finally:
-        q.stub.close()
-    assert r.returncode == 0, r.stderr
+    r, sent, kv = q.run()
     assert q.landed_at is not None, (q.looks, r.stderr)  # the looks went on until the end came
-    cont = b"qRcmd," + b"cont".hex().encode()  # a resume while the migration is under way
+    cont = CONT  # a resume while the migration is under way
     assert cont in sent[:q.landed_at], sent[:40]  # it was sampling, and resuming, before
     after = sent[q.landed_at:]
     assert b"c" not in after and cont not in after and not any(x.startswith(b"D") for x in after), after[:40]
@@ -299,7 +309,6 @@ def test_a_migration_ending_inside_our_pause_is_held_and_named():
     assert len(said) == 1, r.stderr
     assert "the migration ended inside our pause, so its destination starts paused" in said[0], said
     assert "left the VM stopped as we found it" in r.stderr, r.stderr
-    kv = dict(line.split(" ", 1) for line in r.stderr.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
     assert int(kv["held_by_other"]) == 1 and int(kv["migration_rounds"]) > 0, r.stderr
 
 
@@ -312,23 +321,16 @@ def test_a_resume_during_a_migration_is_the_monitors_cont_and_its_refusal_is_hel
     D;1), one line naming finish-migrate and the paused destination, exit 0 with the hold counted.
     An unfixed gdbsample resumes with `c` there."""
     q = MigratingQemu(looks=10 ** 6, refuse=3)
-    try:
-        r = subprocess.run([GDBSAMPLE, "-p", str(q.stub.port), "-r", "100", "-d", "5", "-f", "folded",
-                            "--summary-format", "kv"], capture_output=True, text=True, timeout=120)
-        sent = q.stub.sent()
-    finally:
-        q.stub.close()
-    assert r.returncode == 0, r.stderr
+    r, sent, kv = q.run()
     assert q.first_active is not None and q.refused_at is not None, (q.looks, q.conts, r.stderr)
     during = sent[q.first_active:]
     assert b"c" not in during, during[:40]
-    conts = [x for x in during if x == b"qRcmd," + b"cont".hex().encode()]
+    conts = [x for x in during if x == CONT]
     assert len(conts) == 3, during[:60]
     after = sent[q.refused_at:]
-    assert not any(x == b"c" or x.startswith(b"D") or x == b"qRcmd," + b"cont".hex().encode() for x in after), after[:40]
+    assert not any(x == b"c" or x.startswith(b"D") or x == CONT for x in after), after[:40]
     said = [ln for ln in r.stderr.splitlines() if "the VM was put in state finish-migrate while we held it" in ln]
     assert len(said) == 1 and "its destination starts paused" in said[0], r.stderr
-    kv = dict(line.split(" ", 1) for line in r.stderr.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
     assert int(kv["held_by_other"]) == 1 and int(kv["migration_rounds"]) > 0, r.stderr
 
 

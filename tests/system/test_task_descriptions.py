@@ -37,6 +37,16 @@ def kv(stderr):
     return dict(l.split(" ", 1) for l in stderr.splitlines() if " " in l and not l.startswith("gdbsample:"))
 
 
+def described_run(g, path, stdin):
+    """One 2 s run at 200 Hz with --tasks PATH (stdin for "-"), folded as comm-pid: its
+    CompletedProcess, checked to have ended 0 with the tasks described."""
+    r = gdbsample(g.gdbport, g.kernel, "-r", "200", "-d", "2", "-f", "folded", "--task-format", "comm-pid",
+                  "--summary-format", "kv", "--tasks", path, stdin=stdin)
+    assert r.returncode == 0, r.stderr
+    assert kv(r.stderr)["task_os"] == "described", r.stderr
+    return r
+
+
 BAD = [  # (description, what the one line says), on our kernel (struct cpu, struct task)
     ("current = cpus[cpu].curent\npid = pid\nname = name\n", "--tasks: line 1: `struct cpu` has no member `curent`"),
     ("current = cpus[cpu].current\npid = rsp\nname = name\n", "line 2: pid `rsp` is a `uint64_t`: it must be a 4-byte integer"),
@@ -99,11 +109,8 @@ def test_our_kernel_described_as_data(boot, tasks):
     mine = named = 0
     log = ""
     for _ in range(4):
-        r = gdbsample(g.gdbport, g.kernel, "-r", "200", "-d", "2", "-f", "folded", "--task-format", "comm-pid",
-                      "--summary-format", "kv", "--tasks", path, stdin=stdin)
-        assert r.returncode == 0, r.stderr
+        r = described_run(g, path, stdin)
         log += r.stdout + r.stderr
-        assert kv(r.stderr)["task_os"] == "described", r.stderr
         for frames, n in conftest.folded_rows(r.stdout):
             if "chain6" in frames:
                 mine += n
@@ -145,11 +152,8 @@ def test_a_kernel_of_another_shape(shape_guest, tasks):
     stdin = "current = cpus[cpu].proc\npid = pid\nname = name\n" if tasks == "by-cpu" else None
     seen, harts, log = 0, {}, ""
     for _ in range(4):
-        r = gdbsample(g.gdbport, g.kernel, "-r", "200", "-d", "2", "-f", "folded", "--task-format", "comm-pid",
-                      "--summary-format", "kv", "--tasks", path, stdin=stdin)
-        assert r.returncode == 0, r.stderr
+        r = described_run(g, path, stdin)
         log += r.stdout + r.stderr
-        assert kv(r.stderr)["task_os"] == "described", r.stderr
         assert kv(r.stderr)["task_layout"].endswith("struct proc pid +36 name +20"), r.stderr
         for frames, n in conftest.folded_rows(r.stdout):
             leaf, path_ = frames[-1], frames[1:-1]
