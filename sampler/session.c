@@ -383,6 +383,19 @@ static int changed_hands(struct session *ss, const char **why)
 	return 1;
 }
 
+/* A round whose samples were read while the VM was ours, after which it is not ours to resume:
+ * held, its pause accounted as any round's. 0. */
+static int held_after_sample(struct session *ss, struct pause *pz, int64_t t0, const char *why)
+{
+	ss->g.running = 1; /* as for any stop not ours: the probe each round sees it end */
+	guard_leave(&ss->guard);
+	hold(ss, why);
+	int64_t t1 = pace_now();
+	pz->pause_ns = t1 - t0;
+	pz->stopped_ns = t1 - (ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0);
+	return 0;
+}
+
 /*
  * Never resume a VM someone else stopped. The evidence, from the gdbstub itself (every way of
  * attaching goes through one), checked on QEMU 7.2 and 10.0:
@@ -454,27 +467,13 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		const char *why = NULL;
 		int k = changed_hands(ss, &why);
 		if (k < 0) taken = -1;
-		if (k > 0) { /* e.g. a migration finishing: our `c` would abort QEMU (see changed_hands) */
-			ss->g.running = 1; /* as for any stop not ours: the probe each round sees it end */
-			guard_leave(&ss->guard);
-			hold(ss, why);
-			int64_t t1 = pace_now();
-			pz->pause_ns = t1 - t0;
-			pz->stopped_ns = t1 - (ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0);
-			return 0; /* the samples were read while the VM was still ours */
-		}
+		if (k > 0) /* e.g. a migration finishing: our `c` would abort QEMU (see changed_hands) */
+			return held_after_sample(ss, pz, t0, why);
 	}
 	int resumed = taken != 0 ? -1 : ss->migrating ? resume_in_migration(ss) : sampler_resume(&ss->s);
-	if (resumed == 1) { /* the monitor refused: the migration is finishing (see resume_in_migration) */
-		ss->g.running = 1; /* as for any stop not ours: the probe each round sees it end */
-		guard_leave(&ss->guard);
-		hold(ss, "put in state finish-migrate while we held it (the migration ended inside our pause, so its "
-			 "destination starts paused: `cont` it there)");
-		int64_t t1 = pace_now();
-		pz->pause_ns = t1 - t0;
-		pz->stopped_ns = t1 - (ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0);
-		return 0; /* the samples were read while the VM was still ours */
-	}
+	if (resumed == 1) /* the monitor refused: the migration is finishing (see resume_in_migration) */
+		return held_after_sample(ss, pz, t0, "put in state finish-migrate while we held it (the migration "
+					 "ended inside our pause, so its destination starts paused: `cont` it there)");
 	int64_t t1 = pace_now(), from = ss->s.stopped_at_ns > t0 ? ss->s.stopped_at_ns : t0;
 	pz->pause_ns = t1 - t0;
 	pz->stopped_ns = t1 - from;
