@@ -114,6 +114,16 @@ class Guest(QemuGuest):
         ticks = {int(a): int(b) for a, b in re.findall(r"^\s*(\d+)\s+\d+\s+(\d+)\s+-?\d+ ", out, re.M)}
         return int(m.group(1)), ticks, int(m.group(2)), int(m.group(3))
 
+    def vcpu(self, cpu):
+        """The QEMU vCPU index of kernel cpu CPU: its hardware id from `cpus` (APIC id, MPIDR
+        affinity, hart id -- each equal to the vCPU index on QEMU's default topologies). The two
+        differ on riscv64, where the hart that wins OpenSBI's boot lottery becomes cpu0."""
+        out = self.cmd("cpus")
+        ids = {int(a): int(b) for a, b in re.findall(r"^\s*(\d+)\s+(\d+)\s+\d+\s+-?\d+ ", out, re.M)}
+        if cpu not in ids:
+            raise GuestError(f"cpus lists no cpu {cpu}: {out!r}")
+        return ids[cpu]
+
     def ps(self):
         """Parses `ps`: list of dicts with pid, cpu, state, ticks, name, what."""
         rows = []

@@ -50,7 +50,7 @@ def test_gdb_and_gdbsample_agree_on_the_same_stops_of_chain6(boot, tmp_path, arc
     else:
         g = boot(smp=2, kernel=kernel, config=config, qemu="7.2")
     pid = g.work("chain 6")
-    cpu = next(t["cpu"] for t in g.ps() if t["pid"] == pid)  # QEMU vCPU index == kernel cpu id
+    cpu = g.vcpu(next(t["cpu"] for t in g.ps() if t["pid"] == pid))  # kernel cpu -> QEMU vCPU index
     out = tmp_path / "stops.jsonl"
     t0 = time.monotonic()
     r = gdbrun.gdb_batch(["-x", DRIVER], timeout=300, elf=kernel, gdb=gdb,

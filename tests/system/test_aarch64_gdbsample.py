@@ -61,10 +61,13 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
     of the chain task's samples hold chain1..chain6 in order under work_main, and every one of
     them is rooted at the chain task by its pid (TPIDR_EL1 -> struct cpu -> current); the other
     vCPU is halted in wfi: those samples are tagged idle -- counted, not reported -- and make up
-    between a third and two thirds of all (one vCPU of two; binomial sigma <= 2 pp at 600)."""
+    between a third and two thirds of all (one vCPU of two; binomial sigma <= 2 pp at 600). A
+    stop may find that vCPU between halts (back from an interrupt, on its way to the next wfi:
+    running, so reported in idle_loop) -- rarely: at most 2 % of the idle samples (tagging broken
+    would report all of them)."""
     g = boot_a64(boot, build)
     pid = g.work("chain 6")
-    mine = full = named = idle = kept = 0
+    mine = full = named = idle = kept = waking = 0
     log = ""
     for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 300
         r = run(g, "-r", "300", "-d", "3", "-f", "folded", "--task-format", "comm-pid")
@@ -72,7 +75,7 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
         idle += int(re.search(r"idle samples (\d+) \(not reported\)", r.stderr).group(1))
         for frames, n in conftest.folded_rows(r.stdout):
             kept += n
-            assert frames[-1] != "idle_loop", (frames, log)  # a halted vCPU is never reported
+            waking += n if frames[-1] == "idle_loop" else 0  # not halted: see the docstring
             if not any(f in CHAIN6 for f in frames):
                 continue
             mine += n
@@ -86,6 +89,7 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
     assert full >= 0.95 * mine, (full, mine, log)
     assert named == mine, (named, mine, log)
     assert 0.33 * (idle + kept) <= idle <= 0.67 * (idle + kept), (idle, kept, log)
+    assert waking <= 0.02 * idle, (waking, idle, log)
     assert "task attribution off" not in log, log
 
 

@@ -59,11 +59,14 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
     of the chain's samples hold chain1..chain6 in order under work_main, every one of them rooted
     at the chain task by its pid (tp -> struct cpu -> current); the other hart waits in
     `wfi`: those samples are tagged idle -- counted, not reported -- and make up between a third
-    and two thirds of all (one hart of two; binomial sigma <= 2 pp at 600). No sample is `[user]`
+    and two thirds of all (one hart of two; binomial sigma <= 2 pp at 600). A stop may find that
+    hart between halts -- back from an interrupt at `j` or `csrs sstatus` before its next `wfi`:
+    running, so reported in idle_loop -- rarely: at most 2 % of the idle samples (one in ~450 was
+    seen; tagging broken would report all of them). No sample is `[user]`
     (the kernel runs in S-mode only; `priv` says so: a misread one would mark them all)."""
     g = boot_rv(boot, build)
     pid = g.work("chain 6")
-    mine = full = named = idle = kept = 0
+    mine = full = named = idle = kept = waking = 0
     log = ""
     for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 300
         r = run(g, "-r", "300", "-d", "3", "-f", "folded", "--task-format", "comm-pid")
@@ -71,7 +74,7 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
         idle += int(re.search(r"idle samples (\d+) \(not reported\)", r.stderr).group(1))
         for frames, n in conftest.folded_rows(r.stdout):
             kept += n
-            assert frames[-1] != "idle_loop", (frames, log)  # a halted hart is never reported
+            waking += n if frames[-1] == "idle_loop" else 0  # not halted: see the docstring
             assert "[user]" not in frames, (frames, log)
             if not any(f in CHAIN6 for f in frames):
                 continue
@@ -87,6 +90,7 @@ def test_chain6_whole_idle_tagged_task_named(boot, build):
     assert named == mine, (named, mine, log)
     assert "task attribution off" not in log, log
     assert 0.33 * (idle + kept) <= idle <= 0.67 * (idle + kept), (idle, kept, log)
+    assert waking <= 0.02 * idle, (waking, idle, log)
 
 
 def test_user_mode_samples_are_user(boot):
