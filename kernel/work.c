@@ -13,7 +13,7 @@
 #define COPY_BYTES 65536
 #define STOP_WAIT_MS 2000
 
-enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT, W_SYMBOLS, W_USER };
+enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT, W_SYMBOLS, W_USER, W_SBI };
 
 /* The same busy loop everywhere, so only iteration counts differ between functions. */
 #define SPIN_LOOP(n) do {						\
@@ -194,6 +194,9 @@ static void work_main(void *arg)
 #if ARCH_HAS_USER
 	case W_USER: enter_user(&t->killed); /* user.S: U-mode until stopped */
 #endif
+#if ARCH_HAS_FIRMWARE
+	case W_SBI: firmware_spin(&t->killed); break; /* sbi.c: OpenSBI calls until stopped */
+#endif
 	}
 }
 
@@ -213,6 +216,7 @@ static void start(struct out *o, const char *name, uint64_t kind, uint64_t a, ui
 	case W_FANOUT: snprintf(t->desc, sizeof(t->desc), "fanout"); break;
 	case W_SYMBOLS: snprintf(t->desc, sizeof(t->desc), "symbols"); break;
 	case W_USER: snprintf(t->desc, sizeof(t->desc), "user"); break;
+	case W_SBI: snprintf(t->desc, sizeof(t->desc), "sbi"); break;
 	default: snprintf(t->desc, sizeof(t->desc), "copy"); break;
 	}
 	out_printf(o, "work: pid %d %s on cpu%d\n", t->pid, t->desc, cpu);
@@ -347,6 +351,13 @@ void work_command(int argc, char **argv, struct out *o)
 			out_puts(o, "work: user takes no arguments\n");
 		else
 			start(o, "user", W_USER, 0, 0, 0);
+	} else if (strcmp(sub, "sbi") == 0) {
+		if (!ARCH_HAS_FIRMWARE)
+			out_puts(o, "work: sbi calls are built only into the riscv64 kernel\n");
+		else if (argc != 2)
+			out_puts(o, "work: sbi takes no arguments\n");
+		else
+			start(o, "sbi", W_SBI, 0, 0, 0);
 	} else if (strcmp(sub, "rounds") == 0) {
 		work_rounds(argc, argv, o);
 	} else if (strcmp(sub, "time") == 0) {
@@ -354,6 +365,6 @@ void work_command(int argc, char **argv, struct out *o)
 	} else if (strcmp(sub, "stop") == 0) {
 		work_stop(argc, argv, o);
 	} else {
-		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | user | time PID | rounds PID | stop PID|all\n");
+		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all\n");
 	}
 }

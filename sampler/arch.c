@@ -57,6 +57,7 @@ static const char *const riscv64_dwarf[] = {
 static int x86_is_user(uint64_t cs) { return (cs & 3) == 3; }              /* CPL: cs's low two bits */
 static int a64_is_user(uint64_t cpsr) { return ((cpsr >> 2) & 3) == 0; }  /* PSTATE.EL == 0 */
 static int rv_is_user(uint64_t priv) { return (priv & 3) == 0; }          /* QEMU's priv: 0 U, 1 S, 3 M */
+static int rv_is_firmware(uint64_t priv) { return (priv & 3) == 3; }      /* M-mode: OpenSBI's */
 static int x86_irqs_off(uint64_t f) { return !(f & 0x200); }  /* EFLAGS.IF, bit 9 (SDM vol 1, 3.4.3) */
 static int a64_irqs_off(uint64_t f) { return !!(f & 0x80); }  /* PSTATE.I, bit 7 masks IRQs */
 static int rv_irqs_off(uint64_t f) { return !(f & 0x2); }     /* sstatus.SIE, bit 1 (S-mode code) */
@@ -110,7 +111,7 @@ static const struct arch arches[] = {
 		.flags = "sstatus", .flags_by_p = 1,
 		.fallback = riscv64_regs, .uw = &uw_arch_riscv64, .dwarf = riscv64_dwarf,
 		.pcpu = "tp", /* our kernel's struct cpu (Linux keeps current itself there: session.c) */
-		.is_user = rv_is_user, .irqs_off = rv_irqs_off,
+		.is_user = rv_is_user, .is_firmware = rv_is_firmware, .irqs_off = rv_irqs_off,
 		.idle = rv_idle, .after_call = rv_after_call, /* no pc_kind: CFI covers prologues */
 		.elr = -1,
 	},
@@ -299,6 +300,12 @@ int arch_is_user(const struct layout *l, const uint8_t *g, int len)
 int arch_is_user_mode(const struct layout *l, uint64_t mode)
 {
 	return l->mode && l->arch->is_user ? l->arch->is_user(mode) : -1;
+}
+
+int arch_is_firmware_mode(const struct layout *l, uint64_t mode)
+{
+	if (!l->arch->is_firmware) return 0;
+	return l->mode ? l->arch->is_firmware(mode) : -1;
 }
 
 int arch_irqs_off(const struct layout *l, const uint8_t *g, int len)

@@ -33,6 +33,7 @@ struct arch {
 	int pcpu_by_p;        /* the per-CPU register is not in QEMU's `g` reply: read it with `p` */
 	/* what a register's value says: 1 user mode / interrupts off, 0 not, -1 unknown; NULL: -1 */
 	int (*is_user)(uint64_t mode);
+	int (*is_firmware)(uint64_t mode); /* below the kernel (riscv64 M-mode), NULL: never */
 	int (*irqs_off)(uint64_t flags);
 	/* what its instructions say (insn.c; NULL: PC_BODY, never idle, unknown) */
 	enum unwind_pc (*pc_kind)(insn_byte_fn byte, const void *arg, uint64_t fn, int have_fn, uint64_t pc,
@@ -103,6 +104,9 @@ uint64_t arch_pac_mask_stub(uint64_t cmask, uint64_t lo, uint64_t hi);
 int arch_is_user(const struct layout *l, const uint8_t *g, int len);
 /* ...from the mode register's value, read with `p` (riscv64 priv). */
 int arch_is_user_mode(const struct layout *l, uint64_t mode);
+/* Whether the mode register's value says firmware below the kernel (riscv64 M-mode): 1, 0, or
+ * -1 unknown (no mode register); 0 on an architecture without such a mode. */
+int arch_is_firmware_mode(const struct layout *l, uint64_t mode);
 /* arch_irqs_off from the flags register's value, read with `p` (riscv64 sstatus). */
 int arch_irqs_off_flags(const struct layout *l, uint64_t flags);
 /* 1 if interrupts are disabled, 0 enabled, -1 unknown. */

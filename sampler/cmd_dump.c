@@ -17,8 +17,9 @@ static void print_stack(FILE *f, const struct session *ss, const struct sample *
 		task_comm_format(s->task.comm, c);
 		snprintf(task, sizeof task, " %s pid %d tgid %d", c, s->task.pid, s->task.tgid);
 	}
-	fprintf(f, "cpu%d%s%s%s%s%s%s\n", s->cpu, task, s->flags & SF_IDLE ? " idle" : "",
+	fprintf(f, "cpu%d%s%s%s%s%s%s%s\n", s->cpu, task, s->flags & SF_IDLE ? " idle" : "",
 	       s->flags & SF_IRQOFF ? " irqs-off" : "", s->flags & SF_USER ? " user" : "",
+	       s->flags & SF_FIRMWARE ? " firmware" : "",
 	       s->flags & SF_PARTIAL ? " (stack truncated)" : "", s->flags & SF_UNRELIABLE ? " unreliable" : "");
 	for (int i = 0; i < s->n; i++) {
 		uint64_t a = s->frames[i];

@@ -28,13 +28,20 @@ static int fold_add(struct writer *w, const struct sample *s)
 	struct fold *f = (struct fold *)w;
 	char line[SAMPLE_MAX_FRAMES * 72 + 16], nm[256];
 	size_t off;
+	/* as perf's stackcollapse: the task is the root, user mode one [user] frame under it;
+	 * firmware (riscv64 M-mode) is one [firmware] frame under any root -- its pc is never the
+	 * kernel's to name */
+	int label = (s->flags & SF_FIRMWARE) || (f->tf != TF_CPU && (s->flags & SF_USER));
 	if (f->tf == TF_CPU) {
 		off = (size_t)snprintf(line, sizeof line, "cpu%d", s->cpu);
-	} else { /* as perf's stackcollapse: the task is the root, user mode one [user] frame */
+	} else {
 		task_root(f->tf, &s->task, s->has_task, nm, sizeof nm);
-		off = (size_t)snprintf(line, sizeof line, "%s%s", nm, s->flags & SF_USER ? ";[user]" : "");
+		off = (size_t)snprintf(line, sizeof line, "%s", nm);
 	}
-	for (int i = s->n - 1; i >= 0 && !(f->tf != TF_CPU && s->flags & SF_USER); i--) { /* root first */
+	if (label)
+		off += (size_t)snprintf(line + off, sizeof line - off, ";%s",
+					s->flags & SF_FIRMWARE ? "[firmware]" : "[user]");
+	for (int i = s->n - 1; i >= 0 && !label; i--) { /* root first */
 		name(f->syms, s->frames[i], i > 0 && !unwind_is_exact(s->exact, i), nm, sizeof nm);
 		off += (size_t)snprintf(line + off, sizeof line - off, ";%s", nm);
 		if (off >= sizeof line) off = sizeof line - 1;

@@ -150,9 +150,18 @@ const struct reg *plan_wants_preg(const struct plan *p, const struct vcpu *v, in
 	return p->preg[k] && !v->preg_read[k] && v->preg_fails[k] < PCPU_TRIES ? p->preg[k] : NULL;
 }
 
+int plan_vcpu_firmware(const struct plan *p, const struct vcpu *v)
+{
+	if (!v->nregs) return v->firmware_prev;
+	if (p->preg[PREG_MODE])
+		return v->preg_read[PREG_MODE] ? arch_is_firmware_mode(p->l, v->preg_val[PREG_MODE]) : -1;
+	return 0; /* a mode in `g` (x86 cs, aarch64 cpsr): no firmware mode the sampler meets */
+}
+
 int plan_vcpu_user(const struct plan *p, const struct vcpu *v)
 {
 	if (!v->nregs) return v->user_prev;
+	if (plan_vcpu_firmware(p, v) == 1) return 1;
 	if (p->preg[PREG_MODE])
 		return v->preg_read[PREG_MODE] ? arch_is_user_mode(p->l, v->preg_val[PREG_MODE]) : -1;
 	return arch_is_user(p->l, v->regs, v->nregs);
@@ -672,8 +681,11 @@ static void make_sample(struct plan *p, struct vcpu *v, const struct unwind_in *
 		if (irq_vector_entry(p, in->pc)) p->st.irq_vector++; /* a sync one: the trap not yet begun */
 		if (v->xreg == 33 && v->xreg_state == XR_READ) out->frames[0] = v->xreg_val; /* the user pc */
 	}
-	if (in->user || user_vector) out->flags |= SF_USER;
+	int firmware = in->user && plan_vcpu_firmware(p, v) == 1;
+	if (firmware) out->flags |= SF_FIRMWARE;
+	else if (in->user || user_vector) out->flags |= SF_USER;
 	v->user_prev = in->user;
+	v->firmware_prev = firmware;
 	if (!at_vector && !user_vector && !in->user && plan_vcpu_irqs_off(p, v) == 1) out->flags |= SF_IRQOFF;
 	if (idle == 1) out->flags |= SF_IDLE;
 	v->idle_prev = idle == 1 && uo->stop != UW_UNREAD;

@@ -57,7 +57,8 @@ struct vcpu {
 					* pointers were (a decaying maximum): the first window reaches
 					* this far down, so a deeper call than the last one still hits */
 	int elided;                    /* this trip's Hg was left out (vCPU is the stop vCPU) */
-	int user_prev;                 /* the previous sample was in user mode */
+	int user_prev;                 /* the previous sample was in user mode or firmware */
+	int firmware_prev;             /* ...in firmware (riscv64 M-mode) */
 	int task_via_tried;            /* this sample's task reads were retried via another vCPU */
 	int idle_prev;                 /* the previous sample found it halted in hlt: its stack is
 					* not read again if pc, sp and fp are unchanged */
@@ -187,9 +188,14 @@ int plan_tasks_on(const struct plan *p);
 int plan_wants_pcpu(const struct plan *p, const struct vcpu *v);
 /* The register (PREG_*) v's next trip must read with `p` each sample (riscv64 priv, sstatus), or NULL. */
 const struct reg *plan_wants_preg(const struct plan *p, const struct vcpu *v, int k);
-/* Whether v's sample is in user mode: 1, 0, or -1 unknown (from `g`, or the mode read with `p`;
- * before this sample's registers are in, the previous sample's answer). */
+/* Whether v's sample is outside the kernel's context -- user mode, or firmware below the kernel
+ * (riscv64 M-mode, whose registers are the firmware's: OpenSBI swaps tp on entry): 1, 0, or -1
+ * unknown (from `g`, or the mode read with `p`; before this sample's registers are in, the
+ * previous sample's answer). Either way only the pc is recorded, and kernel data is read through
+ * another vCPU where the stub translates by the vCPU's mode. */
 int plan_vcpu_user(const struct plan *p, const struct vcpu *v);
+/* Whether that is firmware (riscv64 M-mode): 1, 0, -1 unknown (as plan_vcpu_user). */
+int plan_vcpu_firmware(const struct plan *p, const struct vcpu *v);
 /* Whether v's sample ran with interrupts off: 1, 0, -1 unknown (from `g`, or the flags read with `p`). */
 int plan_vcpu_irqs_off(const struct plan *p, const struct vcpu *v);
 /* The register v's next trip must read with `p` for its walk, or NULL. */

@@ -48,7 +48,8 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	if (idle && !ss->o->idle) return 0;
 	st->kept++;
 	const struct symtab *syms = session_syms(ss);
-	if (syms) st->unnamed_frames += syms_unnamed(syms, s->frames, s->n, s->exact);
+	if (s->flags & SF_FIRMWARE) st->firmware++; /* its pc is the firmware's: no kernel symbol's */
+	else if (syms) st->unnamed_frames += syms_unnamed(syms, s->frames, s->n, s->exact);
 	if (k->text && k->text->add(k->text, s) < 0) {
 		if (sinks_gone(k)) return 1;
 		ERR_SET(ss, k->text->err, "%s", k->text->errstr);

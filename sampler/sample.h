@@ -10,8 +10,10 @@
 
 /* Sample flags (also the capture's flag bits). SF_UNRELIABLE: the walk did not end at a stack's
  * natural bottom (an end marker, user mode, --max-frames), or a frame came from a fallback method
- * (the frame-pointer guess where ORC or CFI had nothing) -- the kernel's "unreliable" stack. */
-enum { SF_IDLE = 1, SF_IRQOFF = 2, SF_USER = 4, SF_PARTIAL = 8, SF_UNRELIABLE = 16 };
+ * (the frame-pointer guess where ORC or CFI had nothing) -- the kernel's "unreliable" stack.
+ * SF_FIRMWARE: the vCPU ran firmware below the kernel (riscv64 M-mode: OpenSBI), only the pc
+ * is recorded (the firmware's registers lead to no kernel frame). */
+enum { SF_IDLE = 1, SF_IRQOFF = 2, SF_USER = 4, SF_PARTIAL = 8, SF_UNRELIABLE = 16, SF_FIRMWARE = 32 };
 
 /* One vCPU's sample. */
 struct sample {

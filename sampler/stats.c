@@ -172,6 +172,10 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 	summary_u64(t, "unnamed_frames", "gdbsample: %v frames named by no symbol (past every symbol's end: shown as addresses)\n",
 		    st->unnamed_frames);
 	row_unless(t, st->unnamed_frames != 0, ROW_UNSAID);
+	summary_u64(t, "firmware_samples",
+		    "gdbsample: %v samples in firmware below the kernel (riscv64 M-mode): shown as [firmware]\n",
+		    st->firmware);
+	row_unless(t, st->firmware != 0, ROW_UNSAID);
 	/* said to people only when it happened; always in the key value form */
 	summary_u64(t, "watchdog_rescues", "gdbsample: the pause watchdog resumed the guest %v time%s", st->rescues);
 	row_unless(t, st->rescues != 0, ROW_UNSAID);

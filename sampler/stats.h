@@ -28,6 +28,7 @@ struct stats {
 	uint64_t filtered;                 /* vCPU samples --pid/--comm left out */
 	uint64_t unnamed_frames;           /* frames of kept samples no symbol names (-e given):
 					    * shown as addresses */
+	uint64_t firmware;                 /* kept samples in firmware (riscv64 M-mode): [firmware] */
 	uint64_t failed_stops;             /* sample rounds that failed outright */
 	uint64_t rescues;                  /* stops the pause watchdog ended (gdbsample held up) */
 	int64_t rescue_max_ns;             /* the longest of them, as the watchdog saw it */

@@ -43,6 +43,7 @@ FLAG_IRQOFF = 2    # interrupts off
 FLAG_USER = 4      # user mode: only the pc was recorded
 FLAG_PARTIAL = 8   # the walk stopped early
 FLAG_UNRELIABLE = 16  # the walk did not reach a stack's natural bottom, or a fallback method guessed
+FLAG_FIRMWARE = 32  # firmware below the kernel (riscv64 M-mode): only the pc was recorded
 FLAG_EXT = 0x80    # v2: an extension block follows the frames (stripped from Sample.flags)
 
 HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are in the file

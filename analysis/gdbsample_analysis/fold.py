@@ -10,10 +10,11 @@ Root frames, outermost first: the task (--task-format comm, comm-pid or pid, as 
 stackcollapse names it: `bash`, `bash-1234`, `1234`; `[unknown]` for a sample without a task
 record), then `cpuN` (--group-by-cpu or --task-format cpu). Under a task root a user-mode sample
 is the one frame `[user]` (its pc, a user address, is in the capture but not shown); without one
-it shows as gdbsample -f folded shows it (cpu format: byte for byte the same).
+it shows as gdbsample -f folded shows it (cpu format: byte for byte the same). A firmware sample
+(riscv64 M-mode: OpenSBI) is the one frame `[firmware]` under any root, as gdbsample shows it.
 """
 from . import common, filters, output
-from .capture import FLAG_USER
+from .capture import FLAG_FIRMWARE, FLAG_USER
 from .common import EXIT_USAGE, Failure
 from .folded import format_folded
 from .symbols import is_return
@@ -22,6 +23,7 @@ TASK_FORMATS = ("comm", "comm-pid", "pid", "cpu", "none")
 TASK_ROOTS = ("comm", "comm-pid", "pid")    # the formats that put a task frame at the root
 UNKNOWN_TASK = "[unknown]"                  # the task frame of a sample without a task record
 USER_FRAME = "[user]"                       # under a task root: a user-mode sample's one frame
+FIRMWARE_FRAME = "[firmware]"               # under any root: a firmware (riscv64 M-mode) sample's
 
 HELP = "fold a capture into folded stacks (root;...;leaf COUNT), sorted"
 
@@ -127,24 +129,31 @@ class Namer:
         return tuple(out)
 
 
+def mode_frame(flags, by_task):
+    """The one frame that stands for a sample's stack, or None: FIRMWARE_FRAME for a firmware
+    sample (any root), USER_FRAME for a user-mode one under a task root."""
+    if flags & FLAG_FIRMWARE:
+        return FIRMWARE_FRAME
+    return USER_FRAME if by_task and flags & FLAG_USER else None
+
+
 def count_raw(samples, by_cpu, by_task=False):
     """Samples -> {(cpu or None, task or None, frames, exact): count}; memory grows with distinct
-    stacks only. by_task: keyed by task too, and a user-mode sample's frames are None (USER_FRAME)."""
+    stacks only. by_task: keyed by task too. frames is a str (mode_frame) for a sample shown as
+    one named frame: firmware, or user mode under a task."""
     raw = {}
     get = raw.get
     if not by_task:                  # tasks not shown: the fast loops
-        if by_cpu:
-            for s in samples:
-                k = (s.cpu, None, s.frames, s.exact)
-                raw[k] = get(k, 0) + 1
-        else:
-            for s in samples:
-                k = (None, None, s.frames, s.exact)
-                raw[k] = get(k, 0) + 1
+        for s in samples:
+            k = (s.cpu if by_cpu else None, None, s.frames, s.exact)
+            if s.flags & FLAG_FIRMWARE:
+                k = (k[0], None, FIRMWARE_FRAME, None)
+            raw[k] = get(k, 0) + 1
         return raw
     for s in samples:
-        if s.flags & FLAG_USER:
-            k = (s.cpu if by_cpu else None, s.task, None, None)
+        label = mode_frame(s.flags, True)
+        if label:
+            k = (s.cpu if by_cpu else None, s.task, label, None)
         else:
             k = (s.cpu if by_cpu else None, s.task, s.frames, s.exact)
         raw[k] = get(k, 0) + 1
@@ -160,8 +169,8 @@ def name_stacks(raw, namer, cpu_root, task_fmt="none"):
         parts = [task_frame(task, task_fmt)] if by_task else []
         if cpu_root:
             parts.append("cpu%d" % cpu)
-        if frames is None:
-            parts.append(USER_FRAME)
+        if isinstance(frames, str):     # mode_frame's one frame
+            parts.append(frames)
         else:
             for i in range(len(frames) - 1, -1, -1):
                 parts.extend(namer.frames(frames[i], is_return(i, exact)))

@@ -27,11 +27,12 @@ gives the input again.
 Collapsing this output (FlameGraph's stackcollapse-perf.pl, speedscope's and other importers)
 gives `fold`'s stacks (`fold --group-by-cpu` for a capture without task attribution) except where
 no symbol is known: fold names such a frame 0xADDRESS ([user] for a user-mode sample under its
-task), perf's tools `[unknown]` or the DSO.
+task), perf's tools `[unknown]` or the DSO. A firmware sample (riscv64 M-mode) is one frame
+`[firmware]` in `[firmware]`, as fold shows it.
 """
 from . import common, filters, output
-from .capture import FLAG_USER
-from .fold import UNKNOWN_TASK, task_frame
+from .capture import FLAG_FIRMWARE, FLAG_USER
+from .fold import FIRMWARE_FRAME, UNKNOWN_TASK, task_frame
 from .folded import safe_name
 from .symbols import is_return
 
@@ -104,6 +105,8 @@ def capture_records(cap, syms, flt):
         frames, exact = s.frames, s.exact
         if s.flags & FLAG_USER:                      # only the user pc was recorded
             lines.append(frame_line(frames[0], UNKNOWN, UNKNOWN))
+        elif s.flags & FLAG_FIRMWARE:                # only the firmware's pc: fold's one frame
+            lines.append(frame_line(frames[0], FIRMWARE_FRAME, FIRMWARE_FRAME))
         else:
             for i, a in enumerate(frames):
                 sym, dso = names.text(a, is_return(i, exact))

@@ -17,7 +17,8 @@ speedscope counts it as idle rather than as any function. A frame is a function 
 line are those of its first instruction), so per-function totals match `fold`. With task
 attribution (version 3) each stack starts with its task's frame, named as `fold` names it
 (--task-format, default comm: the task is the root of every flame, per vCPU), and a user-mode
-sample is that frame and `[user]` (with --task-format none, its pc, as without tasks).
+sample is that frame and `[user]` (with --task-format none, its pc, as without tasks); a firmware
+sample (riscv64 M-mode) is `[firmware]` under any root, as `fold` shows it.
 
 Memory: one streaming pass; distinct stacks are interned once and per sample only a time and a
 stack id are kept, in compact arrays (12 bytes a sample, no objects per sample), since the output
@@ -29,8 +30,8 @@ import json
 import os
 
 from . import common, filters, inputs, output
-from .capture import FLAG_IDLE, FLAG_USER
-from .fold import TASK_ROOTS, USER_FRAME, Namer, add_task_format_argument, task_format, task_frame
+from .capture import FLAG_FIRMWARE, FLAG_IDLE, FLAG_USER
+from .fold import TASK_ROOTS, Namer, add_task_format_argument, mode_frame, task_format, task_frame
 from .symbols import is_return
 
 HELP = "convert a capture to speedscope's JSON format (one time-ordered profile per vCPU)"
@@ -63,9 +64,9 @@ class Collector:
         self.keep_idle = keep_idle       # idle samples keep their frames (else an empty stack)
         self.task_fmt = task_fmt if task_fmt in TASK_ROOTS else None  # the task root's format
         self.roots = {}                  # Task or None -> its root frame name
-        self.user = FLAG_USER if self.task_fmt else 0  # under a task: user mode is USER_FRAME
+        self.labelled = FLAG_FIRMWARE | (FLAG_USER if self.task_fmt else 0)  # shown as one frame
         self.stack_ids = {}              # (root, frames, exact) -> stack id; EMPTY is the empty stack
-        self.stack_keys = []             # stack id -> (root or None, frames or None for user, exact)
+        self.stack_keys = []             # stack id -> (root or None, frames or mode_frame's str, exact)
         self.cpus = {}                   # vCPU -> Timeline
 
     EMPTY = (None, (), ())
@@ -79,7 +80,10 @@ class Collector:
                 root = self.roots.get(s.task)
                 if root is None:
                     root = self.roots[s.task] = task_frame(s.task, self.task_fmt)
-            key = (root, None, None) if s.flags & self.user else (root, s.frames, s.exact)
+            if s.flags & self.labelled:
+                key = (root, mode_frame(s.flags, self.task_fmt is not None), None)
+            else:
+                key = (root, s.frames, s.exact)
         sid = self.stack_ids.get(key)
         if sid is None:
             sid = self.stack_ids[key] = len(self.stack_keys)
@@ -116,18 +120,18 @@ class FrameTable:
         return got
 
     def named(self, name):
-        """A frame with a name only (a task, USER_FRAME)."""
+        """A frame with a name only (a task, fold's mode_frame)."""
         got = (name, None, None)
         self.keys.setdefault(got, None)
         return got
 
     def stack(self, key):
-        """A stack key (root frame name or None, frames pc first or None for a user-mode sample,
+        """A stack key (root frame name or None, frames pc first or mode_frame's one name,
         exact frame indexes) -> frame keys, root first."""
         root, frames, exact = key
         out = [self.named(root)] if root is not None else []
-        if frames is None:
-            return out + [self.named(USER_FRAME)]
+        if isinstance(frames, str):
+            return out + [self.named(frames)]
         return out + [self.frame(frames[i], is_return(i, exact)) for i in range(len(frames) - 1, -1, -1)]
 
     def finish(self):

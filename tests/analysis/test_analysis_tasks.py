@@ -312,3 +312,45 @@ def test_info_tasks_line(tmp_path):
                  version=3)
     assert "tasks       none (no .BTF in the image)\n" in ok(run("info", tmp_path / "o.cap"))
     assert "tasks " not in ok(run("info", make(tmp_path, version=2)))
+
+
+# --- firmware (riscv64 M-mode) -----------------------------------------------------------------
+
+def firmware_capture(tmp_path):
+    """cpu0: bash in leaf_a (3) and in firmware (2, flag bit 5, pcs below the kernel); cpu1: a
+    firmware sample with no task record (1)."""
+    s = [(k * 10_000_000, 0, 0, (A + 4, M + 9), (), BASH) for k in range(3)]
+    s += [(30_000_000 + k * 10_000_000, 0, 32, (0x80000408 + 4 * k,), (), BASH) for k in range(2)]
+    s.append((0, 1, 32, (0x80000496,), (), None))
+    p = tmp_path / "fw.cap"
+    capgen.write(p, sorted(s, key=lambda x: x[0]), SUMMARY, ncpus=2, version=3, task_os=capgen.TASK_OS_LINUX)
+    return str(p)
+
+
+@pytest.mark.parametrize("args, want", [
+    ([], {"bash;middle;leaf_a": 3, "bash;[firmware]": 2, "[unknown];[firmware]": 1}),
+    (["--task-format", "cpu"], {"cpu0;middle;leaf_a": 3, "cpu0;[firmware]": 2, "cpu1;[firmware]": 1}),
+    (["--task-format", "none"], {"middle;leaf_a": 3, "[firmware]": 3}),
+])
+def test_firmware_samples_are_one_firmware_frame_under_any_root(tmp_path, args, want):
+    """As gdbsample -f folded shows them: the firmware's pc is never named, nor shown."""
+    assert folded(ok(run("fold", firmware_capture(tmp_path), "-e", ELF, *args))) == want
+
+
+def test_firmware_samples_in_speedscope_and_perf_script(tmp_path):
+    cap = firmware_capture(tmp_path)
+    out = tmp_path / "s.json"
+    ok(run("speedscope", cap, "-e", ELF, "-o", out))
+    doc = json.loads(out.read_text())
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    stacks = [[names[i] for i in st] for st in doc["profiles"][0]["samples"]]
+    assert stacks == [["bash", "middle", "leaf_a"]] * 3 + [["bash", "[firmware]"]] * 2
+    ok(run("speedscope", cap, "-e", ELF, "-o", out, "--task-format", "none"))
+    doc = json.loads(out.read_text())
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    assert [[names[i] for i in st] for st in doc["profiles"][1]["samples"]] == [["[firmware]"]]
+    text = ok(run("perf-script", cap, "-e", ELF))
+    records = [r for r in text.split("\n\n") if r.strip()]
+    fw = [r for r in records if "[firmware]" in r]
+    assert len(fw) == 3 and all(r.count("\n") == 1 and "80000" in r for r in fw), fw
+    assert "0x80000" not in ok(run("fold", cap, "-e", ELF))

@@ -53,6 +53,7 @@ static void test_defaults(void)
 	static struct layout l;
 	CHECK(arch_layout_default(&l, arch_find("x86_64")) == 0);
 	CHECK(l.pc->off == 128 && l.sp->off == 56 && l.fp->off == 48);
+	CHECK(arch_is_firmware_mode(&l, 3) == 0); /* no mode below the kernel the sampler meets */
 	CHECK(arch_layout_default(&l, arch_find("aarch64")) == 0);
 	CHECK(l.fp->off == 232 && l.lr && l.lr->off == 240 && l.sp->off == 248 && l.pc->off == 256);
 	CHECK(l.flags && l.flags->off == 264 && l.gsize == 268);
@@ -176,6 +177,7 @@ static void test_riscv64_qemu(void)
 	uint8_t g[264] = { 0 };
 	CHECK(arch_is_user(&l, g, sizeof g) == -1); /* priv is not in `g` */
 	CHECK(arch_is_user_mode(&l, 0) == 1 && arch_is_user_mode(&l, 1) == 0 && arch_is_user_mode(&l, 3) == 0);
+	CHECK(arch_is_firmware_mode(&l, 3) == 1 && arch_is_firmware_mode(&l, 1) == 0 && arch_is_firmware_mode(&l, 0) == 0);
 	CHECK(arch_irqs_off(&l, g, sizeof g) == -1); /* sstatus.SIE: a CSR, read with `p` */
 	CHECK(arch_irqs_off_flags(&l, 0x2) == 0 && arch_irqs_off_flags(&l, 0x8000000200006020ull) == 1);
 }

@@ -245,6 +245,67 @@ static void test_plan_a64_vector(void)
 /* The plan counts its windows: what a read asked for, and whether a failed one was a loss (a
  * window the walk needed) or only speculation (predicted or read ahead) -- the rules the sampler
  * leaves to it (sample.c reports each request and error reply). */
+/* ---- riscv64 ---- */
+
+#define RVK 0x80200000ull    /* our riscv64 kernel, above OpenSBI at 0x80000000 */
+
+/* QEMU's riscv64 registers: x0..x31 and pc in `g` (264 bytes), priv and sstatus outside it. */
+static void rv_xml(char *out, size_t cap)
+{
+	size_t o = (size_t)snprintf(out, cap, "<architecture>riscv:rv64</architecture>");
+	static const char *const x[] = { "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "fp", "s1", "a0",
+					 "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2", "s3", "s4", "s5",
+					 "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6", "pc" };
+	for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+		o += (size_t)snprintf(out + o, cap - o, "<reg name=\"%s\" bitsize=\"64\"/>", x[i]);
+	snprintf(out + o, cap - o, "<reg name=\"priv\" bitsize=\"64\" regnum=\"65\"/>"
+		 "<reg name=\"sstatus\" bitsize=\"64\" regnum=\"322\"/>");
+}
+
+/* QEMU's priv, read with `p` each sample, decides: 0 user ([user]), 1 the kernel (its walk),
+ * 3 M-mode firmware (OpenSBI) -- one frame, SF_FIRMWARE and not SF_USER, and outside the
+ * kernel's context as user mode is (its tp is the firmware's). */
+static void test_plan_rv_privilege(void)
+{
+	static struct layout rv;
+	static struct plan p;
+	static struct vcpu v;
+	struct sample out;
+	char xml[4096];
+	rv_xml(xml, sizeof xml);
+	CHECK(arch_layout_xml(&rv, xml) == 0 && rv.arch->id == ARCH_RISCV64 && rv.mode && rv.pc->off == 256);
+	struct sampler_cfg cfg = { .klo = RVK, .khi = RVK + 0xfffff, .max_frames = 64 };
+	plan_init(&p, &rv, &cfg);
+	static const struct { uint64_t priv, pc; int flags, user, firmware; } cases[] = {
+		{ 3, 0x80000408, SF_FIRMWARE, 1, 1 }, /* in OpenSBI */
+		{ 3, RVK + 0x40, SF_FIRMWARE, 1, 1 }, /* M-mode whatever the pc */
+		{ 0, 0x10000, SF_USER, 1, 0 },
+		{ 1, 0x80000408, 0, 0, 0 },           /* S-mode outside the text: the kernel's, unnamed */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		memset(&v, 0, sizeof v);
+		plan_first(&p, &v);
+		CHECK(plan_wants_preg(&p, &v, PREG_MODE) == rv.mode);
+		memset(v.regs, 0, sizeof v.regs);
+		le(v.regs + 256, cases[i].pc);
+		le(v.regs + 16, RVK + 0x8000); /* sp */
+		v.nregs = 264;
+		v.preg_read[PREG_MODE] = 1;
+		v.preg_val[PREG_MODE] = cases[i].priv;
+		v.preg_read[PREG_FLAGS] = 1;
+		v.preg_val[PREG_FLAGS] = 0x2; /* SIE */
+		CHECK(plan_vcpu_user(&p, &v) == cases[i].user && plan_vcpu_firmware(&p, &v) == cases[i].firmware);
+		v.trips = 1;
+		CHECK(plan_after_trip(&p, &v, &out, 0) == 1);
+		CHECK(out.n == 1 && out.frames[0] == cases[i].pc);
+		CHECK((out.flags & (SF_USER | SF_FIRMWARE)) == cases[i].flags);
+		/* the next sample, before its registers are in, guesses as this one was */
+		v.nregs = 0;
+		CHECK(plan_vcpu_user(&p, &v) == cases[i].user && plan_vcpu_firmware(&p, &v) == cases[i].firmware);
+	}
+	plan_free(&p);
+}
+
 static void test_plan_counts(void)
 {
 	struct plan p;
@@ -275,6 +336,7 @@ static void test_plan_counts(void)
 void test_plan(void)
 {
 	test_plan_counts();
+	test_plan_rv_privilege();
 	test_plan_a64_vector();
 	test_plan_a64();
 	struct plan p;

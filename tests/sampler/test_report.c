@@ -94,6 +94,38 @@ static void test_folded_golden(void)
 	syms_free(&t);
 }
 
+/* A user-mode sample is one [user] frame under its task and its pc under cpuN; a firmware one
+ * (riscv64 M-mode) one [firmware] frame under either root -- never its pc, never a caller. */
+static void test_folded_modes(void)
+{
+	struct symtab t;
+	symtab(&t);
+	for (int tf = 0; tf < 2; tf++) {
+		char *buf;
+		size_t len;
+		FILE *f = open_memstream(&buf, &len);
+		struct writer *w = fold_writer_new(f, &t, tf ? TF_COMM : TF_CPU);
+		struct sample s[3] = { mk(0, K + 0x4008, K + 0x3020, 0), mk(0, 0x5ba6, 0, 0), mk(1, 0x80000408, K + 0x3020, 0) };
+		s[0].n = s[2].n = 2;
+		s[1].n = 1;
+		s[1].flags = SF_USER;
+		s[2].flags = SF_FIRMWARE;
+		for (int i = 0; i < 3; i++) {
+			s[i].has_task = 1;
+			snprintf(s[i].task.comm, sizeof s[i].task.comm, "chain");
+			CHECK(w->add(w, &s[i]) == 0);
+		}
+		struct run_info ri = { 2, 100, 2000000000LL, 3, 0, 0, NULL, NULL, NULL, NULL };
+		CHECK(w->finish(w, &ri) == 0);
+		w->free(w);
+		fclose(f);
+		CHECK_STR(buf, tf ? "chain;[firmware] 1\nchain;[user] 1\nchain;work_main;spin 1\n"
+				  : "cpu0;0x5ba6 1\ncpu0;work_main;spin 1\ncpu1;[firmware] 1\n");
+		free(buf);
+	}
+	syms_free(&t);
+}
+
 static void test_empty(void)
 {
 	char *buf;
@@ -113,5 +145,6 @@ void test_report(void)
 {
 	test_report_golden();
 	test_folded_golden();
+	test_folded_modes();
 	test_empty();
 }

@@ -212,6 +212,7 @@ static void test_golden(void)
 			st.dropped = 2;
 			st.filtered = 5;
 			st.unnamed_frames = 9;
+			st.firmware = 3;
 			st.failed_stops = 1;
 			st.rescues = 1;
 			st.rescue_max_ns = 1234567890;

@@ -108,7 +108,7 @@ def test_stacks_reports_high_water_and_guard(g):
 
 BAD_INPUT = [
     ("frobnicate", "shell: unknown command 'frobnicate' (try help)"),
-    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | user | time PID | rounds PID | stop PID|all"),
+    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all"),
     ("work rounds", "work: rounds needs the pid of a split task"),
     ("work rounds 1", "work: pid 1 is not a split task"),
     ("work split", "work: split needs three positive counts (1-1000)"),
@@ -123,6 +123,7 @@ BAD_INPUT = [
     ("work irqoff 10", "work: irqoff needs milliseconds from 1 to 9 (per 10 ms)"),
     ("work copy 3", "work: copy takes no arguments"),
     ("work user", "work: user mode is built only into the riscv64 kernel"),
+    ("work sbi", "work: sbi calls are built only into the riscv64 kernel"),
     ("work time", "work: time needs the pid of an irqoff task"),
     ("work time x", "work: time needs the pid of an irqoff task"),
     ("work time 999", "work: pid 999 is not an irqoff task"),

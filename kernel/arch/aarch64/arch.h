@@ -8,6 +8,7 @@
 #define ARCH_NAME "aarch64"
 #define ARCH_HAS_NET 0			/* no network driver on the virt machine yet */
 #define ARCH_HAS_USER 0			/* no user mode: `work user` is riscv64 only */
+#define ARCH_HAS_FIRMWARE 0		/* no firmware calls: `work sbi` is riscv64 only */
 #define TICK_HZ 100
 
 struct cpu;

@@ -8,6 +8,7 @@
 #define ARCH_NAME "riscv64"
 #define ARCH_HAS_NET 0			/* no network driver on the virt machine yet */
 #define ARCH_HAS_USER 1			/* `work user`: a task in U-mode (user.S) */
+#define ARCH_HAS_FIRMWARE 1		/* `work sbi`: a task calling into OpenSBI (sbi.c) */
 #define TICK_HZ 100
 #define TIMEBASE_HZ 10000000ul		/* QEMU virt's timebase-frequency (its DTB): the time CSR */
 
@@ -55,4 +56,5 @@ void arch_lscpu(struct out *o);			/* SBI implementation, machine ids, PMU extens
 uint64_t arch_task_stack_init(uint8_t *top);
 /* user.S: run the calling task in U-mode (user_spin) until *killed; it then ends (trap.c). */
 void enter_user(volatile int *killed) __attribute__((noreturn));
+void firmware_spin(volatile int *killed);	/* sbi.c: SBI calls until killed */
 #endif

@@ -13,6 +13,15 @@ struct sbiret sbi_call(unsigned long ext, unsigned long fid, unsigned long a0, u
 	return (struct sbiret){ (long)r0, r1 };
 }
 
+/* `work sbi`: the hart spends its time in OpenSBI (M-mode), one BASE get_spec_version call after
+ * another, polling its killed flag between them -- a task's time in firmware, for gdbsample's
+ * [firmware] frame (QEMU's priv 3). Not inlined: its name is the kernel frame under the calls. */
+__attribute__((noinline)) void firmware_spin(volatile int *killed)
+{
+	while (!*killed)
+		sbi_call(SBI_EXT_BASE, SBI_BASE_GET_SPEC_VERSION, 0, 0, 0, 0, 0);
+}
+
 int sbi_has(unsigned long ext)
 {
 	struct sbiret r = sbi_call(SBI_EXT_BASE, SBI_BASE_PROBE_EXT, ext, 0, 0, 0, 0);

@@ -9,6 +9,7 @@
 #define ARCH_NAME "x86_64"
 #define ARCH_HAS_NET 1			/* virtio-net over PCI, the UDP shell, netload */
 #define ARCH_HAS_USER 0			/* no user mode: `work user` is riscv64 only */
+#define ARCH_HAS_FIRMWARE 0		/* no firmware calls: `work sbi` is riscv64 only */
 
 struct cpu;
 struct out;
