@@ -312,6 +312,14 @@ void guard_enter(struct guard *g)
 	}
 }
 
+void guard_arm(struct guard *g)
+{
+	if (!g->sh) return;
+	uint64_t w = load(g->sh);
+	if (STATE(w) == GUARD_STOPPED && (w >> 8) == 0 && !__atomic_load_n(&g->sh->since_ns, __ATOMIC_SEQ_CST))
+		__atomic_store_n(&g->sh->since_ns, now_ns(), __ATOMIC_SEQ_CST);
+}
+
 void guard_leave(struct guard *g)
 {
 	if (!g->sh) return;

@@ -61,6 +61,10 @@ struct guard {
 int guard_start(struct guard *g, struct gdb *gdb, const char *host, int port, const char *path,
 		const char *resume_pkt, int64_t max_pause_ns, void (*rescue)(void *, int), void *arg,
 		long long deadline_ms, volatile sig_atomic_t *intr);
+/* The attach's stop is ours: the handshake found that connecting stopped a running VM. The
+ * watchdog times it from now (before, the stop may be an operator's pause, which is not ours to
+ * end). A no-op once guard_enter or guard_leave ran. */
+void guard_arm(struct guard *g);
 /* The VM is about to be stopped (the watchdog starts timing) / has been resumed. */
 void guard_enter(struct guard *g);
 void guard_leave(struct guard *g);

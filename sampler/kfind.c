@@ -131,6 +131,29 @@ static int acquire(struct slicer *s)
 	return -1;
 }
 
+/* The attach's first look at the vCPUs (kernel_vcpu's answer). The pause watchdog bounds the
+ * attach's stop once the handshake found it ours, so a gdbsample held up here may find the VM
+ * resumed: then it is stopped again and looked at again. */
+static int first_look(struct slicer *s)
+{
+	struct session *ss = s->ss;
+	for (int tries = 0; tries < KERNEL_WAIT; tries++) {
+		if (s->running) {
+			guard_enter(&ss->guard);
+			if (gdb_stop(&ss->g) < 0) {
+				if (recover(s) < 0) return -1;
+				continue;
+			}
+			s->running = 0;
+			s->since = pace_now();
+			s->stop_bytes = 0;
+		}
+		int rc = kernel_vcpu(s);
+		if (rc >= 0 || recover(s) < 0) return rc;
+	}
+	return -1;
+}
+
 /* End this stop, let the VM run KFIND_RUN_MS, stop it again. */
 static int restop(struct slicer *s)
 {
@@ -547,7 +570,7 @@ int kfind_kernel(struct session *ss)
 	const struct arch *ga = ss->g.layout.arch;
 	memset(&f, 0, sizeof f);
 	if (ga->id != ARCH_X86_64 && ga->id != ARCH_AARCH64) return 0;
-	int rc = kernel_vcpu(&s);
+	int rc = first_look(&s);
 	if (rc < 0) goto conn;
 	if (rc == 0) return 0; /* no vCPU in an upper-half kernel, none in user mode: nothing to look for */
 	st->tried = 1;

@@ -189,6 +189,11 @@ int session_open(struct session *ss, const struct opts *o)
 		ss->held_episodes = 1;
 		ss->g.running = 1; /* our next stop starts with a 0x03: it tells when the VM runs again */
 		guard_leave(&ss->guard); /* not ours: the guard must not resume it */
+	} else {
+		/* Ours: from here on the watchdog bounds the attach's stop as it bounds a sample's (the
+		 * handshake itself it cannot: until then the stop may be an operator's pause). A rescue
+		 * during what follows ends the attach with ERR_RESCUED, or a slice's read recovers. */
+		guard_arm(&ss->guard);
 	}
 	if (!ss->g.conn.loopback)
 		session_warn(ss, "%s is not a loopback address: the gdbstub gives full control of the guest "

@@ -3,7 +3,8 @@
 at pc 0 (not an upper-half kernel, so no kernel is read from guest memory), every memory read
 unmapped; 0x03 stops it only while it runs and is discarded otherwise, as QEMU does. `monitor`, if
 given, answers qRcmd as QEMU relays its monitor: called with the command's text, it returns the
-output (sent as 'O' packets, then OK) or None for a stub without the command. Every request is kept
+output (sent as 'O' packets, then OK) or None for a stub without the command. `hook`, if given, is
+called with each request (bytes) before it is answered, in the stub's thread. Every request is kept
 in `requests` (bytes, with b"\\x03" for a stop byte), for tests that check what was sent when."""
 import socket
 import threading
@@ -16,13 +17,14 @@ def packet(payload):
 class FakeStub:
     REGS = b"00" * 1024  # more than the default x86_64 layout needs; all zero
 
-    def __init__(self, monitor=None):
+    def __init__(self, monitor=None, hook=None):
         self.lsock = socket.socket()
         self.lsock.bind(("127.0.0.1", 0))
         self.lsock.listen(1)
         self.port = self.lsock.getsockname()[1]
         self.running = False
         self.monitor = monitor
+        self.hook = hook
         self.requests, self.lock = [], threading.Lock()
         threading.Thread(target=self.serve, daemon=True).start()
 
@@ -91,6 +93,8 @@ class FakeStub:
                         req, buf = buf[1:end], buf[end + 3:]
                         with self.lock:
                             self.requests.append(req)
+                        if self.hook:
+                            self.hook(req)
                         out += b"+"
                         if req == b"c":
                             self.running = True

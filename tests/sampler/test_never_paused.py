@@ -6,10 +6,12 @@ gdbsample started here leads its own process group, which the tests signal as a 
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import conftest
 import pytest
+from fakestub import FakeStub
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 
@@ -31,6 +33,22 @@ def wait_sampling(p):
     during attach included: this only makes most of them land mid-run)."""
     time.sleep(0.5)
     assert p.poll() is None, p.communicate()
+
+
+def wait_attached(p, g, timeout=60):
+    """Wait until gdbsample's attach stop has ended: QMP saw the VM paused (connecting stops it),
+    then running (a round resumed it). The watchdog cannot bound the handshake -- until its end
+    the stop may be an operator's pause (docs/attach.md) -- so a test of the watchdog starts after
+    it. Polled as fast as QMP answers: at -r 10000 the VM runs a fair share between rounds."""
+    deadline, paused = time.monotonic() + timeout, False
+    while time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        st = conftest.qmp_status(g.qmp_path)
+        if st == "paused":
+            paused = True
+        elif paused and st == "running":
+            return
+    pytest.fail(f"gdbsample's attach did not end within {timeout} s (paused seen: {paused})")
 
 
 CATCHABLE = [signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGTERM]
@@ -107,7 +125,7 @@ def test_watchdog_resumes_guest_while_gdbsample_is_stopped(boot):
     g = boot(smp=2, qmp=True)
     g.work("chain 6")
     p = start_group(g, "-r", "10000", "--max-pause", "0.2", "-q", "--summary")
-    wait_sampling(p)
+    wait_attached(p, g)  # SIGSTOPped in the handshake, the guest stays paused: its pause may not be ours
     for i in range(40):
         os.kill(p.pid, signal.SIGSTOP)
         try:
@@ -124,6 +142,41 @@ def test_watchdog_resumes_guest_while_gdbsample_is_stopped(boot):
     assert out.startswith("profiled ") and "chain6" in out, out
     assert conftest.wait_running(g.qmp_path) == "running"
     assert "the pause watchdog resumed the guest" in err, err
+
+
+def test_the_watchdog_bounds_the_attach_stop_once_the_handshake_shows_it_is_ours():
+    """Connecting stops the VM. Once the handshake has shown that stop is gdbsample's (here a stub
+    that is not QEMU, so no operator's pause can hide behind it), the watchdog bounds the rest of
+    the attach as it bounds a sample: gdbsample SIGSTOPped at its first request after the handshake
+    (kfind's `g`, before any round) -> the guard sends `c` within about --max-pause; before, the
+    attach's stop had no watchdog, and the VM stayed stopped for as long as gdbsample was (seen
+    beside CPU hogs: a SIGSTOP 0.5 s after the start left a guest paused). SIGCONT: gdbsample
+    notices the rescue, counts it and samples on."""
+    proc, fired = {}, threading.Event()
+
+    def hook(req):
+        if req == b"g" and not fired.is_set():
+            fired.set()
+            os.kill(proc["p"].pid, signal.SIGSTOP)
+
+    s = FakeStub(hook=hook)
+    p = proc["p"] = subprocess.Popen([GDBSAMPLE, "-p", str(s.port), "-r", "100", "-d", "1", "--max-pause", "0.2",
+                                      "--summary-format", "kv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+    try:
+        assert fired.wait(30), s.sent()
+        sent = s.sent()
+        assert b"\x03" not in sent and b"c" not in sent, sent  # no round yet: still the attach's stop
+        deadline = time.monotonic() + 10  # the limit is 0.2 s; allow a loaded host 10 s
+        while b"c" not in s.sent() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert b"c" in s.sent(), s.sent()  # resumed while gdbsample is still stopped
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=30)
+    s.close()
+    assert p.returncode == 0, err
+    assert "watchdog_rescues 1" in err and out.startswith("profiled "), (out, err)
 
 
 def test_watchdog_off_with_zero(boot):
