@@ -54,25 +54,37 @@ def elf_syms():
 
 
 def test_every_form_of_the_command(boot):
+    """Each form's window, CPUs, chain limit and sample count. 100 Hz on each CPU: about ms/10
+    samples per busy CPU (the chain task's CPU is busy). A tick due while QEMU waits for a host
+    core is late, and the deadline re-armed from then: a vCPU thread's wait loses up to the share
+    waited (67 of 100 were seen at a load average of 14 on 2 cores), and so does the main loop's,
+    which runs the timers that raise the ticks (beside two CPU hogs a 300 ms window once had no
+    sample on either CPU while the vCPU threads waited 0.3 %: the likeliest cause). So the bar is 80 % of the ticks the most-waiting
+    QEMU thread left, and a window a starved host spoilt is run again, up to three times: a
+    profiler that takes too few samples fails all three."""
     g = boot(smp=2)
     pid = g.work("chain 3")
     for line, ms, chains_max in (("profile", 1000, 8), ("profile 2000 all 3", 2000, 3),
                                  (f"profile 500 {pid}", 500, 8), (f"profile 300 {pid} 2", 300, 2),
                                  ("profile 200 all", 200, 8), ("profile 100", 100, 8)):
-        window = crosscheck.WaitWindow(g.proc.pid)
-        head, chains = parse(g.cmd(line, timeout=15))
-        waited = window.waited(2) or 0.0
-        assert head["ms"] == ms and head["cpus"] == 2 and head["source"] == "tick 100 Hz", line
-        # one line per sampling CPU, adding up to the report's samples (compare weighs by them)
-        assert sorted(head["by_cpu"]) == [0, 1] and sum(head["by_cpu"].values()) == head["samples"], (line, head)
-        assert len(chains) <= chains_max
-        # 100 Hz on each CPU: about ms/10 samples per busy CPU (the chain task's CPU is busy). A
-        # tick due while the vCPU thread waits for a host core is late, and the deadline re-armed
-        # from then: such a window loses up to the share waited (67 of 100 were seen at a load
-        # average of 14 on 2 cores), so the bar is 80 % of the ticks the vCPU could take.
-        assert head["samples"] >= ms // 10 * 0.8 * (1 - min(waited, 0.9)), (line, head, waited)
-        if str(pid) in line:
-            assert all(leaf.startswith("chain3") for _, _, leaf, _ in chains), chains
+        tries = []
+        for _ in range(3):
+            window = crosscheck.WaitWindow(g.proc.pid)
+            text = g.cmd(line, timeout=15)
+            head, chains = parse(text)
+            waited = window.waited(None) or 0.0  # every QEMU thread: the vCPUs' and the main loop's
+            assert head["ms"] == ms and head["cpus"] == 2 and head["source"] == "tick 100 Hz", line
+            # one line per sampling CPU, adding up to the report's samples (compare weighs by them)
+            assert sorted(head["by_cpu"]) == [0, 1] and sum(head["by_cpu"].values()) == head["samples"], (line, head)
+            assert len(chains) <= chains_max
+            if str(pid) in line:
+                assert all(leaf.startswith("chain3") for _, _, leaf, _ in chains), chains
+            tries.append((head["samples"], round(waited, 3), text))
+            if head["samples"] >= ms // 10 * 0.8 * (1 - min(waited, 0.9)):
+                break
+        else:
+            pytest.fail(f"{line}: too few samples in three windows (samples, QEMU's longest wait share, "
+                        f"report): {tries}\nps:\n{g.cmd('ps')}\nprofile stats:\n{g.cmd('profile stats')}")
 
 
 @pytest.mark.parametrize("line,error", [
