@@ -40,8 +40,13 @@ struct guestos {
 	uint64_t cur_count;      /* ...the CPUs the array holds */
 	int cur_by_cpu;          /* CR_NONE: indexed by the vCPU's number */
 	int cur_linked;          /* cur_off holds a link-time address: the KASLR slide is added */
-	uint32_t pid_off;        /* s32 pid in the task struct */
-	uint32_t tgid_off;       /* s32 thread-group id (== pid_off where the OS has none) */
+	uint32_t pid_off;        /* pid in the task struct: an integer of pid_size bytes */
+	uint32_t tgid_off;       /* thread-group id (== pid_off where the OS has none), tgid_size */
+	uint8_t pid_size;        /* 1, 2, 4 or 8 (0: 4, Linux's and our kernel's); a value outside
+				  * 0..INT32_MAX is no pid: the sample is unattributed */
+	uint8_t tgid_size;       /* the same for tgid */
+	uint8_t pid_unsigned;    /* the field is unsigned (an 8-byte usize: its top bit is value) */
+	uint8_t tgid_unsigned;
 	uint32_t comm_off;       /* name, comm_len bytes (NUL-padded) */
 	uint32_t comm_len;       /* <= TASK_COMM_LEN */
 	const char *cur_sym;     /* non-NULL: cur_off is still to be set to this per-CPU variable's

@@ -43,11 +43,27 @@ uint64_t task_where(const struct guestos *os, int cpu, uint64_t val, uint64_t al
 	return 0;
 }
 
+static uint32_t int_size(uint8_t size)
+{
+	return size ? size : 4;
+}
+
+/* A pid-like field of size bytes (1, 2, 4, 8; little-endian): its value if it is one a pid can
+ * be (0..INT32_MAX, the capture's s32), else -1. */
+static int32_t pid_value(const uint8_t *p, uint8_t size, int is_unsigned)
+{
+	uint32_t n = int_size(size);
+	uint64_t v = 0;
+	for (uint32_t i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
+	if (!is_unsigned && n < 8 && (v >> (8 * n - 1)) & 1) return -1; /* negative */
+	return v <= INT32_MAX ? (int32_t)v : -1;
+}
+
 void task_span(const struct guestos *os, uint32_t *lo, uint32_t *len)
 {
-	uint32_t a = os->pid_off, b = os->pid_off + 4;
+	uint32_t a = os->pid_off, b = os->pid_off + int_size(os->pid_size);
 	if (os->tgid_off < a) a = os->tgid_off;
-	if (os->tgid_off + 4 > b) b = os->tgid_off + 4;
+	if (os->tgid_off + int_size(os->tgid_size) > b) b = os->tgid_off + int_size(os->tgid_size);
 	if (os->comm_off < a) a = os->comm_off;
 	if (os->comm_off + os->comm_len > b) b = os->comm_off + os->comm_len;
 	*lo = a;
@@ -61,8 +77,8 @@ int task_decode(const struct guestos *os, uint64_t ptr, const uint8_t *span, uin
 	if (len < want) return -1;
 	memset(id, 0, sizeof *id);
 	id->ptr = ptr;
-	id->pid = (int32_t)le32(span + (os->pid_off - lo));
-	id->tgid = (int32_t)le32(span + (os->tgid_off - lo));
+	id->pid = pid_value(span + (os->pid_off - lo), os->pid_size, os->pid_unsigned);
+	id->tgid = pid_value(span + (os->tgid_off - lo), os->tgid_size, os->tgid_unsigned);
 	memcpy(id->comm, span + (os->comm_off - lo), os->comm_len);
 	if (os->comm_len == TASK_COMM_LEN) id->comm[TASK_COMM_LEN - 1] = 0; /* the guest NUL-terminates */
 	if (id->pid < 0 || id->tgid < 0 || !id->comm[0]) return -1;

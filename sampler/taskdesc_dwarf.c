@@ -353,20 +353,30 @@ static int field(struct rctx *c, Dwarf_Die *task, const struct td_path *p, uint6
 	return 0;
 }
 
-static int int_field(struct rctx *c, Dwarf_Die *task, const struct td_path *p, const char *key, uint32_t *off)
+/* A pid or tgid field: an integer (or enum) of 1, 2, 4 or 8 bytes -- Rust kernels' ids are often
+ * a u64 or usize -- at *off; *size its bytes, *is_unsigned from its DWARF encoding. */
+static int int_field(struct rctx *c, Dwarf_Die *task, const struct td_path *p, const char *key, uint32_t *off,
+		     uint8_t *size, uint8_t *is_unsigned)
 {
 	uint64_t o;
 	Dwarf_Die t, b;
-	Dwarf_Word size = 0;
+	Dwarf_Word sz = 0, enc = DW_ATE_signed;
+	Dwarf_Attribute a;
 	char path[256], tn[128];
 	if (field(c, task, p, &o, &t) < 0) return -1;
 	taskdesc_path(p, path, sizeof path);
 	type_name(&t, tn, sizeof tn, 0);
-	if (peel(&t, &b) < 0 || (tag_of(&b) != DW_TAG_base_type && tag_of(&b) != DW_TAG_enumeration_type) ||
-	    dwarf_aggregate_size(&b, &size) != 0 || size != 4)
-		return fail(c, "%s `%s` is a `%s`: it must be a 4-byte integer", key, path, tn);
-	if (o > UINT32_MAX - 4) return fail(c, "%s `%s` is too far into the task struct", key, path);
+	int base = peel(&t, &b) == 0 && tag_of(&b) == DW_TAG_base_type;
+	if (base && dwarf_attr(&b, DW_AT_encoding, &a)) dwarf_formudata(&a, &enc);
+	int integer = base ? enc == DW_ATE_signed || enc == DW_ATE_unsigned || enc == DW_ATE_signed_char ||
+				     enc == DW_ATE_unsigned_char
+			   : tag_of(&b) == DW_TAG_enumeration_type;
+	if (!integer || dwarf_aggregate_size(&b, &sz) != 0 || (sz != 1 && sz != 2 && sz != 4 && sz != 8))
+		return fail(c, "%s `%s` is a `%s`: it must be an integer of 1, 2, 4 or 8 bytes", key, path, tn);
+	if (o > UINT32_MAX - 8) return fail(c, "%s `%s` is too far into the task struct", key, path);
 	*off = (uint32_t)o;
+	*size = (uint8_t)sz;
+	*is_unsigned = enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char;
 	return 0;
 }
 
@@ -473,10 +483,13 @@ int guestos_desc_dwarf(struct guestos *os, Elf *elf, const struct taskdesc *d, c
 	c.line = d->line[0];
 	if (resolve_cur(&c, &d->cur, &n, &task) < 0) goto out;
 	c.line = d->line[1];
-	if (int_field(&c, &task, &d->pid, "pid", &n.pid_off) < 0) goto out;
+	if (int_field(&c, &task, &d->pid, "pid", &n.pid_off, &n.pid_size, &n.pid_unsigned) < 0) goto out;
 	n.tgid_off = n.pid_off;
+	n.tgid_size = n.pid_size;
+	n.tgid_unsigned = n.pid_unsigned;
 	c.line = d->line[2];
-	if (d->tgid.n && int_field(&c, &task, &d->tgid, "tgid", &n.tgid_off) < 0) goto out;
+	if (d->tgid.n && int_field(&c, &task, &d->tgid, "tgid", &n.tgid_off, &n.tgid_size, &n.tgid_unsigned) < 0)
+		goto out;
 	c.line = d->line[3];
 	if (name_field(&c, &task, &d->name, &n.comm_off, &n.comm_len) < 0) goto out;
 	c.line = 0;

@@ -117,6 +117,27 @@ static void test_pure(void)
 	span[560] = 0;                                            /* an empty name: not a task */
 	CHECK(task_decode(&os, T1, span, len, &id) == -1);
 
+	/* A description's 8-byte ids (a Rust kernel's u64): the span grows; a value a pid cannot be
+	 * (past INT32_MAX, or negative in a signed field) is no task. 2-byte ones: their top bit is
+	 * the sign unless unsigned. */
+	struct guestos d = { .os = OS_DESC, .pid_off = 0, .tgid_off = 8, .pid_size = 8, .tgid_size = 8,
+			     .pid_unsigned = 1, .tgid_unsigned = 1, .comm_off = 16, .comm_len = 8 };
+	task_span(&d, &lo, &len);
+	CHECK(lo == 0 && len == 24);
+	uint8_t w[24] = { 0x39, 0x30, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 'r', 'u', 's', 't', 0 };
+	CHECK(task_decode(&d, T1, w, len, &id) == 0 && id.pid == 12345 && id.tgid == 7 && !strcmp(id.comm, "rust"));
+	w[4] = 1; /* 2^32 + 12345 */
+	CHECK(task_decode(&d, T1, w, len, &id) == -1);
+	w[4] = 0;
+	w[3] = 0x7f; /* 0x7f003039: still a pid */
+	CHECK(task_decode(&d, T1, w, len, &id) == 0 && id.pid == 0x7f003039);
+	d.pid_size = d.tgid_size = 2;
+	d.pid_unsigned = 0;
+	w[1] = 0x80; /* a signed 2-byte field: negative */
+	CHECK(task_decode(&d, T1, w, len, &id) == -1);
+	d.pid_unsigned = 1;
+	CHECK(task_decode(&d, T1, w, len, &id) == 0 && id.pid == 0x8039);
+
 	char out[TASK_COMM_LEN * 4 + 1], root[96];
 	char raw[TASK_COMM_LEN] = "a\x1b[2Jb\x7f";
 	task_comm_format(raw, out);

@@ -96,6 +96,13 @@ static void test_shapes(Elf *e)
 	CHECK(os.pid_off == 8 && os.comm_off == 12 && os.comm_len == 8);
 	CHECK(resolve(e, "current = *(struct proc **)($x + &pcpu_area.procs[1])\npid = pid\nname = name\n", &os, err,
 		      sizeof err) == 0 && os.cur_off == area + 32 + 8);
+
+	/* ids of 8 (signed and not) and 2 bytes: the size and the signedness from DWARF */
+	CHECK(resolve(e, "current = cpus[cpu].proc\npid = state\nname = name\n", &os, err, sizeof err) == 0);
+	CHECK(os.pid_off == 0 && os.pid_size == 8 && !os.pid_unsigned && os.tgid_size == 8);
+	CHECK(resolve(e, "current = *(thread_t **)($x + &pcpu_area.cur)\npid = uid\ntgid = sid\nname = comm\n", &os,
+		      err, sizeof err) == 0);
+	CHECK(os.pid_size == 8 && os.pid_unsigned && os.tgid_size == 2 && !os.tgid_unsigned && os.tgid_off == 48);
 }
 
 /* Each refusal: one line, naming the line of the key it is about and what was wrong. */
@@ -134,13 +141,13 @@ static void test_refusals(Elf *e)
 	R("*(struct proc **)($x + &pcpu_area.pad)", "not a pointer");
 	R("*(struct proc **)($x + &pcpu_area.procs[$tp])", "for a global array");
 #undef R
-	refused(e, "current = cpus[cpu].proc\npid = state\nname = name\n", "line 2: pid `state` is a `long int`: it must be a 4-byte integer");
+	refused(e, "current = *(thread_t **)($x + &pcpu_area.cur)\npid = weight\nname = comm\n",
+		"line 2: pid `weight` is a `double`: it must be an integer of 1, 2, 4 or 8 bytes");
 	refused(e, "current = cpus[cpu].proc\nname = name\n\npid = kstack\n", "line 4: pid `kstack`");
 	refused(e, "current = cpus[cpu].proc\npid = pid\nname = kstack\n", "line 3: name `kstack` is a `void *`: it must be a char array");
 	refused(e, "current = cpus[cpu].proc\npid = pid\ntgid = name\nname = name\n", "line 3: tgid `name`");
 	refused(e, "current = cpus[cpu].proc\npid = pid\nname = nosuch\n", "line 3: `struct proc` has no member `nosuch`");
 	refused(e, "current = *(thread_t **)($x + &pcpu_area.cur)\npid = bits\nname = comm\n", "bit-field");
-	refused(e, "current = *(thread_t **)($x + &pcpu_area.cur)\npid = sid\nname = comm\n", "`short int`: it must be a 4-byte");
 	refused(e, "current = *(thread_t **)($x + &pcpu_area.cur)\npid = ids\nname = label\n", "pid `ids` is a `struct (anonymous)`");
 
 	/* no DWARF at all: one line, and os untouched */

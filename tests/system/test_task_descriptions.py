@@ -49,7 +49,8 @@ def described_run(g, path, stdin):
 
 BAD = [  # (description, what the one line says), on our kernel (struct cpu, struct task)
     ("current = cpus[cpu].curent\npid = pid\nname = name\n", "--tasks: line 1: `struct cpu` has no member `curent`"),
-    ("current = cpus[cpu].current\npid = rsp\nname = name\n", "line 2: pid `rsp` is a `uint64_t`: it must be a 4-byte integer"),
+    ("current = cpus[cpu].current\npid = stack\nname = name\n",
+     "line 2: pid `stack` is a `uint8_t *`: it must be an integer of 1, 2, 4 or 8 bytes"),
     ("current = cpus[cpu].current\npid = pid\nname = stack\n", "line 3: name `stack` is a `uint8_t *`"),
     ("current = cpus[cpu]\npid = pid\nname = name\n", "line 1: `cpus[cpu]` is a `struct cpu`, not a pointer"),
     ("current = kcpus[cpu].current\npid = pid\nname = name\n", "`kcpus`: no such global variable"),
@@ -139,22 +140,25 @@ def shape_guest():
         g.stop()
 
 
-@pytest.mark.parametrize("tasks", ["xv6-riscv.tasks", "by-cpu"])
+@pytest.mark.parametrize("tasks", ["xv6-riscv.tasks", "by-cpu", "u64-id"])
 def test_a_kernel_of_another_shape(shape_guest, tasks):
     """A riscv64 kernel laid out as xv6 (struct cpu cpus[], indexed by the hart id in tp; struct
-    proc with name at +20 and pid at +36), described by docs/tasks/xv6-riscv.tasks (through tp)
-    and by cpus[cpu].proc (the vCPU's number): hart h runs even<h> (pid 100(h+1)) in spin_even and
+    proc with name at +20 and pid at +36), described by docs/tasks/xv6-riscv.tasks (through tp),
+    by cpus[cpu].proc (the vCPU's number), and with its pid taken from `id`, a u64 at +40 as a
+    Rust kernel keeps one: hart h runs even<h> (pid 100(h+1)) in spin_even and
     odd<h> (pid 100(h+1)+1) in spin_odd, so every sample in either function has exactly one right
     task, and the hart is told by the chain (boot_main on the boot hart, secondary_entry on the
     other) -- an exact oracle, no tolerance, over >= 400 samples and both harts."""
     g = shape_guest
-    path = os.path.join(DOCS, tasks) if tasks != "by-cpu" else "-"
-    stdin = "current = cpus[cpu].proc\npid = pid\nname = name\n" if tasks == "by-cpu" else None
+    path = os.path.join(DOCS, tasks) if tasks == "xv6-riscv.tasks" else "-"
+    stdin = {"by-cpu": "current = cpus[cpu].proc\npid = pid\nname = name\n",
+             "u64-id": "current = cpus[$tp].proc\npid = id\nname = name\n"}.get(tasks)
+    layout = "struct proc id +40 name +20" if tasks == "u64-id" else "struct proc pid +36 name +20"
     seen, harts, log = 0, {}, ""
     for _ in range(4):
         r = described_run(g, path, stdin)
         log += r.stdout + r.stderr
-        assert kv(r.stderr)["task_layout"].endswith("struct proc pid +36 name +20"), r.stderr
+        assert kv(r.stderr)["task_layout"].endswith(layout), r.stderr
         for frames, n in conftest.folded_rows(r.stdout):
             leaf, path_ = frames[-1], frames[1:-1]
             if leaf not in ("spin_even", "spin_odd"):

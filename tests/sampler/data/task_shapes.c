@@ -16,6 +16,8 @@ typedef struct thread {
 	short sid;
 	char *label;
 	unsigned bits : 3;
+	unsigned long long uid; /* a Rust kernel's u64 id */
+	double weight;
 } thread_t;
 struct pcpu_area { long pad[3]; thread_t *cur; struct proc *procs[2]; };
 struct pcpu_area pcpu_area;

@@ -6,7 +6,8 @@
  * task's (name at +20, pid at +36). Each hart h alternates between two processes, "even<h>"
  * (pid 100*(h+1)) and "odd<h>" (pid 100*(h+1)+1), each spinning in its own function: a sample
  * whose leaf is spin_even on hart h belongs to even<h> and no other -- an exact oracle for
- * `--tasks` with `current = cpus[$tp].proc`. No interrupts, no timer: nothing else runs.
+ * `--tasks` with `current = cpus[$tp].proc`. `id` holds the pid again as a Rust kernel keeps one
+ * (a u64, at +40). No interrupts, no timer: nothing else runs.
  */
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ struct proc {
 	int ppid;
 	char name[16];
 	int pid;
+	unsigned long id; /* the pid as a u64 */
 };
 
 struct cpu {
@@ -63,6 +65,7 @@ static void setup_proc(struct proc *p, const char *name, int h, int pid)
 	p->kstack = stacks + (h + 1) * 16384L;
 	p->ppid = 1;
 	p->pid = pid;
+	p->id = (unsigned long)pid;
 }
 
 __attribute__((noinline)) void spin_even(long n)
