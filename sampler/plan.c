@@ -361,6 +361,8 @@ static void task_after_trip(struct plan *p, struct vcpu *v, int last_trip, int *
 		/* x86: gs_base or k_gs_base, in `g`; aarch64: TPIDR_EL1, read with `p` in the first trip;
 		 * a description's register: with `p`, and only from a kernel-mode sample */
 		if (p->pcpu_kernel && plan_vcpu_user(p, v) != 0) { task_lost(p, v); return; }
+		/* ...and never from firmware's registers (OpenSBI swaps tp with mscratch on entry) */
+		if (plan_vcpu_firmware(p, v) == 1) { task_lost(p, v); return; }
 		uint64_t b = p->pcpu_alt ? arch_reg(p->pcpu_alt, v->regs, v->nregs) : 0;
 		v->task_at = task_where(os, v->cpu, task_reg(p, v), b, p->kptr_lo); /* (0: not read) */
 		if (!v->task_at) { task_lost(p, v); return; } /* no per-CPU base yet (early boot) */

@@ -304,6 +304,35 @@ static void test_plan_rv_privilege(void)
 		CHECK(plan_vcpu_user(&p, &v) == cases[i].user && plan_vcpu_firmware(&p, &v) == cases[i].firmware);
 	}
 	plan_free(&p);
+
+	/* Our kernel's task through tp (struct cpu): a hart's first sample in M-mode finds OpenSBI's
+	 * scratch area in tp, so it learns no base (the sample unattributed, counted); the next one,
+	 * in S-mode, learns it from the kernel's tp. */
+	struct guestos os = { .os = OS_TESTKERNEL, .cur_how = CR_BASE, .cur_off = 0x10, .pid_off = 0, .tgid_off = 0,
+			      .comm_off = 4, .comm_len = 16 };
+	cfg.os = &os;
+	plan_init(&p, &rv, &cfg);
+	CHECK(plan_tasks_on(&p) && !p.pcpu_by_p);
+	memset(&v, 0, sizeof v);
+	for (int k = 0; k < 2; k++) {
+		plan_first(&p, &v);
+		memset(v.regs, 0, sizeof v.regs);
+		le(v.regs + 256, k ? RVK + 0x40 : 0x80000504);
+		le(v.regs + 16, RVK + 0x8000);
+		le(v.regs + 32, k ? RVK + 0x3000 : 0x80041000); /* tp: the kernel's struct cpu, or OpenSBI's scratch */
+		v.nregs = 264;
+		v.preg_read[PREG_MODE] = v.preg_read[PREG_FLAGS] = 1;
+		v.preg_val[PREG_MODE] = k ? 1 : 3;
+		v.preg_val[PREG_FLAGS] = 0x2;
+		v.trips = 1;
+		int done = plan_after_trip(&p, &v, &out, 0);
+		if (!k) {
+			CHECK(done == 1 && (out.flags & SF_FIRMWARE) && !out.has_task && !v.task_at && p.st.task.lost == 1);
+		} else {
+			CHECK(done == 0 && v.task_at == RVK + 0x3000 + 0x10); /* the pointer next trip */
+		}
+	}
+	plan_free(&p);
 }
 
 static void test_plan_counts(void)
