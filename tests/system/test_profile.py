@@ -53,17 +53,25 @@ def elf_syms():
         return syms, text["sh_addr"], text.data()
 
 
+def profile_stats(g):
+    """`profile stats` -> {cpu: (taken, recorded, dropped)} of the last window."""
+    return {int(c): (int(t), int(r), int(d))
+            for c, t, r, d in re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", g.cmd("profile stats"), re.M)}
+
+
 def test_every_form_of_the_command(boot):
-    """Each form's window, CPUs, chain limit and sample count. 100 Hz on each CPU: about ms/10
-    samples per busy CPU (the chain task's CPU is busy). A tick due while QEMU waits for a host
-    core is late, and the deadline re-armed from then: a vCPU thread's wait loses up to the share
-    waited (67 of 100 were seen at a load average of 14 on 2 cores), and so does the main loop's,
-    which runs the timers that raise the ticks (beside two CPU hogs a 300 ms window once had no
-    sample on either CPU while the vCPU threads waited 0.3 %: the likeliest cause). So the bar is 80 % of the ticks the most-waiting
-    QEMU thread left, and a window a starved host spoilt is run again, up to three times: a
-    profiler that takes too few samples fails all three."""
+    """Each form's window, CPUs, chain limit and samples. The profiler is judged against the ticks
+    each CPU took in the window (`profile stats`): every one recorded, none dropped, and on the
+    chain task's CPU -- busy the whole window -- every tick is one of the report's samples (5 %
+    and one left for a tick that found the shell or idle task there). That the ticks come at
+    100 Hz is the timer's test (test_boot.py), not this one: beside two CPU hogs the chain's vCPU
+    once took 3 ticks in 500 ms while the other took 51 and no QEMU thread waited more than
+    0.3 % (a TCG timer delivery question, open). Still, a window must have taken at least one
+    CPU's worth of ticks between the two (80 % of ms/10, less the share the most-waiting QEMU
+    thread waited), or it is run again, up to three times."""
     g = boot(smp=2)
     pid = g.work("chain 3")
+    chain_cpu = next(t["cpu"] for t in g.ps() if t["pid"] == pid)
     for line, ms, chains_max in (("profile", 1000, 8), ("profile 2000 all 3", 2000, 3),
                                  (f"profile 500 {pid}", 500, 8), (f"profile 300 {pid} 2", 300, 2),
                                  ("profile 200 all", 200, 8), ("profile 100", 100, 8)):
@@ -73,18 +81,22 @@ def test_every_form_of_the_command(boot):
             text = g.cmd(line, timeout=15)
             head, chains = parse(text)
             waited = window.waited(None) or 0.0  # every QEMU thread: the vCPUs' and the main loop's
+            stats = profile_stats(g)
             assert head["ms"] == ms and head["cpus"] == 2 and head["source"] == "tick 100 Hz", line
             # one line per sampling CPU, adding up to the report's samples (compare weighs by them)
             assert sorted(head["by_cpu"]) == [0, 1] and sum(head["by_cpu"].values()) == head["samples"], (line, head)
             assert len(chains) <= chains_max
             if str(pid) in line:
                 assert all(leaf.startswith("chain3") for _, _, leaf, _ in chains), chains
-            tries.append((head["samples"], round(waited, 3), text))
-            if head["samples"] >= ms // 10 * 0.8 * (1 - min(waited, 0.9)):
+            assert sorted(stats) == [0, 1] and all(t == r and d == 0 for t, r, d in stats.values()), (line, stats)
+            taken = stats[chain_cpu][0]
+            assert head["by_cpu"][chain_cpu] >= 0.95 * taken - 1, (line, head, stats, text)
+            tries.append((sum(t for t, _, _ in stats.values()), round(waited, 3), stats, text))
+            if tries[-1][0] >= ms // 10 * 0.8 * (1 - min(waited, 0.9)):
                 break
         else:
-            pytest.fail(f"{line}: too few samples in three windows (samples, QEMU's longest wait share, "
-                        f"report): {tries}\nps:\n{g.cmd('ps')}\nprofile stats:\n{g.cmd('profile stats')}")
+            pytest.fail(f"{line}: too few ticks in three windows (ticks taken, QEMU's longest wait share, "
+                        f"profile stats, report): {tries}\nps:\n{g.cmd('ps')}")
 
 
 @pytest.mark.parametrize("line,error", [
