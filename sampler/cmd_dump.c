@@ -36,6 +36,8 @@ static void print_stack(FILE *f, const struct session *ss, const struct sample *
 	}
 }
 
+#define DUMP_TRIES 5 /* stops a dump tries when the pause watchdog ends them first */
+
 int cmd_dump(const struct opts *o)
 {
 	static struct session ss;
@@ -55,12 +57,23 @@ int cmd_dump(const struct opts *o)
 		return ss.err;
 	}
 	ss.read_held = 1;                                 /* a VM paused by someone else: read as is */
-	int rc = session_sample(&ss, out, &n, &pz);        /* registers and stacks of every vCPU */
+	/* Registers and stacks of every vCPU. A stop the pause watchdog ended before they were read
+	 * (gdbsample held up past --max-pause) is tried again, a few times; a round skipped for a
+	 * migration under way is not a dump either. Neither is ever an empty success. */
+	int rc = 1;
+	for (int tries = 0; tries < DUMP_TRIES && rc == 1; tries++) rc = session_sample(&ss, out, &n, &pz);
 	if (rc == 0)
 		for (int i = 0; i < n; i++) print_stack(so.f, &ss, &out[i]);
 	else if (rc < 0)
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+	else if (rc == 1)
+		fprintf(stderr, "gdbsample: the pause watchdog resumed the guest while gdbsample was held up "
+			"(%d tries; a longer --max-pause lets a stop last until the stacks are read)\n", DUMP_TRIES);
+	else
+		fprintf(stderr, "gdbsample: a migration is under way: the VM was not read\n");
 	if (rc < 0) err = ss.err;
+	else if (rc == 1) err = ERR_RESCUED;
+	else if (rc == 2) err = ERR_SYS;
 	if (output_commit(&so) < 0) {                     /* EPIPE is the end of the output, not this */
 		fprintf(stderr, "gdbsample: %s\n", so.errstr);
 		err = ERR_SYS;
