@@ -103,6 +103,18 @@ static int release(struct slicer *s)
 	return 0;
 }
 
+/* Stop the running VM, a new stop of the slicer's: 0 stopped, 1 the watchdog's rescue got in
+ * the way (acknowledged; the VM runs: try again), -1 error. */
+static int stop(struct slicer *s)
+{
+	guard_enter(&s->ss->guard);
+	if (gdb_stop(&s->ss->g) < 0) return recover(s) < 0 ? -1 : 1;
+	s->running = 0;
+	s->since = pace_now();
+	s->stop_bytes = 0;
+	return 0;
+}
+
 /* Stop the VM again with a vCPU in the kernel (waiting KFIND_RUN_MS between tries): 0, -1 error. */
 static int acquire(struct slicer *s)
 {
@@ -114,14 +126,9 @@ static int acquire(struct slicer *s)
 			nanosleep(&ts, NULL);
 		}
 		if (!s->running) return 0;
-		guard_enter(&ss->guard);
-		if (gdb_stop(&ss->g) < 0) {
-			if (recover(s) < 0) return -1;
-			continue;
-		}
-		s->running = 0;
-		s->since = pace_now();
-		s->stop_bytes = 0;
+		int st = stop(s);
+		if (st < 0) return -1;
+		if (st > 0) continue;
 		s->st->stops++;
 		int rc = kernel_vcpu(s);
 		if (rc < 0 && recover(s) == 0) continue;
@@ -136,18 +143,10 @@ static int acquire(struct slicer *s)
  * resumed: then it is stopped again and looked at again. */
 static int first_look(struct slicer *s)
 {
-	struct session *ss = s->ss;
 	for (int tries = 0; tries < KERNEL_WAIT; tries++) {
-		if (s->running) {
-			guard_enter(&ss->guard);
-			if (gdb_stop(&ss->g) < 0) {
-				if (recover(s) < 0) return -1;
-				continue;
-			}
-			s->running = 0;
-			s->since = pace_now();
-			s->stop_bytes = 0;
-		}
+		int st = s->running ? stop(s) : 0;
+		if (st < 0) return -1;
+		if (st > 0) continue;
 		int rc = kernel_vcpu(s);
 		if (rc >= 0 || recover(s) < 0) return rc;
 	}
