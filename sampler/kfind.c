@@ -83,10 +83,7 @@ static int recover(struct slicer *s)
 	struct session *ss = s->ss;
 	if (ss->g.err != ERR_RESCUED) return -1;
 	if (!s->running) end_stop(s); /* the stop that was held up, to now */
-	if (ss->g.raced && gdb_resync(&ss->g) < 0) return -1;
-	ss->g.err = 0;
-	ss->g.running = 1;
-	ss->rescues = guard_acknowledge(&ss->guard);
+	if (session_recover(ss) < 0) return -1;
 	s->running = 1;
 	s->st->rescued++;
 	return 0;

@@ -16,7 +16,8 @@ static void guest_release(struct session *ss, int cpu)
 	struct image *im = &ss->img;
 	const struct symtab *t = &im->syms;
 	uint8_t b[160];
-	if ((t->marks >> MARK_BANNER) & 1 && gdb_read_block(&ss->g, cpu, t->mark[MARK_BANNER], b, sizeof b) == 0)
+	(void)cpu; /* the slicer's */
+	if ((t->marks >> MARK_BANNER) & 1 && slice_read(&ss->sl, t->mark[MARK_BANNER], b, sizeof b) == 0)
 		ko_banner_release((const char *)b, sizeof b, im->kos.release, sizeof im->kos.release);
 	if (!im->kos.release[0])
 		session_warn(ss, ".ko files: the guest's linux_banner was not read: their vermagic is not checked");

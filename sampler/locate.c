@@ -41,17 +41,37 @@ static int kernel_vcpu(struct session *ss, uint64_t *pc)
  */
 #define LOCATE_WAITS 50      /* runs of LOCATE_RUN_US: ~0.1 s at most */
 #define LOCATE_RUN_US 2000
+#define LOCATE_RESCUES 100   /* rescues a reader takes in its stride (then the error stands) */
+
+/* A request refused (or raced) because the pause watchdog resumed the VM while gdbsample was held
+ * up -- the attach's stop is under the watchdog too: acknowledged, the VM runs, 1 (stop it again
+ * and go on), at most LOCATE_RESCUES times a reader; 0 any other error, which stands. */
+static int rescued(struct session *ss)
+{
+	if (ss->sl.rescued >= LOCATE_RESCUES || session_recover(ss) < 0) return 0;
+	ss->sl.rescued++;
+	return 1;
+}
+
 static int kernel_vcpu_wait(struct session *ss, uint64_t *pc)
 {
-	int cpu = kernel_vcpu(ss, pc);
-	for (int i = 0; cpu == -1 && i < LOCATE_WAITS && !ss->held; i++) {
-		slice_end(&ss->sl); /* each stop counted, the attach's first */
-		if (ss->sl.io.cont(ss) < 0) return -2;
+	int cpu = kernel_vcpu(ss, pc), running = 0;
+	if (cpu == -2 && rescued(ss)) cpu = -1, running = 1;
+	for (int i = 0; cpu == -1 && (running || (i < LOCATE_WAITS && !ss->held)); i++) {
+		if (!running) {
+			slice_end(&ss->sl); /* each stop counted, the attach's first */
+			if (ss->sl.io.cont(ss) == -1) return -2; /* -3: resumed by the watchdog; it runs */
+		}
+		running = 1;
 		usleep(LOCATE_RUN_US);
 		int64_t t = pace_now();
-		if (ss->sl.io.stop(ss) < 0) return -2;
+		int rc = ss->sl.io.stop(ss);
+		if (rc == -1) return -2;
+		if (rc == -3) continue;
+		running = 0;
 		slice_begin(&ss->sl, t, ss->sl.cpu);
 		cpu = kernel_vcpu(ss, pc);
+		if (cpu == -2 && rescued(ss)) cpu = -1, running = 1;
 	}
 	return cpu;
 }
@@ -115,13 +135,13 @@ static int sl_io_read(void *arg, int cpu, uint64_t addr, void *buf, size_t len)
 {
 	struct session *ss = arg;
 	int rc = gdb_read_block(&ss->g, cpu, addr, buf, len);
-	return rc == -1 ? -1 : rc ? -2 : 0;
+	return rc == -1 ? (rescued(ss) ? -3 : -1) : rc ? -2 : 0;
 }
 
 static int sl_io_cont(void *arg)
 {
 	struct session *ss = arg;
-	if (gdb_cont(&ss->g) < 0) return -1;
+	if (gdb_cont(&ss->g) < 0) return rescued(ss) ? -3 : -1;
 	guard_leave(&ss->guard);
 	return 0;
 }
@@ -130,13 +150,14 @@ static int sl_io_stop(void *arg)
 {
 	struct session *ss = arg;
 	guard_enter(&ss->guard);
-	return gdb_stop(&ss->g) < 0 ? -1 : 0;
+	return gdb_stop(&ss->g) < 0 ? (rescued(ss) ? -3 : -1) : 0;
 }
 
 static int sl_io_kernel_cpu(void *arg)
 {
 	uint64_t pc;
-	return kernel_vcpu(arg, &pc);
+	int cpu = kernel_vcpu(arg, &pc);
+	return cpu == -2 && rescued(arg) ? -3 : cpu;
 }
 
 static int64_t sl_io_now(void *arg)
@@ -182,9 +203,7 @@ static int slicer_release(struct session *ss)
 	slice_end(&ss->sl);
 	ss->sl.also = NULL;
 	if (ss->held || ss->g.running) return 0;
-	if (gdb_cont(&ss->g) < 0) return -1;
-	guard_leave(&ss->guard);
-	return 0;
+	return ss->sl.io.cont(ss) == -1 ? -1 : 0; /* -3: the watchdog resumed it first */
 }
 
 /*
@@ -201,7 +220,7 @@ static int text_byte(const void *t, uint64_t addr)
 	return syms_byte(t, addr);
 }
 
-static int a64_modules_head(struct session *ss, int cpu)
+static int a64_modules_head(struct session *ss) /* read through the slicer */
 {
 	struct symtab *t = &ss->img.syms;
 	const struct mod_layout *l = &ss->img.modl;
@@ -217,14 +236,14 @@ static int a64_modules_head(struct session *ss, int cpu)
 			uint64_t h = cand[c], head[2], back;
 			char name[MODS_NAME + 1];
 			if ((h & 7) || !(h >> 63)) continue;
-			int rc = gdb_read_block(&ss->g, cpu, h, (uint8_t *)head, sizeof head);
-			if (rc == -1) return -2;
+			int rc = slice_read(&ss->sl, h, head, sizeof head);
+			if (rc == -2) return -2;
 			if (rc || head[0] == h || (head[0] & 7) || !(head[0] >> 63) || head[0] < l->list) continue;
-			rc = gdb_read_block(&ss->g, cpu, head[0] + 8, (uint8_t *)&back, sizeof back);
-			if (rc == -1) return -2;
+			rc = slice_read(&ss->sl, head[0] + 8, &back, sizeof back);
+			if (rc == -2) return -2;
 			if (rc || back != h) continue;
-			rc = gdb_read_block(&ss->g, cpu, head[0] - l->list + l->name, (uint8_t *)name, MODS_NAME);
-			if (rc == -1) return -2;
+			rc = slice_read(&ss->sl, head[0] - l->list + l->name, name, MODS_NAME);
+			if (rc == -2) return -2;
 			name[MODS_NAME] = 0;
 			size_t k = 0;
 			while (name[k] && (isalnum((unsigned char)name[k]) || name[k] == '_' || name[k] == '-')) k++;
@@ -253,7 +272,7 @@ static int locate_modules(struct session *ss, int cpu)
 		session_warn(ss, "kernel modules not read: %s", im->modl.why);
 		return 0;
 	}
-	if (!((t->marks >> MARK_MODULES) & 1) && t->machine == EM_AARCH64 && a64_modules_head(ss, cpu) == -2) {
+	if (!((t->marks >> MARK_MODULES) & 1) && t->machine == EM_AARCH64 && a64_modules_head(ss) == -2) {
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
 		return -1;
 	}
@@ -321,9 +340,9 @@ int session_modules_refresh(struct session *ss, const struct sample *s, int n)
 	uint64_t before = ss->mods.st.loaded + ss->mods.st.unloaded;
 	int64_t t0 = pace_now();
 	guard_enter(&ss->guard);
-	if (gdb_stop(&ss->g) < 0) goto fail;
 	uint64_t pc;
-	int cpu = kernel_vcpu(ss, &pc);
+	int cpu = gdb_stop(&ss->g) < 0 ? -2 : kernel_vcpu(ss, &pc);
+	if (cpu == -2 && session_recover(ss) == 0) return 0; /* held up, and the watchdog resumed the VM: next time */
 	if (cpu == -2) goto fail;
 	slicer_init(ss, t0, cpu >= 0 ? cpu : ss->cpus[0]);
 	ss->sl.also = &ss->mods_sl;
@@ -405,7 +424,9 @@ static int stub_pac_mask(struct session *ss, int cpu)
 	uint64_t lo = t->mark[MARK_STEXT], hi = t->mark[MARK_ETEXT], v = 0;
 	const struct reg *r = arch_find_reg(&ss->g.layout, lo >> 63 ? "pauth_cmask_high" : "pauth_cmask");
 	if (!r) return 0;
-	int rc = gdb_reg(&ss->g, cpu, r->num, &v);
+	int rc;
+	while ((rc = gdb_reg(&ss->g, cpu, r->num, &v)) == -1 && rescued(ss)) /* the watchdog resumed it */
+		if (slice_restop(&ss->sl, 1) < 0) break;
 	if (rc == -1) {
 		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
 		return -1;
@@ -439,10 +460,13 @@ static int a64_kaslr(struct session *ss)
 		uint8_t regs[1024];
 		uint64_t v = 0;
 		int n = gdb_regs(&ss->g, ss->cpus[i], regs, sizeof regs);
-		if (n < 0) return -2;
-		if (arch_is_user(l, regs, n) == 1) continue;
-		int got = gdb_reg(&ss->g, ss->cpus[i], vbar->num, &v);
-		if (got == -1) return -2;
+		int got = n < 0 || arch_is_user(l, regs, n) == 1 ? 1 : gdb_reg(&ss->g, ss->cpus[i], vbar->num, &v);
+		if (n < 0 || got == -1) { /* held up, the watchdog resumed the VM: stop it, look again */
+			if (!rescued(ss) || slice_restop(&ss->sl, 1) < 0) return -2;
+			i = -1;
+			tried = 0;
+			continue;
+		}
 		if (got || !(v >> 63)) continue;
 		tried++;
 		ss->sl.cpu = ss->cpus[i]; /* the reads translate through this kernel-mode vCPU */

@@ -255,6 +255,16 @@ int session_open(struct session *ss, const struct opts *o)
 	return 0;
 }
 
+int session_recover(struct session *ss)
+{
+	if (ss->g.err != ERR_RESCUED) return -1;
+	if (ss->g.raced && gdb_resync(&ss->g) < 0) return -1;
+	ss->g.err = 0;
+	ss->g.running = 1;
+	ss->rescues = guard_acknowledge(&ss->guard);
+	return 0;
+}
+
 /* Someone else stopped the VM: say so, once per episode. */
 static void hold(struct session *ss, const char *why)
 {
@@ -306,10 +316,7 @@ static int look_for_migration(struct session *ss)
 	if (!ss->g.qemu_version || now < ss->next_mig_ns) return 0;
 	ss->next_mig_ns = now + MIGRATION_LOOK_NS;
 	int m = gdb_migrating(&ss->g);
-	if (m < 0) {
-		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
-		return -1;
-	}
+	if (m < 0) return -1; /* ss->g.err: a rescue the round recovers from, or the error it reports */
 	if (m == 2) { /* not the text we know: say so once, and stop asking */
 		ss->next_mig_ns = INT64_MAX;
 		session_warn(ss, "QEMU's \"info migrate\" is not the text gdbsample knows (%.60s): a migration "
@@ -353,9 +360,7 @@ static const char *stopped_why(struct session *ss)
  */
 static int resume_in_migration(struct session *ss)
 {
-	int r = gdb_monitor_cont(&ss->g);
-	if (r < 0) ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
-	return r;
+	return gdb_monitor_cont(&ss->g); /* -1: ss->g.err, as changed_hands */
 }
 
 /*
@@ -374,10 +379,8 @@ static int changed_hands(struct session *ss, const char **why)
 	static char state[24], text[160];
 	if (!ss->g.qemu_version) return 0;
 	int r = gdb_run_state(&ss->g, state, sizeof state);
-	if (r < 0) {
-		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
-		return -1;
-	}
+	if (r < 0) return -1; /* ss->g.err: set on the session by the round -- unless it was a rescue,
+			       * which the round recovers from (a session error would outlive it) */
 	if (gdb_state_is_ours(r, state)) return 0;
 	/* A migration that ended inside our pause saved our pause: its destination starts paused. */
 	int migrated = !strcmp(state, "postmigrate") || !strcmp(state, "finish-migrate");
@@ -491,13 +494,11 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		 * the stream holds nothing stale -- or it raced the rescue, and we resume and drain
 		 * (gdb_resync): the VM runs and sampling goes on. A round read whole before the rescue
 		 * is still good. */
-		if (ss->g.raced && gdb_resync(&ss->g) < 0) {
+		if (session_recover(ss) < 0) {
 			ERR_SET(ss, ss->g.err, "after the pause watchdog's rescue: %s", ss->g.errstr);
 			return -1;
 		}
-		ss->g.err = ss->s.err = 0;
-		ss->g.running = 1;
-		ss->rescues = guard_acknowledge(&ss->guard);
+		ss->s.err = 0;
 		if (ss->guard.sh && ss->guard.sh->longest_ns > ss->rescue_max_ns) ss->rescue_max_ns = ss->guard.sh->longest_ns;
 		if (ss->guard.sh && ss->guard.sh->rescued_at_ns > t0) { /* the guest ran from the rescue on */
 			pz->pause_ns = ss->guard.sh->rescued_at_ns - t0;

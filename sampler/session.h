@@ -92,6 +92,10 @@ int session_close(struct session *ss);
  * modules line for people; how the VM was reached, a VM held by someone else, the image and
  * unwinders as keys. */
 void session_summary(const struct session *ss, struct summary *t);
+/* After a request refused (or raced) because the pause watchdog resumed the VM while we were held
+ * up (ERR_RESCUED): the stream put in order again (gdb_resync), the rescue acknowledged; the VM
+ * runs. 0 recovered, -1 another error (or the resync failed: ss->g). */
+int session_recover(struct session *ss);
 /* Print a warning on stderr unless -q. */
 void session_warn(const struct session *ss, const char *fmt, ...);
 /* locate.c: find the kernel in the guest (KASLR offsets; ORC tables from guest memory when only

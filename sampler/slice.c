@@ -31,19 +31,31 @@ void slice_end(struct slice_reader *s)
 	if (s->also) count(s->also, d, s->since);
 }
 
-/* End this stop, let the VM run a moment, stop it with a vCPU in kernel mode (with KPTI a vCPU
- * in user mode does not map the kernel; if none comes, reads go on through the previous one and
- * fail if it does not map them): 0, or -2 connection. */
-static int restop(struct slice_reader *s)
+/* End this stop (unless a rescue ended it: running), let the VM run a moment, stop it with a vCPU
+ * in kernel mode (with KPTI a vCPU in user mode does not map the kernel; if none comes, reads go
+ * on through the previous one and fail if it does not map them). A rescue on the way leaves the
+ * VM running: it is stopped again, as often as the transport acknowledges rescues. */
+int slice_restop(struct slice_reader *s, int running)
 {
-	for (int tries = 0; tries < SLICE_KERNEL_WAIT; tries++) {
-		slice_end(s);
-		if (s->io.cont(s->io.arg) < 0) return -2;
+	for (int tries = 0; tries < SLICE_KERNEL_WAIT || running; tries++) {
+		if (!running) {
+			slice_end(s);
+			int rc = s->io.cont(s->io.arg);
+			if (rc == -1) return -2; /* -3: the watchdog resumed it first; it runs anyway */
+		}
+		running = 1;
 		usleep(SLICE_RUN_US);
-		if (s->io.stop(s->io.arg) < 0) return -2;
+		int rc = s->io.stop(s->io.arg);
+		if (rc == -1) return -2;
+		if (rc == -3) continue; /* not stopped: the watchdog resumed it under us */
+		running = 0;
 		slice_begin(s, s->io.now(s->io.arg), s->cpu);
 		int cpu = s->io.kernel_cpu(s->io.arg);
 		if (cpu == -2) return -2;
+		if (cpu == -3) {
+			running = 1;
+			continue;
+		}
 		if (cpu >= 0) {
 			s->cpu = cpu;
 			return 0;
@@ -58,11 +70,15 @@ int slice_read(struct slice_reader *s, uint64_t addr, void *buf, size_t len)
 		size_t n = s->may_run ? slice_take(s->since, s->io.now(s->io.arg) - s->stopped_ns, len)
 				      : len < SLICE_CHUNK ? len : SLICE_CHUNK;
 		if (!n) {
-			int rc = restop(s);
+			int rc = slice_restop(s, 0);
 			if (rc) return rc;
 			continue;
 		}
 		int rc = s->io.read(s->io.arg, s->cpu, addr, buf, n);
+		if (rc == -3) { /* the watchdog ended this stop under us: stop again, read it again */
+			if (!s->may_run || slice_restop(s, 1) < 0) return -2;
+			continue;
+		}
 		if (rc == -1) return -2;
 		if (rc) return -1;
 		s->since += n;

@@ -21,7 +21,10 @@ struct slice_stats {
 };
 
 /* The transport, so the decisions can be tested with a fake: each 0 ok, -1 connection error;
- * read also -2 unmapped; kernel_cpu a vCPU in kernel mode at this stop, -1 none, -2 error. */
+ * read also -2 unmapped; kernel_cpu a vCPU in kernel mode at this stop, -1 none, -2 error. Each
+ * may also say -3: gdbsample was held up and the pause watchdog resumed the VM (the transport
+ * has acknowledged it; the VM runs now) -- the reader stops it again and goes on. The transport
+ * bounds how many rescues it acknowledges (then -1/-2). */
 struct slice_io {
 	int (*read)(void *arg, int cpu, uint64_t addr, void *buf, size_t len);
 	int (*cont)(void *arg);  /* resume (and leave the watchdog) */
@@ -39,6 +42,7 @@ struct slice_reader {
 	int64_t stopped_ns;      /* when this stop began */
 	struct slice_stats *st;  /* where its stops are counted */
 	struct slice_stats *also; /* ...and here too while set (a part of the reading: the modules') */
+	int rescued;             /* rescues its transport acknowledged (-3), which it bounds with this */
 };
 
 /* Start reading in a stop that began at stopped_ns with cpu in kernel mode. */
@@ -48,6 +52,9 @@ void slice_begin(struct slice_reader *s, int64_t stopped_ns, int cpu);
 size_t slice_take(uint64_t since, int64_t elapsed_ns, size_t len);
 /* Read len bytes at addr, letting the VM run between slices: 0, -1 unmapped, -2 connection. */
 int slice_read(struct slice_reader *s, uint64_t addr, void *buf, size_t len);
+/* Let the VM run a moment (running: it runs already -- a rescue ended the stop) and stop it again
+ * with a vCPU in kernel mode if one comes within SLICE_KERNEL_WAIT stops (s->cpu): 0, -2 error. */
+int slice_restop(struct slice_reader *s, int running);
 /* Count the stop in progress as ended now (the caller resumes, or a sample round does). */
 void slice_end(struct slice_reader *s);
 

@@ -198,3 +198,42 @@ def test_watchdog_off_with_zero(boot):
     assert "pause watchdog" not in err, err
     assert "watchdog_rescues" not in err
     assert conftest.wait_running(g.qmp_path) == "running"
+
+
+@pytest.mark.parametrize("kind,nth", [(b"g", 0), (b"m", 0)])
+def test_held_up_while_locating_the_kernel_the_attach_goes_on(boot, kind, nth):
+    """gdbsample SIGSTOPped at one exact request of its attach with -e (a proxy in front of QEMU's
+    stub sees it): the first read of the kernel's text, a later one, the second look at a vCPU's
+    registers. The watchdog resumes the guest within about --max-pause (QMP says running while
+    gdbsample is still stopped); SIGCONT: the attach stops the VM again, reads on and samples --
+    before, the refused request ended the attach ("the pause watchdog resumed the guest while
+    gdbsample was held up", exit 1; seen in CI once a slow attach had let the VM run between two
+    slices, and the test above had stopped gdbsample in the next)."""
+    from rspproxy import RspProxy
+    g = boot(smp=2, qmp=True)
+    g.work("chain 6")
+    proc, fired = {}, threading.Event()
+
+    def hook(req, n):
+        if req[:1] == kind and n == nth and not fired.is_set():
+            fired.set()
+            os.kill(proc["p"].pid, signal.SIGSTOP)
+
+    px = RspProxy(g.gdbport, hook=hook)
+    p = proc["p"] = subprocess.Popen([GDBSAMPLE, "-p", str(px.port), "-e", g.kernel, "-r", "200", "-d", "1",
+                                      "--max-pause", "0.2", "--summary-format", "kv"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+    try:
+        assert fired.wait(60), px.sent()
+        assert b"c" not in px.sent(), px.sent()  # still the attach: no round has resumed the VM
+        # the watchdog's limit is 0.2 s; allow a loaded host 10 s
+        assert conftest.wait_running(g.qmp_path, timeout=10) == "running", px.sent()
+        assert p.poll() is None
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=60)
+    px.close()
+    assert p.returncode == 0, err
+    assert "watchdog_rescues 1" in err and out.startswith("profiled ") and "chain6" in out, (out, err)
+    assert conftest.wait_running(g.qmp_path) == "running"

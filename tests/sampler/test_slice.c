@@ -15,6 +15,12 @@ struct fake {
 	int user_stops;        /* the next stops find every vCPU in user mode */
 	int fail_at;           /* read number that fails (-1 unmapped), 0 none */
 	int reads, last_cpu;
+	/* the pause watchdog resuming the VM under us (-3: the VM runs on after it) */
+	int rescue_read_at;    /* read number that is rescued */
+	int rescue_stops;      /* the next stops are rescued */
+	int rescue_kcpus;      /* the next kernel_cpu looks are rescued */
+	int rescue_conts;      /* the next resumes find it resumed already */
+	int conts_running, stops_stopped; /* resuming a running VM, stopping a stopped one: bugs */
 };
 
 static int f_read(void *arg, int cpu, uint64_t addr, void *buf, size_t len)
@@ -25,6 +31,10 @@ static int f_read(void *arg, int cpu, uint64_t addr, void *buf, size_t len)
 	f->last_cpu = cpu;
 	f->now += f->ns_per_read;
 	if (f->fail_at && f->reads == f->fail_at) return -2;
+	if (f->rescue_read_at && f->reads == f->rescue_read_at) {
+		f->stopped = 0;
+		return -3;
+	}
 	for (size_t i = 0; i < len; i++) ((uint8_t *)buf)[i] = (uint8_t)(addr + i);
 	f->stop_bytes += len;
 	if (f->stop_bytes > f->max_stop_bytes) f->max_stop_bytes = f->stop_bytes;
@@ -34,17 +44,28 @@ static int f_read(void *arg, int cpu, uint64_t addr, void *buf, size_t len)
 static int f_cont(void *arg)
 {
 	struct fake *f = arg;
+	if (!f->stopped) f->conts_running++;
 	f->stopped = 0;
 	f->conts++;
 	f->now += 1000000;
+	if (f->rescue_conts > 0) {
+		f->rescue_conts--;
+		return -3;
+	}
 	return 0;
 }
 
 static int f_stop(void *arg)
 {
 	struct fake *f = arg;
-	f->stopped = 1;
+	if (f->stopped) f->stops_stopped++;
 	f->stops++;
+	if (f->rescue_stops > 0) { /* refused: the watchdog had resumed it */
+		f->rescue_stops--;
+		f->stopped = 0;
+		return -3;
+	}
+	f->stopped = 1;
 	f->stop_bytes = 0;
 	return 0;
 }
@@ -52,6 +73,11 @@ static int f_stop(void *arg)
 static int f_kcpu(void *arg)
 {
 	struct fake *f = arg;
+	if (f->rescue_kcpus > 0) {
+		f->rescue_kcpus--;
+		f->stopped = 0;
+		return -3;
+	}
 	if (f->user_stops > 0) {
 		f->user_stops--;
 		return -1;
@@ -144,8 +170,37 @@ static void test_not_ours(void)
 	free(buf);
 }
 
+/* Held up, the watchdog resumed the VM: wherever it lands -- a read, a stop, a look for a
+ * kernel-mode vCPU, a resume -- the reader stops the VM again (never resumes a running one, never
+ * stops a stopped one, never reads a running one) and reads every byte. */
+static void test_rescued(void)
+{
+	static const struct { int read_at, stops, kcpus, conts; } c[] = {
+		{ 1, 0, 0, 0 }, { 3, 0, 0, 0 }, { 2, 2, 0, 0 }, { 2, 0, 2, 0 }, { 0, 0, 0, 1 }, { 10, 1, 1, 1 },
+	};
+	size_t len = 2 * SLICE_BYTES + 100;
+	uint8_t *buf = malloc(len);
+	for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+		struct fake f = { .rescue_read_at = c[k].read_at, .rescue_conts = c[k].conts };
+		struct slice_reader r;
+		struct slice_stats st;
+		setup(&r, &st, &f, 1);
+		f.rescue_stops = c[k].stops; /* from the reader's first stop of its own */
+		f.rescue_kcpus = c[k].kcpus;
+		memset(buf, 0xee, len);
+		CHECK(slice_read(&r, 0x2000, buf, len) == 0);
+		CHECK(f.stopped == 1);
+		CHECK(f.reads_running == 0 && f.conts_running == 0 && f.stops_stopped == 0);
+		CHECK(buf[0] == 0x00 && buf[len - 1] == (uint8_t)(0x2000 + len - 1) && buf[SLICE_BYTES] == 0x00);
+		CHECK(f.rescue_stops == 0 && f.rescue_kcpus == 0 && f.rescue_conts == 0);
+		if (c[k].read_at) CHECK(f.reads == (int)((len + SLICE_CHUNK - 1) / SLICE_CHUNK) + 1); /* one read again */
+	}
+	free(buf);
+}
+
 void test_slice(void)
 {
+	test_rescued();
 	test_take();
 	test_bytes_bound();
 	test_time_bound();
