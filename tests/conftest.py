@@ -152,13 +152,22 @@ def qmp(path, command, arguments=None):
         s.settimeout(5)
         s.connect(path)
         f = s.makefile("rw")
-        json.loads(f.readline())  # greeting
+        seen = []
+
+        def message():
+            seen.append(f.readline())
+            try:
+                return json.loads(seen[-1])
+            except ValueError as e:  # say what QEMU sent (seen once beside CPU hogs, not since)
+                raise AssertionError(f"QMP {command} on {path}: {e}; the lines read: {seen!r}") from None
+
+        message()  # greeting
         for cmd in ({"execute": "qmp_capabilities"}, dict({"execute": command}, **(
                 {"arguments": arguments} if arguments else {}))):
             f.write(json.dumps(cmd) + "\n")
             f.flush()
             while True:  # skip asynchronous events
-                msg = json.loads(f.readline())
+                msg = message()
                 if "return" in msg or "error" in msg:
                     break
         return msg.get("return")
@@ -196,6 +205,8 @@ GUEST_FIXTURES = {"boot", "shared_guest", "shape_guest", "boot_elf", "qemu", "li
 
 
 def pytest_configure(config):
+    if "not qemu" in (config.option.markexpr or ""):  # then a guest booted is a test marked wrong
+        os.environ["GDBSAMPLE_TESTS_WITHOUT_QEMU"] = "1"
     config.addinivalue_line("markers", "qemu: the test starts a QEMU guest (left out by `make check`)")
     config.addinivalue_line("markers", "slow: the test builds something big (the Debian package), drives "
                                        "a real viewer app in a browser, or starts a process per subcommand "

@@ -102,6 +102,9 @@ class QemuGuest:
 
     def start(self, boot_timeout=None):
         """Boots and waits for READY; returns self. Any failure on the way stops QEMU by its pid."""
+        if os.environ.get("GDBSAMPLE_TESTS_WITHOUT_QEMU"):  # `make check` (tests/conftest.py)
+            raise RuntimeError("this test boots a QEMU guest but is not marked `qemu`: mark it (or its "
+                               "module), or use a guest fixture tests/conftest.py knows")
         self.prepare()
         try:
             self.dir = tempfile.mkdtemp(prefix=self.TEMP_PREFIX)

@@ -124,7 +124,7 @@ def test_watchdog_resumes_guest_while_gdbsample_is_stopped(boot):
     for as long as gdbsample was stopped (guard.c; test_guard.c drives that race step by step)."""
     g = boot(smp=2, qmp=True)
     g.work("chain 6")
-    p = start_group(g, "-r", "10000", "--max-pause", "0.2", "-q", "--summary")
+    p = start_group(g, "-r", "10000", "--max-pause", "0.2", "--summary")  # no -q: a failure shows the warnings
     wait_attached(p, g)  # SIGSTOPped in the handshake, the guest stays paused: its pause may not be ours
     for i in range(40):
         os.kill(p.pid, signal.SIGSTOP)

@@ -16,6 +16,8 @@ import pytest
 from guest import POWEROFF_STATUS_RV64, Guest
 from test_profile import parse, shares
 
+pytestmark = pytest.mark.qemu  # its own fixtures boot the guests (not `make check`'s)
+
 KERNEL = os.path.join(conftest.BUILD, "riscv64", "kernel.elf")
 KERNEL_NOFP = os.path.join(conftest.BUILD, "riscv64", "kernel-nofp.elf")
 PMU = "tcg-rv64-sscofpmf"
