@@ -229,3 +229,44 @@ def test_kaslr_20_of_20_starts_with_a_vcpu_in_the_module(linux61_modules, tmp_pa
     finally:
         g.stop_workloads(pids)
         g.rmmod("hotmod")
+
+
+def test_held_up_between_the_attach_slices_the_attach_goes_on(linux61_modules, tmp_path):
+    """The attach to a Linux guest reads in slices (KASLR, the modules), the VM running between
+    them. gdbsample SIGSTOPped at the first read after the first resume -- the attach's second
+    stop, not a sample's (read_stops says the attach took more than one) -- is rescued by the
+    watchdog (QMP says running while gdbsample is stopped); SIGCONT: it stops the VM again, reads
+    on, names the modules and samples. Before, that read's refusal ended the attach (exit 1: the
+    retries test_kaslr_20_of_20 needed on a loaded host)."""
+    import signal
+    import threading
+    from rspproxy import RspProxy
+    g = linux61_modules
+    m = core_map(g, str(tmp_path))
+    proc, fired, resumed = {}, threading.Event(), threading.Event()
+
+    def hook(req, n):
+        if req == b"c":
+            resumed.set()
+        elif req[:1] == b"m" and resumed.is_set() and not fired.is_set():
+            fired.set()
+            os.kill(proc["p"].pid, signal.SIGSTOP)
+
+    px = RspProxy(g.gdb_port, hook=hook)
+    p = proc["p"] = subprocess.Popen([GDBSAMPLE, "-p", str(px.port), "-e", g.vmlinuz, "-e", m, "-r", "100", "-d", "1",
+                                      "--max-pause", "0.2", "--summary-format", "kv"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert fired.wait(120), px.sent()[:40]
+        # the watchdog's limit is 0.2 s; allow a loaded host 10 s
+        assert conftest.wait_running(g.qmp_path, timeout=10) == "running"
+        assert p.poll() is None
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=120)
+    px.close()
+    assert p.returncode == 0, err
+    kv = dict(line.split(" ", 1) for line in err.splitlines() if " " in line and not line.startswith("gdbsample"))
+    assert kv.get("watchdog_rescues") == "1" and int(kv.get("read_stops", 0)) >= 2, err
+    assert int(kv.get("modules", 0)) >= 1 and out.startswith("profiled "), (out, err)  # brd
+    assert conftest.wait_running(g.qmp_path) == "running"
