@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_reply.c: libFuzzer harness -- the handshake's and the readers' reply parsers (gdb_reply.h):
- * qSupported, "info version", `g`, `p`, `m`, qXfer replies and target.xml's <xi:include>s. */
+ * qSupported, "info version", "info replay", `g`, `p`, `m`, qXfer replies and target.xml's <xi:include>s. */
 #include "../sampler/gdb_reply.h"
 #include "../sampler/rsp.h"
 #include <stdlib.h>
@@ -23,6 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	int v = gdb_parse_version(s);
 	if (v < 0 || v > 9999) abort();
+
+	uint64_t ic = 0;
+	int rr = gdb_parse_replay(s, &ic);
+	if (rr < -1 || rr > GDB_RR_RECORD || (rr > 0 && ic > INT64_MAX)) abort();
 
 	int n = gdb_parse_regs(s, len, regs, REGS_CAP);
 	if (n != -1 && (n < 0 || n > REGS_CAP || (size_t)n * 2 != len)) abort();

@@ -30,14 +30,14 @@ _gdbsample()
             COMPREPLY=($(compgen -W '$(virsh list --name 2>/dev/null)' -- "$cur"))
             return ;;
         -p | -H | -r | -d | --interval | --connect | --kaslr-offset | --chains | --max-frames | --kernel-range | \
-        --cpus | --pid | --comm | --max-pause | --connect-timeout)
+        --cpus | --pid | --comm | --max-pause | --connect-timeout | --every | --from | --until)
             return ;;  # a value to type
     esac
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '$(_parse_help "$1")' -- "$cur"))
     elif ((cword == 1)); then
-        COMPREPLY=($(compgen -W 'record dump top' -- "$cur"))
+        COMPREPLY=($(compgen -W 'record dump top replay' -- "$cur"))
     fi
 }
 complete -F _gdbsample gdbsample

@@ -16,7 +16,8 @@
 #define CAPTURE_CHUNK_MAX (1u << 20)    /* largest payload a reader accepts */
 #define CAPTURE_MAX_CPUS 4096           /* a sample of a higher vCPU index is damage */
 enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2, CHUNK_MODULES = 3 }; /* 3: v4 */
-enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2 }; /* header flag bits (CAPF_KASLR: kaslr_offset is known) */
+enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2, CAPF_ICOUNT = 4 }; /* header flag bits (CAPF_KASLR: kaslr_offset is
+								 * known; CAPF_ICOUNT: sample times are instruction counts, a replay's) */
 #define CAPS_EXT 0x80                   /* sample flag bit (v2): an extension block follows the frames */
 enum { CAPX_EXACT = 1, CAPX_TASK = 2 };  /* extension records: exact (interrupted) frame indexes;
 					  * the task (v3) */

@@ -10,12 +10,16 @@
 #include <stdlib.h>
 
 const char cli_usage[] =
-	"usage: gdbsample [record|dump|top] (-p PORT | -H HOST:PORT | -u SOCKET | --qmp SOCKET | --domain NAME)\n"
+	"usage: gdbsample [record|dump|top|replay] (-p PORT | -H HOST:PORT | -u SOCKET | --qmp SOCKET |\n"
+	"                 --domain NAME)\n"
 	"                 [options]\n"
 	"  record (default)   sample until Ctrl-C or -d, then write the result\n"
 	"  dump               stop once and print every vCPU's stack\n"
 	"  top                live view of the hottest functions and chains; on a terminal full screen,\n"
 	"                     keys q quit, s/t sort by self/total samples, c chains, p pause\n"
+	"  replay             drive a QEMU replaying a recording (-icount shift=N,rr=replay,rrfile=F):\n"
+	"                     sample at every multiple of --every instructions, to the recording's end\n"
+	"                     or --until; the same recording gives the same profile on every replay\n"
 	"  -p PORT            gdbstub on 127.0.0.1:PORT\n"
 	"  -H HOST:PORT       gdbstub on HOST:PORT\n"
 	"  -u PATH            gdbstub on a unix socket (QEMU -gdb unix:PATH,server=on)\n"
@@ -25,6 +29,9 @@ const char cli_usage[] =
 	"  -r HZ              samples per second, 1-10000 (default 100)\n"
 	"  -d SECONDS         stop after SECONDS (default: until SIGINT/SIGTERM)\n"
 	"  --interval SECONDS top: seconds between refreshes, 0.1-3600 (default 1)\n"
+	"  --every N          replay: instructions between samples, 1000-10^15 (default 10000000)\n"
+	"  --from ICOUNT      replay: the first instruction count sampled at (rounded up to --every)\n"
+	"  --until ICOUNT     replay: the last instruction count sampled at (default the recording's end)\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -146,7 +153,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512 };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -172,6 +179,9 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "comm", required_argument, 0, OPT_COMM },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "interval", required_argument, 0, OPT_INTERVAL },
+		{ "every", required_argument, 0, OPT_EVERY },
+		{ "from", required_argument, 0, OPT_FROM },
+		{ "until", required_argument, 0, OPT_UNTIL },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -191,12 +201,14 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	o->klo = 0xffff800000000000ull;
 	o->khi = 0xffffffffffffffffull;
 	strcpy(o->host, "127.0.0.1");
-	int first = 1, conns = 0, c, have_format = 0, have_interval = 0;
+	int first = 1, conns = 0, c, have_format = 0, have_interval = 0, have_replay = 0, have_rate = 0, have_pause = 0;
+	o->every = 10000000;
 	if (argc > 1 && argv[1][0] != '-') {
 		if (!strcmp(argv[1], "record")) o->cmd = CMD_RECORD;
 		else if (!strcmp(argv[1], "dump")) o->cmd = CMD_DUMP;
 		else if (!strcmp(argv[1], "top")) o->cmd = CMD_TOP;
-		else return bad(o, "unknown command '%.40s' (record, dump or top)%s", argv[1], "");
+		else if (!strcmp(argv[1], "replay")) o->cmd = CMD_REPLAY;
+		else return bad(o, "unknown command '%.40s' (record, dump, top or replay)%s", argv[1], "");
 		first = 2;
 	}
 	char **av = argv + first - 1; /* av[0] stands for the program name, options follow */
@@ -221,6 +233,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			break;
 		case 'r':
 			if (num(o, "-r", optarg, 1, 10000, &o->rate)) return -1;
+			have_rate = 1;
 			break;
 		case 'd':
 			errno = 0;
@@ -319,6 +332,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			o->max_pause = strtod(optarg, &e);
 			if (!decimal_ok(optarg) || *e || errno || !(o->max_pause == 0 || (o->max_pause >= 0.01 && o->max_pause <= 3600)))
 				return bad(o, "--max-pause: bad value '%.40s' (0, or 0.01-3600 seconds)%s", optarg, "");
+			have_pause = 1;
 			break;
 		case OPT_CONNTIMEOUT:
 			errno = 0;
@@ -326,6 +340,18 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (!*optarg || *e || errno || !(o->connect_timeout >= 0.1 && o->connect_timeout <= 3600))
 				return bad(o, "--connect-timeout: bad value '%.40s' (0.1-3600 seconds)%s", optarg, "");
 			break;
+		case OPT_EVERY:
+		case OPT_FROM:
+		case OPT_UNTIL: {
+			const char *f = c == OPT_EVERY ? "--every" : c == OPT_FROM ? "--from" : "--until";
+			uint64_t v;
+			if (textnum_decz(optarg, 1000000000000000000ull, &v) || (c == OPT_EVERY && (v < 1000 || v > 1000000000000000ull)))
+				return bad(o, "%s: bad value '%.40s' (an instruction count: decimal digits; --every 1000-10^15)", f,
+					   optarg);
+			*(c == OPT_EVERY ? &o->every : c == OPT_FROM ? &o->from : &o->until) = v;
+			have_replay = 1;
+			break;
+		}
 		case OPT_INTERVAL:
 			errno = 0;
 			o->interval = strtod(optarg, &e);
@@ -358,10 +384,19 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
-	if (o->cmd != CMD_RECORD && o->summary)
+	if (o->cmd != CMD_REPLAY && have_replay) return bad(o, "--every, --from and --until are for replay%s%s", "", "");
+	if (o->cmd == CMD_REPLAY && (have_rate || o->duration))
+		return bad(o, "replay samples by instruction count: --every, --from and --until, not %s%s",
+			   have_rate ? "-r" : "-d", "");
+	if (o->cmd == CMD_REPLAY && have_pause)
+		return bad(o, "--max-pause is not for replay: a replay waits for gdbsample (nothing runs live)%s%s", "", "");
+	if (o->cmd == CMD_REPLAY && o->until && o->until < o->from)
+		return bad(o, "--until comes before --from%s%s", "", "");
+	if (o->cmd == CMD_REPLAY) o->max_pause = 0; /* session_replay.c: no watchdog */
+	if (o->cmd != CMD_RECORD && o->cmd != CMD_REPLAY && o->summary)
 		return bad(o, "--summary and --summary-format are for record (%s prints no summary)%s",
 			   o->cmd == CMD_DUMP ? "dump" : "top", "");
-	if (o->cmd != CMD_RECORD && (o->out || have_format))
+	if (o->cmd != CMD_RECORD && o->cmd != CMD_REPLAY && (o->out || have_format))
 		return bad(o, "%s writes to the terminal: -o and -f are for record%s", o->cmd == CMD_DUMP ? "dump" : "top", "");
 	if (o->cmd != CMD_TOP && have_interval) return bad(o, "--interval is for top%s%s", "", "");
 	if ((o->os == OS_LINUX || o->os == OS_TESTKERNEL) && !o->nelf)

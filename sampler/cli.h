@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "task.h"
 
-enum { CMD_RECORD, CMD_DUMP, CMD_TOP };
+enum { CMD_RECORD, CMD_DUMP, CMD_TOP, CMD_REPLAY };
 enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE, FMT_SVG, FMT_SPEEDSCOPE };
 enum { UNWIND_AUTO, UNWIND_FP, UNWIND_CFI, UNWIND_ORC };
 enum { SUMFMT_HUMAN, SUMFMT_KV, SUMFMT_JSON }; /* --summary-format */
@@ -21,6 +21,8 @@ struct opts {
 	const char *domain;      /* --domain NAME: the same through libvirt */
 	const char *uri;         /* --connect URI for --domain */
 	int rate;                /* -r HZ */
+	uint64_t every;          /* replay --every N: instructions between samples (default 10^7) */
+	uint64_t from, until;    /* replay --from / --until ICOUNT: the instruction counts sampled (0: all) */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */

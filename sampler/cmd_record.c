@@ -21,8 +21,8 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	memset(h, 0, sizeof *h);
 	h->arch = (uint16_t)ss->g.layout.arch->id;
 	h->ncpu = (uint16_t)ss->ncpu;
-	h->flags = CAPF_IDLE_KEPT;
-	h->rate_hz = (uint32_t)o->rate;
+	h->flags = CAPF_IDLE_KEPT | (o->cmd == CMD_REPLAY ? CAPF_ICOUNT : 0);
+	h->rate_hz = o->cmd == CMD_REPLAY ? 0 : (uint32_t)o->rate; /* a replay samples by instruction count */
 	h->max_frames = (uint32_t)o->max_frames;
 	h->klo = ss->klo;
 	h->khi = ss->khi;
@@ -177,7 +177,7 @@ int cmd_record(const struct opts *o)
 	failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;       /* sample until -d or a signal */
 	progress_erase(stderr);                                         /* gone before anything else */
 	summary_init(&sum);
-	stats_summary(&st, &ss.s.p.st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->rate, o->idle, &sum);
+	stats_summary(&st, &ss.s.p.st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->cmd == CMD_REPLAY ? 0 : o->rate, o->idle, &sum);
 	session_summary(&ss, &sum);                                     /* modules, the VM, the image */
 	summary_kv(&sum, kv, sizeof kv);                                /* the capture's trailer */
 	session_image_line(&ss, kline, sizeof kline);
@@ -198,6 +198,9 @@ int cmd_record(const struct opts *o)
 	if (ss.how[0] && !failed && !o->quiet)
 		fprintf(stderr, "gdbsample: closed the gdbstub on %s; the VM is %s\n", ss.g.conn.where,
 			ss.held ? "left stopped as we found it" : "running");
+	if (o->cmd == CMD_REPLAY && !failed && !o->quiet && ss.rp.ended == REPLAY_END)
+		fprintf(stderr, "gdbsample: the recording ended after instruction %llu (QEMU exited, status %d)\n",
+			(unsigned long long)ss.rp.last, ss.rp.exit_code);
 	if (ss.hotplugged && !o->quiet)
 		fprintf(stderr, "gdbsample: warning: %d vCPU%s hot-plugged during the run %s not sampled\n",
 			ss.hotplugged, ss.hotplugged > 1 ? "s" : "", ss.hotplugged > 1 ? "were" : "was");

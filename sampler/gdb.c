@@ -212,6 +212,38 @@ int gdb_stop(struct gdb *g)
 	}
 }
 
+int gdb_cont_until_stop(struct gdb *g, int timeout_ms, volatile sig_atomic_t *intr, int *code)
+{
+	if (gdb_cont(g) < 0) return -1;
+	/* gdb_next's timeout counts from the `c`: wait in growing steps, looking at *intr between. */
+	for (int t = 100;; t = t + 100 < timeout_ms ? t + 100 : timeout_ms) {
+		g->late_read = 0;
+		switch (gdb_next(g, t)) {
+		case GDB_EV_PACKET: {
+			struct gdb_stopinfo si;
+			if (gdb_parse_stop(g->dec.pkt, g->dec.len, &si) < 0) continue; /* a late reply */
+			g->running = 0;
+			if (si.kind == 'W' || si.kind == 'X') {
+				*code = si.sig;
+				return 1;
+			}
+			return 0;
+		}
+		case GDB_EV_NAK:
+		case GDB_EV_BAD:
+			continue;
+		case GDB_EV_ERROR:
+			return -1;
+		case GDB_EV_TIMEOUT:
+			if (intr && *intr) return gdb_stop(g) < 0 ? -1 : 2;
+			if (t < timeout_ms) continue;
+			ERR_SET(g, ERR_TIMEOUT, "%s did not stop within %d s of `c`", g->conn.where, timeout_ms / 1000);
+			gdb_stop(g);
+			return -1;
+		}
+	}
+}
+
 int gdb_take_unasked(struct gdb *g, int *sig)
 {
 	int stops = 0;

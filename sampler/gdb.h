@@ -7,6 +7,7 @@
 #include "arch.h"
 #include "conn.h"
 #include "rsp.h"
+#include <signal.h>
 #include "gdb_reply.h"
 
 #define GDB_MAX_CPUS 256
@@ -162,6 +163,17 @@ int gdb_run_state(struct gdb *g, char *state, size_t cap);
  * stopped: a byte sent to a running QEMU stops it): gdb_parse_migration's 1 or 0, 2 when the text
  * was unreadable, -1 on a lost connection (g->err). Only for a QEMU stub. */
 int gdb_migrating(struct gdb *g);
+/* Record/replay through the monitor (qRcmd; one round trip each, VM stopped): the mode
+ * (GDB_RR_* of gdb_reply.h) and *icount, from "info replay" (-1: lost connection, or a text that
+ * is not QEMU's: ERR_PROTO); and a breakpoint at instruction count icount (replay_break: 0, -1
+ * lost connection or refused -- ERR_PROTO with QEMU's words). */
+int gdb_replay_info(struct gdb *g, uint64_t *icount);
+int gdb_replay_break(struct gdb *g, uint64_t icount);
+/* Resume with `c` and wait up to timeout_ms for the VM to stop by itself (a replay breakpoint):
+ * 0 stopped, 1 the target exited (a W/X reply: a replay whose recording ended; *code its status),
+ * 2 *intr was set meanwhile (a signal): stopped with 0x03 instead, -1 error (ERR_TIMEOUT when
+ * no stop came in time; the VM is then stopped with 0x03 if it can be). */
+int gdb_cont_until_stop(struct gdb *g, int timeout_ms, volatile sig_atomic_t *intr, int *code);
 /* Resume the VM through the monitor (qRcmd "cont"; one round trip) rather than `c`: QEMU checks
  * the run state and resumes under one lock, and refuses a VM a migration is finishing, which `c`
  * would start (and QEMU then aborts: 'running' -> 'postmigrate'). 0 resumed, 1 refused (the text

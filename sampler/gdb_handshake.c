@@ -130,6 +130,26 @@ int gdb_migrating(struct gdb *g)
 	return rc < 0 ? 2 : rc;
 }
 
+int gdb_replay_info(struct gdb *g, uint64_t *icount)
+{
+	if (monitor_cmd(g, "info replay") < 0) return -1;
+	int rc = gdb_parse_replay(g->cons, icount);
+	if (rc < 0) ERR_SET(g, ERR_PROTO, "unreadable \"info replay\" from %s: %.60s", g->conn.where, g->cons);
+	return rc;
+}
+
+int gdb_replay_break(struct gdb *g, uint64_t icount)
+{
+	char cmd[48];
+	snprintf(cmd, sizeof cmd, "replay_break %llu", (unsigned long long)icount);
+	if (monitor_cmd(g, cmd) < 0) return -1;
+	if (!g->cons[0]) return 0; /* hmp_replay_break says nothing when it set the breakpoint */
+	size_t n = strcspn(g->cons, "\r\n");
+	ERR_SET(g, ERR_PROTO, "QEMU refused replay_break %llu: %.*s", (unsigned long long)icount, (int)(n < 200 ? n : 200),
+		g->cons);
+	return -1;
+}
+
 int gdb_monitor_cont(struct gdb *g)
 {
 	if (monitor_cmd(g, "cont") < 0) return -1;

@@ -2,6 +2,7 @@
 /* gdb_reply.c: pure parsers of gdbstub replies -- bytes in, structs out, no I/O (fuzz/, test_gdb.c). */
 #include "gdb_reply.h"
 #include "rsp.h"
+#include "textnum.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,26 @@ int gdb_parse_migration(const char *text)
 	for (size_t i = 0; i < sizeof over / sizeof over[0]; i++)
 		if (strlen(over[i]) == n && !strncmp(p, over[i], n)) return 0;
 	return 1;
+}
+
+int gdb_parse_replay(const char *text, uint64_t *icount)
+{
+	/* hmp_info_replay (7.2 and 10.0): "Record/replay is not active", or "Replaying execution
+	 * 'FILE': instruction count = N" ("Recording" while recording). The file name may hold any
+	 * text: the count is the last such phrase's. */
+	static const char phrase[] = "': instruction count = ";
+	while (*text == ' ' || *text == '\r' || *text == '\n') text++;
+	if (!strncmp(text, "Record/replay is not active", 27)) return GDB_RR_OFF;
+	int mode = !strncmp(text, "Replaying execution '", 21) ? GDB_RR_REPLAY
+		   : !strncmp(text, "Recording execution '", 21) ? GDB_RR_RECORD : -1;
+	if (mode < 0) return -1;
+	const char *last = NULL;
+	for (const char *p = strstr(text + 20, phrase); p; p = strstr(p + 1, phrase)) last = p;
+	if (!last) return -1;
+	const char *d = last + sizeof phrase - 1;
+	size_t n = strspn(d, "0123456789");
+	if (!n || (d[n] && d[n] != '\r' && d[n] != '\n') || textnum_dec(d, n, INT64_MAX, icount)) return -1;
+	return mode;
 }
 
 int gdb_parse_cont(const char *text)

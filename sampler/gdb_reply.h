@@ -27,6 +27,11 @@ int gdb_parse_status(const char *text, char *state, size_t cap);
  * cancelling, or a status this parser does not know), 0 none is (never one, or its status is
  * completed, failed or cancelled), -1 not that text. */
 int gdb_parse_migration(const char *text);
+/* QEMU's "info replay" text (record/replay, -icount ...,rr=record|replay): GDB_RR_REPLAY or
+ * GDB_RR_RECORD with *icount the instruction count now, GDB_RR_OFF when record/replay is not
+ * active, -1 not that text. */
+enum { GDB_RR_OFF = 0, GDB_RR_REPLAY = 1, GDB_RR_RECORD = 2 };
+int gdb_parse_replay(const char *text, uint64_t *icount);
 /* Whether a VM we stopped, found in this run state (gdb_parse_status's result and state), may be
  * resumed by us: running or plain paused (what our stop makes) yes; finish-migrate, postmigrate,
  * shutdown, io-error, guest-panicked... no (resuming a VM in finish-migrate aborts QEMU 7.2). */

@@ -33,6 +33,6 @@ int main(int argc, char **argv)
 	switch (o.cmd) {
 	case CMD_DUMP: return exit_code(cmd_dump(&o));                         /* stop once, print stacks */
 	case CMD_TOP: return exit_code(cmd_top(&o));                           /* live view */
-	default: return exit_code(cmd_record(&o));                             /* sample, then write */
+	default: return exit_code(cmd_record(&o));                             /* sample (or replay), then write */
 	}
 }

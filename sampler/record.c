@@ -70,6 +70,39 @@ static void tick_if_due(struct sinks *k, struct stats *st, const struct pace *p,
 	if (*next < now) *next = now + every;
 }
 
+/* `replay`: a step to each count of the grid, its samples stamped with it (t_ns holds the
+ * instruction count), until the replay is over. */
+static int replay_loop(struct session *ss, struct sinks *k, struct stats *st)
+{
+	static struct sample out[GDB_MAX_CPUS];
+	int64_t tick_every = k->tick_ns > 0 ? k->tick_ns : 1000000000LL, next_tick = st->start_ns + tick_every;
+	for (;;) {
+		int n = 0;
+		uint64_t icount = 0;
+		int64_t held = 0;
+		int got = session_replay_step(ss, out, &n, &icount, &held);
+		if (got < 0) {
+			st->failed_stops++;
+			return -1;
+		}
+		if (got == 3) return 0;
+		stats_pause(st, held, held);
+		int d = 0;
+		for (int i = 0; i < n && !d; i++) {
+			out[i].t_ns = icount;
+			d = deliver(ss, k, st, &out[i]);
+		}
+		if (d) return d < 0 ? -1 : 0;
+		if (session_modules_refresh(ss, out, n) < 0) return -1;
+		int64_t now = pace_now();
+		if (k->tick && now >= next_tick) {
+			st->end_ns = now;
+			k->tick(k->tick_arg, st, NULL);
+			next_tick = now + tick_every;
+		}
+	}
+}
+
 int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pace *p)
 {
 	static struct sample out[GDB_MAX_CPUS];
@@ -81,6 +114,11 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 	pace_init(p, o->rate, start);
 	p->next_ns = start; /* first sample right away (the VM is stopped since we attached) */
 	int stopped = 1, rc = 0;
+	if (o->cmd == CMD_REPLAY) {
+		rc = replay_loop(ss, k, st);
+		st->end_ns = pace_now();
+		return rc;
+	}
 	while (!record_stop) {
 		if (!stopped) {
 			pace_sleep(p);

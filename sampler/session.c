@@ -249,6 +249,7 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->next_mig_ns = 0; /* the first round looks */
 	ss->g.conn.deadline_ms = 0; /* connected: from here on each request has its own timeout */
 	ss->g.conn.intr = NULL;     /* and a signal ends the run after the sample in flight */
+	if (o->cmd == CMD_REPLAY) return session_replay_begin(ss); /* stopped, on the grid */
 	if (ss->held_at_start)
 		session_warn(ss, "the VM was %s: it is left so%s", ss->held_why,
 			     o->cmd == CMD_DUMP ? "" : "; sampling starts when it runs again");

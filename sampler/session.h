@@ -16,8 +16,26 @@
 #include "taskdesc.h"
 #include "slice.h"
 
+/* `gdbsample replay` (session_replay.c): where the replay stands and how it went. */
+enum { REPLAY_RUNNING, REPLAY_END, REPLAY_UNTIL, REPLAY_SIGNAL };
+struct replay {
+	int started;                   /* session_replay_begin placed the grid */
+	uint64_t attach_icount;        /* the instruction count where the first step found it */
+	uint64_t target;               /* the count the replay was last sent to */
+	uint64_t first, last;          /* the counts of the first and last sample */
+	uint64_t steps;                /* stops sampled */
+	uint64_t off_target;           /* stops that came elsewhere than at the count asked for */
+	int ended;                     /* REPLAY_*: why it ended */
+	int exit_code;                 /* REPLAY_END: QEMU's exit status (its W reply) */
+};
+extern const char *const replay_end_names[]; /* "", "recording-ended", "until", "signal" */
+/* The first count to sample at: the first multiple of every at or after from that lies ahead of
+ * now (replay_break takes future counts only). Pure; UINT64_MAX if there is none. */
+uint64_t replay_first(uint64_t now, uint64_t every, uint64_t from);
+
 struct session {
 	const struct opts *o;          /* options */
+	struct replay rp;              /* `replay`: the instruction-count grid (session_replay.c) */
 	struct image img;              /* the kernel as given with -e (img.syms.n == 0 without -e) */
 	struct taskdesc desc;          /* --tasks: the description, parsed before anything else */
 	struct kaslr kaslr;            /* the KASLR offsets found (or given) */
@@ -85,6 +103,16 @@ struct pause {
  * nothing resumed (counted, warned once per episode; a later round looks again); -1: failed
  * (ss->err). */
 int session_sample(struct session *ss, struct sample *out, int *n, struct pause *pz);
+/* `replay`, at the end of session_open: stop the replay wherever it is, check that it is one
+ * (ERR_USAGE if not, or if it was paused before we came), and place the grid. 0, -1 (ss->err). */
+int session_replay_begin(struct session *ss);
+/* `replay`: run the replay to the next multiple of --every (the first: at or after --from) with
+ * replay_break and `c`, and sample every vCPU there. 0: *n samples in out at instruction count
+ * *icount, the replay held *held_ns while read; 3: the replay is over (ss->rp.ended: the recording ended -- QEMU exited --, --until
+ * was passed, or a signal came); -1: failed (ss->err; a QEMU not replaying is ERR_USAGE). */
+int session_replay_step(struct session *ss, struct sample *out, int *n, uint64_t *icount, int64_t *held_ns);
+/* session_summary.c: the replay's rows (replay only). */
+void session_replay_summary(const struct session *ss, struct summary *t);
 /* Stop the VM, detach with D;1 (which resumes it), reap the guard, close a stub we opened. A VM
  * someone else holds stopped is left so: the connection is closed without D;1. */
 int session_close(struct session *ss);

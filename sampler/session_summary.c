@@ -139,6 +139,20 @@ void session_summary(const struct session *ss, struct summary *t)
 	image_rows(ss, t);
 	read_stop_rows(ss, t);
 	names_rows(ss, t);
+	if (ss->o && ss->o->cmd == CMD_REPLAY) session_replay_summary(ss, t);
+}
+
+void session_replay_summary(const struct session *ss, struct summary *t)
+{
+	const struct replay *rp = &ss->rp;
+	summary_u64(t, "replay_samples", "gdbsample: replay: %v stops", rp->steps);
+	summary_u64(t, "replay_every", ", one every %v instructions", ss->o->every);
+	summary_u64(t, "replay_first_icount", ", from instruction %v", rp->first);
+	summary_u64(t, "replay_last_icount", " to %v", rp->last);
+	summary_u64(t, "replay_attach_icount", " (attached at %v)", rp->attach_icount);
+	summary_str(t, "replay_end", "; ended: %v", replay_end_names[rp->ended]);
+	summary_u64(t, "replay_off_target", ", %v stops not at the count asked for\n", rp->off_target);
+	summary_str(t, "time_unit", NULL, "instructions");
 }
 
 void session_image_line(const struct session *ss, char *out, size_t cap)

@@ -78,7 +78,8 @@ void stats_summary(const struct stats *st, const struct sampler_stats *ss, const
 	summary_scale(t, 1e9, 2);
 	summary_real(t, "rate_achieved_hz", ": %v Hz achieved", 2, s > 0 ? (double)st->stops / s : 0.0);
 	summary_scale(t, 1, 1);
-	summary_i64(t, "rate_requested_hz", ", %v Hz requested\n", rate_hz);
+	summary_i64(t, "rate_requested_hz", rate_hz ? ", %v Hz requested\n" : " (replay: at instruction counts)\n",
+		    rate_hz); /* 0: `replay` asks for no rate */
 	summary_u64(t, "stops", NULL, st->stops);
 
 	summary_real(t, "pause_p50_us", "gdbsample: pause per sample p50 %v us", 0, stats_pause_pct(st, 50));

@@ -48,6 +48,7 @@ FLAG_EXT = 0x80    # v2: an extension block follows the frames (stripped from Sa
 
 HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are in the file
 HEADER_FLAG_KASLR = 2                     # header flags bit 1 (v2): the KASLR offset is known
+HEADER_FLAG_ICOUNT = 4                    # header flags bit 2: sample times are instruction counts (replay)
 MAGIC = b"GDBSAMP\0"
 VERSIONS = (1, 2, 3, 4)                   # versions this reader knows
 HEADER_SIZE = 128
@@ -310,6 +311,7 @@ class Capture:
         self.kernel_id_kind = fields["kernel_id_kind"]  # 0 none, 1 build-id, 2 FNV-1a 64
         self.kernel_id = fields["kernel_id"]        # id bytes (kernel_id_kind says what)
         self.flags = fields["flags"]                # bit 0: idle samples included, bit 1: KASLR known
+        self.icount = bool(self.flags & HEADER_FLAG_ICOUNT)  # `gdbsample replay`: times are instruction counts
         self.kaslr_offset = fields["kaslr_offset"]  # runtime - link address of the text; None unknown
         self.stext = fields["stext"]                # runtime address of _stext, 0 unknown (v1: 0)
         self.methods = fields["methods"]            # unwinding methods used, bit 1 << k (METHODS)

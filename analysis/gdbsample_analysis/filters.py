@@ -84,7 +84,8 @@ def capture_only(args, path, extra=()):
 def add_arguments(p):
     p.add_argument("--cpu", metavar="LIST", help="only these vCPUs, e.g. 0,2-3 (default all)")
     p.add_argument("--from", dest="t_from", metavar="T",
-                   help="only samples at or after T since the capture started (ns, or with ns/us/ms/s)")
+                   help="only samples at or after T since the capture started (ns, or with ns/us/ms/s; "
+                        "in a replay's capture an instruction count)")
     p.add_argument("--until", dest="t_until", metavar="T", help="only samples before T (same units)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--idle", dest="idle", action="store_true", default=False,
@@ -105,6 +106,8 @@ class Filter:
         self.cpus = parse_cpus(args.cpu) if args.cpu else None  # None = every vCPU
         self.t_from = parse_time(args.t_from, "--from") if args.t_from else None
         self.t_until = parse_time(args.t_until, "--until") if args.t_until else None
+        self.t_units = [f for f, v in (("--from", args.t_from), ("--until", args.t_until))
+                        if v and re.search(r"[a-z]", v)]  # a unit given: times, not instruction counts
         if self.t_from is not None and self.t_until is not None and self.t_until <= self.t_from:
             raise Failure("--until must be later than --from", EXIT_USAGE)
         self.idle = args.idle         # keep idle samples
@@ -118,6 +121,9 @@ class Filter:
         """Refuse vCPUs the capture does not have, and --pid/--comm on a capture without tasks."""
         if self.cpus is not None and cap.ncpus and max(self.cpus) >= cap.ncpus:
             raise Failure("--cpu: the capture has vCPUs 0-%d only" % (cap.ncpus - 1), EXIT_USAGE)
+        if self.t_units and getattr(cap, "icount", False):
+            raise Failure("%s: %s is a replay's capture, whose times are instruction counts: give a plain "
+                          "count (no ns/us/ms/s)" % (self.t_units[0], cap.name), EXIT_USAGE)
         if self.by_task and not cap.task_os:
             raise no_tasks(cap, "--pid" if self.pids is not None else "--comm")
 

@@ -203,7 +203,9 @@ def describe(cap, per, frames, first, tasks=()):
          "started     %s" % start_text(cap.start_ns),
          "vcpus       %d" % cap.ncpus,
          "rate        %d Hz requested%s" % (cap.rate_hz, ", %.2f Hz achieved" % sm["rate_achieved_hz"]
-                                            if "rate_achieved_hz" in sm else ""),
+                                            if "rate_achieved_hz" in sm else "")
+         if not cap.icount else "times       instruction counts (a replay: one sample every %s)"
+         % sm.get("replay_every", "?"),
          "max frames  %d" % cap.max_frames,
          "kernel      0x%x-0x%x, id %s %s" % (cap.kernel_lo, cap.kernel_hi,
                                               ID_KINDS.get(cap.kernel_id_kind, "?"), kid),
@@ -213,7 +215,9 @@ def describe(cap, per, frames, first, tasks=()):
         dur = "%.1f ms" % (sm["duration_ns"] / 1e6)
     else:
         dur = "unknown (%s)" % ("not in the summary" if sm else "no summary")
-    if first is not None:
+    if first is not None and cap.icount:
+        dur += " of the host's, samples from instruction %d to %d" % (first, cap.last_time_ns)
+    elif first is not None:
         dur += ", samples from %.1f to %.1f ms" % (first / 1e6, cap.last_time_ns / 1e6)
     L.append("duration    " + dur)
     L.append("samples     %d in the file: %d not idle, %d idle, %.1f frames each%s"

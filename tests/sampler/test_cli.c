@@ -115,8 +115,37 @@ static void test_errors(void)
 	}
 }
 
+/* replay: instruction counts instead of a rate and a duration; its flags nowhere else. */
+static void test_replay(void)
+{
+	struct opts o;
+	CHECK(parse(&o, "replay -p 1 -e k.elf") == 0);
+	CHECK(o.cmd == CMD_REPLAY && o.every == 10000000 && !o.from && !o.until && o.max_pause == 0);
+	CHECK(parse(&o, "replay -p 1 --every 1000 --from 5000 --until 900000000000 -f capture -o x --summary") == 0);
+	CHECK(o.every == 1000 && o.from == 5000 && o.until == 900000000000ull && o.format == FMT_CAPTURE && o.summary);
+	static const char *const bad[][2] = {
+		{ "replay -p 1 -r 10", "not -r" },
+		{ "replay -p 1 -d 3", "not -d" },
+		{ "replay -p 1 --max-pause 1", "--max-pause is not for replay" },
+		{ "replay -p 1 --every 999", "--every: bad value '999'" },
+		{ "replay -p 1 --every 1e6", "--every: bad value '1e6'" },
+		{ "replay -p 1 --from -5", "--from: bad value '-5'" },
+		{ "replay -p 1 --until 18446744073709551616", "--until: bad value" },
+		{ "replay -p 1 --from 10 --until 9", "--until comes before --from" },
+		{ "-p 1 --every 5000", "are for replay" },
+		{ "top -p 1 --until 5", "are for replay" },
+		{ "replai -p 1", "(record, dump, top or replay)" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int rc = parse(&o, bad[i][0]);
+		CHECK(rc == -1 && o.err == ERR_USAGE && strstr(o.errstr, bad[i][1]));
+		if (rc != -1 || !strstr(o.errstr, bad[i][1])) fprintf(stderr, "  %s -> %s\n", bad[i][0], o.errstr);
+	}
+}
+
 void test_cli(void)
 {
+	test_replay();
 	test_defaults();
 	test_flags();
 	test_errors();

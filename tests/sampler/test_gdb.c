@@ -552,6 +552,20 @@ static void test_parse_status(void)
 	CHECK(gdb_parse_status("VM status: paused (an-exceedingly-long-state-name)", st, sizeof st) == 1 && !st[0]);
 	CHECK(gdb_parse_status("", st, sizeof st) == -1);
 	CHECK(gdb_parse_status("unknown command: 'info'", st, sizeof st) == -1);
+	/* info replay, as QEMU 7.2 prints it */
+	uint64_t ic = 7;
+	CHECK(gdb_parse_replay("Replaying execution '/tmp/rr/run.bin': instruction count = 17966386\r\n", &ic) ==
+	      GDB_RR_REPLAY && ic == 17966386);
+	CHECK(gdb_parse_replay("Recording execution 'r.bin': instruction count = 0\r\n", &ic) == GDB_RR_RECORD && ic == 0);
+	CHECK(gdb_parse_replay("Record/replay is not active\r\n", &ic) == GDB_RR_OFF);
+	CHECK(gdb_parse_replay("Replaying execution 'a': instruction count = 5': instruction count = 9", &ic) ==
+	      GDB_RR_REPLAY && ic == 9); /* a file name holding the phrase: the last one counts */
+	CHECK(gdb_parse_replay("Replaying execution 'x': instruction count = \r\n", &ic) == -1);
+	CHECK(gdb_parse_replay("Replaying execution 'x': instruction count = 12a\r\n", &ic) == -1);
+	CHECK(gdb_parse_replay("Replaying execution 'x': instruction count = 99999999999999999999\r\n", &ic) == -1);
+	CHECK(gdb_parse_replay("Replaying execution 'x'\r\n", &ic) == -1);
+	CHECK(gdb_parse_replay("unknown command: 'info replay'\r\n", &ic) == -1);
+	CHECK(gdb_parse_replay("", &ic) == -1);
 	/* info migrate, as QEMU 7.2 and 10.0 print it (trimmed) */
 	const char *g72 = "globals:\r\nstore-global-state: on\r\nonly-migratable: off\r\nclear-bitmap-shift: 18\r\n";
 	CHECK(gdb_parse_migration(g72) == 0); /* never migrated: no status line */

@@ -40,6 +40,7 @@ void test_kcache(void);
 void test_summary(void);
 void test_messages(void);
 void test_slice(void);
+void test_replay(void);
 void test_hash(void);
 
 int main(void)
@@ -79,6 +80,7 @@ int main(void)
 	test_summary();
 	test_messages();
 	test_slice();
+	test_replay();
 	test_hash();
 	return check_summary();
 }
