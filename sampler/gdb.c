@@ -288,6 +288,7 @@ int gdb_probe_stop(struct gdb *g)
 		case GDB_EV_PACKET:
 			if (rsp_is_stop(g->dec.pkt, g->dec.len)) {
 				stopped = 1; /* ours: it comes before qC's answer, which the stop let through */
+				if (g->on_stop) g->on_stop(g->gate_arg);
 				continue;
 			}
 			if (g->dec.pkt[0] != 'Q' || g->dec.pkt[1] != 'C') continue; /* a late reply */

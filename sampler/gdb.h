@@ -90,6 +90,8 @@ struct gdb {
 	 * meanwhile, see guard.h), gate(arg, 0) after (-1: it did so during the write). NULL: none. */
 	int (*gate)(void *arg, int enter);
 	void *gate_arg;                 /* its argument */
+	void (*on_stop)(void *arg);     /* if set: the stop reply to our 0x03 came (a sampling round's
+					 * or a probe's), called with gate_arg (guard_confirm) */
 	int err;                        /* sticky error code (err.h) */
 	char errstr[ERR_MAX];               /* what went wrong */
 };

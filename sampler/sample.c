@@ -200,6 +200,7 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 		if (ev == GDB_EV_PACKET && rsp_is_stop(s->g->dec.pkt, s->g->dec.len)) {
 			if (expect_stop) {
 				expect_stop = 0;
+				if (s->g->on_stop) s->g->on_stop(s->g->gate_arg); /* ours (guard_confirm) */
 				s->stopped_at_ns = pace_now();
 				*stop_tid = gdb_stop_tid(s->g->dec.pkt, s->g->dec.len);
 			} else {

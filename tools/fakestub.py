@@ -4,7 +4,8 @@ at pc 0 (not an upper-half kernel, so no kernel is read from guest memory), ever
 unmapped; 0x03 stops it only while it runs and is discarded otherwise, as QEMU does. `monitor`, if
 given, answers qRcmd as QEMU relays its monitor: called with the command's text, it returns the
 output (sent as 'O' packets, then OK) or None for a stub without the command. `hook`, if given, is
-called with each request (bytes) before it is answered, in the stub's thread. Every request is kept
+called with each request (bytes; b"\\x03" for a stop byte) before it is answered, in the stub's
+thread. Every request is kept
 in `requests` (bytes, with b"\\x03" for a stop byte), for tests that check what was sent when."""
 import socket
 import threading
@@ -83,6 +84,8 @@ class FakeStub:
                         buf = buf[1:]
                         with self.lock:
                             self.requests.append(b"\x03")
+                        if self.hook:
+                            self.hook(b"\x03")
                         if self.running:
                             out += packet(b"T02thread:p01.01;")
                             self.running = False

@@ -78,18 +78,22 @@ def wait_status(g, want, timeout=10):
 
 
 def stop_that_holds(g, p, tries=8):
-    """QMP `stop` (what `virsh suspend` sends) until one holds: the VM still paused 0.5-0.8 s later.
+    """QMP `stop` (what `virsh suspend` sends) until one holds: the VM still paused 0.5-2.3 s later.
     A stop that lands while gdbsample itself holds the VM for a sample (or in the tens of
     microseconds between its look and its stop byte) is a no-op in QEMU and cannot be seen; its
-    resume then undoes it (docs/attach.md). At -r 10 that window is a few percent of the time
-    on a loaded host, so eight tries all lost is vanishingly unlikely -- while an unfixed
+    resume then undoes it (docs/attach.md) -- at the latest the pause watchdog's, --max-pause
+    (1 s) after the sample's stop. So a stop counts as held only when the VM is still paused
+    past that, with a second to spare for a starved guard: beside two CPU hogs and the suite,
+    gdbsample's rounds were seen taking over a second each, and a stop swallowed by one looked
+    held at 0.8 s, then was undone by the rescue. At -r 10 with ~5 ms rounds the window is a few
+    percent of the time, so eight tries all lost is vanishingly unlikely -- while an unfixed
     gdbsample resumes every stop within one period (0.1 s): this never returns there."""
     for i in range(tries):
         assert p.poll() is None, p.communicate()
         conftest.qmp(g.qmp_path, "stop")
         time.sleep(0.5)
-        # paused at three looks 0.15 s apart: not one of gdbsample's own ~5 ms pauses seen by chance
-        if all(status(g) == "paused" and not time.sleep(0.15) for _ in range(3)):
+        # paused at seven looks 0.3 s apart (to 2.3 s after the stop: past --max-pause and a second)
+        if all(status(g) == "paused" and not time.sleep(0.3) for _ in range(7)):
             return i
         time.sleep(0.2)
     pytest.fail(f"no QMP stop held in {tries} tries: gdbsample resumed the VM every time")
