@@ -1,8 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Shared pytest setup: paths, and a fixture that boots the test kernel and always stops it."""
-import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +25,7 @@ for _d in ("tools", "analysis", "vm-configs"):
 
 from guest import Guest  # noqa: E402
 import qemu_versions  # noqa: E402
+import qmpclient  # noqa: E402
 
 # QEMU versions (tools/qemu_versions.py): guests run on the system's QEMU (7.2) unless a test is
 # parametrized over the `qemu` fixture -- @conftest.ON_EACH_QEMU, or a "qemu" column with
@@ -146,31 +145,7 @@ def shared_guest(request):
 KERNELS = {"fp": KERNEL, "nofp": KERNEL_NOFP}
 
 
-def qmp(path, command, arguments=None):
-    """One QMP command on a guest's QMP socket (capabilities negotiated first); its "return"."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(path)
-        f = s.makefile("rw")
-        seen = []
-
-        def message():
-            seen.append(f.readline())
-            try:
-                return json.loads(seen[-1])
-            except ValueError as e:  # say what QEMU sent (seen once beside CPU hogs, not since)
-                raise AssertionError(f"QMP {command} on {path}: {e}; the lines read: {seen!r}") from None
-
-        message()  # greeting
-        for cmd in ({"execute": "qmp_capabilities"}, dict({"execute": command}, **(
-                {"arguments": arguments} if arguments else {}))):
-            f.write(json.dumps(cmd) + "\n")
-            f.flush()
-            while True:  # skip asynchronous events
-                msg = message()
-                if "return" in msg or "error" in msg:
-                    break
-        return msg.get("return")
+qmp = qmpclient.qmp  # one QMP command (tools/qmpclient.py), shared with the benchmarks
 
 
 def qmp_status(path):
@@ -178,9 +153,7 @@ def qmp_status(path):
     return qmp(path, "query-status")["status"]
 
 
-def hmp(path, line):
-    """A human monitor command through QMP; its text output."""
-    return qmp(path, "human-monitor-command", {"command-line": line})
+hmp = qmpclient.hmp
 
 
 def wait_running(path, timeout=3.0):
