@@ -168,6 +168,8 @@ def with_wall(samples, period_ns):
         if prev is not None:
             yield WallSample(*prev, max(0, s.time_ns - prev.time_ns))
         pending[s.cpu] = s
+    if callable(period_ns):  # known only once the samples are read (a replay's --every, in the summary)
+        period_ns = period_ns()
     for cpu in sorted(pending):
         yield WallSample(*pending[cpu], period_ns)
 
@@ -209,9 +211,17 @@ def from_capture(pb, cap, syms, flt, elf):
     prof = b.prof
     period = 1000000000 // cap.rate_hz if cap.rate_hz else 0
     b.value_type(prof.sample_type.add(), "samples", "count")
-    b.value_type(prof.sample_type.add(), "wall", "nanoseconds")
-    b.value_type(prof.period_type, "wall", "nanoseconds")
-    prof.period = period
+    if getattr(cap, "icount", False):  # a replay's capture: times are instruction counts
+        b.value_type(prof.sample_type.add(), "instructions", "count")
+        b.value_type(prof.period_type, "instructions", "count")
+
+        def period():
+            every = cap.summary.get("replay_every", 0)
+            return every if isinstance(every, int) and every > 0 else 0
+    else:
+        b.value_type(prof.sample_type.add(), "wall", "nanoseconds")
+        b.value_type(prof.period_type, "wall", "nanoseconds")
+        prof.period = period
     prof.default_sample_type = b.s("samples")
     prof.comment.append(b.s("gdbsample capture %s: %d vCPUs, %d Hz requested"
                             % (os.path.basename(cap.name), cap.ncpus, cap.rate_hz)))
@@ -244,6 +254,8 @@ def from_capture(pb, cap, syms, flt, elf):
         else:
             e[0] += 1
             e[1] += s.wall
+    if callable(period):
+        prof.period = period()
     prof.time_nanos = cap.start_ns if cap.start_ns <= INT64_MAX else 0     # a hostile header: unknown
     prof.duration_nanos = int(cap.summary.get("duration_ns", cap.last_time_ns or 0))
     frames = Frames(b, syms, cap.kernel_lo, cap.kernel_hi, mod_ids)

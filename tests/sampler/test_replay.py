@@ -8,6 +8,8 @@ cleanly; a QEMU that replays nothing is refused with one line and left running.
 
 System QEMU (7.2) only, -smp 1: QEMU refuses record/replay with more than one vCPU (seen:
 `-smp 2` with rr=record fails to start)."""
+import gzip
+import importlib.util
 import os
 import signal
 import subprocess
@@ -135,6 +137,23 @@ def test_a_recording_that_ends_before_until_ends_the_profile(recording, tmp_path
                           capture_output=True, text=True, timeout=60)
     assert info.returncode == 0 and "instruction counts" in info.stdout, info.stdout + info.stderr
     assert f"samples from instruction {FROM} to {last}" in info.stdout, info.stdout
+    # pprof: the period is --every instructions, and every sample weighs the instructions to the next
+    pb2 = os.path.join(conftest.BUILD, "pprof", "profile_pb2.py")
+    spec = importlib.util.spec_from_file_location("replay_profile_pb2", pb2)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    pp = str(tmp_path / "end.pb.gz")
+    r = subprocess.run([os.path.join(conftest.ROOT, "analysis", "gdbsample-analyze"), "pprof", "-o", pp, out],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    prof = mod.Profile()
+    with open(pp, "rb") as f:
+        prof.ParseFromString(gzip.decompress(f.read()))
+    st = prof.string_table
+    assert [(st[t.type], st[t.unit]) for t in prof.sample_type] == [("samples", "count"), ("instructions", "count")]
+    assert (st[prof.period_type.type], prof.period) == ("instructions", 20_000_000)
+    n = sum(x.value[0] for x in prof.sample)
+    assert n == int(kv["replay_samples"]) and sum(x.value[1] for x in prof.sample) == n * 20_000_000
 
 
 def test_a_signal_ends_the_replay_and_the_profile_is_written(recording, tmp_path):
