@@ -6,8 +6,8 @@ output, however late gdbsample attached to each; the shares of `work split 5 3 2
 the workload's instruction counts say; a recording that ends before --until ends the profile
 cleanly; a QEMU that replays nothing is refused with one line and left running.
 
-System QEMU (7.2) only, -smp 1: QEMU refuses record/replay with more than one vCPU (seen:
-`-smp 2` with rr=record fails to start)."""
+The byte-identical check runs on QEMU 7.2 and 10.0, the rest on 7.2; all -smp 1: QEMU refuses
+record/replay with more than one vCPU (seen: `-smp 2` with rr=record fails to start)."""
 import gzip
 import importlib.util
 import os
@@ -34,17 +34,15 @@ def icount_of(g):
     return int(text.rsplit("instruction count = ", 1)[1].split()[0])
 
 
-def rr_guest(mode, path, gdb):
-    return Guest(conftest.KERNEL, smp=1, gdb=gdb, qmp=True, qemu="7.2",
+def rr_guest(mode, path, gdb, qemu="7.2"):
+    return Guest(conftest.KERNEL, smp=1, gdb=gdb, qmp=True, qemu=qemu,
                  extra=["-icount", f"shift={SHIFT},rr={mode},rrfile={path}", "-rtc", "clock=vm"])
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory):
+def record(path, qemu):
     """The recording: boot, `work split 5 3 2`, RECORD_TO instructions at least; QEMU is then
     stopped by its pid, which ends the recording there (its replay exits at that point)."""
-    path = str(tmp_path_factory.mktemp("rr") / "split.rr")
-    g = rr_guest("record", path, gdb=False).start()
+    g = rr_guest("record", path, gdb=False, qemu=qemu).start()
     try:
         # In rr=record, a line longer than the UART's 16-byte FIFO never completes (QEMU 7.2: the
         # rest waits for a chardev read that never comes): typed in two pieces, each echoed first.
@@ -61,10 +59,27 @@ def recording(tmp_path_factory):
     return path
 
 
-def replay(path, *args, wait=0.0):
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    """recordings(qemu) -> the path of that QEMU's recording, made once for the module."""
+    made = {}
+
+    def get(qemu):
+        if qemu not in made:
+            made[qemu] = record(str(tmp_path_factory.mktemp("rr") / "split.rr"), qemu)
+        return made[qemu]
+    return get
+
+
+@pytest.fixture
+def recording(recordings):
+    return recordings("7.2")
+
+
+def replay(path, *args, wait=0.0, qemu="7.2"):
     """Replay the recording with gdbsample replay ARGS (attaching `wait` s after the prompt);
-    (CompletedProcess, QEMU's exit status or None if it still ran, replay_attach_icount)."""
-    g = rr_guest("replay", path, gdb=True).start()
+    (CompletedProcess, QEMU's exit status or None if it still ran, the summary's keys)."""
+    g = rr_guest("replay", path, gdb=True, qemu=qemu).start()
     try:
         time.sleep(wait)
         r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--summary-format", "kv"]
@@ -87,14 +102,16 @@ def folded(text):
     return out
 
 
-def test_two_replays_give_byte_identical_profiles(recording, tmp_path):
+@pytest.mark.parametrize("qemu", ["7.2", "10.0"])
+def test_two_replays_give_byte_identical_profiles(recordings, tmp_path, qemu):
     """Attached at different instruction counts (the second 0.5 s later), on the same grid: the
-    same samples, the same bytes."""
+    same samples, the same bytes -- on both QEMUs (each its own recording)."""
+    recording = recordings(qemu)
     outs = []
     for i, wait in enumerate((0.0, 0.5)):
         out = str(tmp_path / f"r{i}.folded")
         r, _, kv = replay(recording, "--every", EVERY, "--from", FROM, "--until", UNTIL, "-f", "folded", "-o", out,
-                          wait=wait)
+                          wait=wait, qemu=qemu)
         assert r.returncode == 0, r.stderr
         assert kv["replay_end"] == "until" and kv["replay_off_target"] == "0", r.stderr
         assert kv["replay_first_icount"] == str(FROM) and kv["replay_last_icount"] == str(UNTIL), r.stderr
