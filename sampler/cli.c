@@ -32,6 +32,8 @@ const char cli_usage[] =
 	"  --every N          replay: instructions between samples, 1000-10^15 (default 10000000)\n"
 	"  --from ICOUNT      replay: the first instruction count sampled at (rounded up to --every)\n"
 	"  --until ICOUNT     replay: the last instruction count sampled at (default the recording's end)\n"
+	"  --resume-paused    replay: drive a replay that is paused when gdbsample comes (a monitor\n"
+	"                     `stop` to attach before --from); it is left running at the end\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -153,7 +155,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -182,6 +184,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "every", required_argument, 0, OPT_EVERY },
 		{ "from", required_argument, 0, OPT_FROM },
 		{ "until", required_argument, 0, OPT_UNTIL },
+		{ "resume-paused", no_argument, 0, OPT_RESUMEPAUSED },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -352,6 +355,10 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			have_replay = 1;
 			break;
 		}
+		case OPT_RESUMEPAUSED:
+			o->resume_paused = 1;
+			have_replay = 1;
+			break;
 		case OPT_INTERVAL:
 			errno = 0;
 			o->interval = strtod(optarg, &e);
@@ -384,7 +391,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
-	if (o->cmd != CMD_REPLAY && have_replay) return bad(o, "--every, --from and --until are for replay%s%s", "", "");
+	if (o->cmd != CMD_REPLAY && have_replay) return bad(o, "--every, --from, --until and --resume-paused are for replay%s%s", "", "");
 	if (o->cmd == CMD_REPLAY && (have_rate || o->duration))
 		return bad(o, "replay samples by instruction count: --every, --from and --until, not %s%s",
 			   have_rate ? "-r" : "-d", "");

@@ -23,6 +23,7 @@ struct opts {
 	int rate;                /* -r HZ */
 	uint64_t every;          /* replay --every N: instructions between samples (default 10^7) */
 	uint64_t from, until;    /* replay --from / --until ICOUNT: the instruction counts sampled (0: all) */
+	int resume_paused;       /* replay --resume-paused: drive a replay someone paused (e.g. to attach early) */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */

@@ -49,10 +49,17 @@ int session_replay_begin(struct session *ss)
 {
 	struct replay *rp = &ss->rp;
 	uint64_t now;
-	if (ss->held_at_start) {
-		ERR_SET(ss, ERR_USAGE, "the replay is paused (QEMU -S, or a monitor `stop`): replay drives a running "
-			"replay and resumes nobody's pause -- `cont` it first (the grid of --every keeps the profile the same)");
+	if (ss->held_at_start && !ss->o->resume_paused) {
+		ERR_SET(ss, ERR_USAGE, "the replay is paused (QEMU -S, or a monitor `stop`): replay resumes nobody's "
+			"pause unless told to -- `cont` it first, or give --resume-paused");
 		return -1;
+	}
+	if (ss->held_at_start) { /* --resume-paused: the operator hands the paused replay to us */
+		ss->held = ss->held_at_start = 0;
+		ss->held_episodes = 0;
+		ss->g.running = 0; /* stopped: no 0x03 needed */
+		session_warn(ss, "the replay was %s: --resume-paused, so replay drives it (and leaves it running)",
+			     ss->held_why);
 	}
 	guard_enter(&ss->guard); /* from here the VM is, or will soon be, stopped by us: a guard whose
 				  * gdbsample dies resumes it (no watchdog in a replay) */

@@ -123,6 +123,7 @@ static void test_replay(void)
 	CHECK(o.cmd == CMD_REPLAY && o.every == 10000000 && !o.from && !o.until && o.max_pause == 0);
 	CHECK(parse(&o, "replay -p 1 --every 1000 --from 5000 --until 900000000000 -f capture -o x --summary") == 0);
 	CHECK(o.every == 1000 && o.from == 5000 && o.until == 900000000000ull && o.format == FMT_CAPTURE && o.summary);
+	CHECK(!o.resume_paused && parse(&o, "replay -p 1 --resume-paused") == 0 && o.resume_paused);
 	static const char *const bad[][2] = {
 		{ "replay -p 1 -r 10", "not -r" },
 		{ "replay -p 1 -d 3", "not -d" },
@@ -134,6 +135,7 @@ static void test_replay(void)
 		{ "replay -p 1 --from 10 --until 9", "--until comes before --from" },
 		{ "-p 1 --every 5000", "are for replay" },
 		{ "top -p 1 --until 5", "are for replay" },
+		{ "-p 1 --resume-paused", "are for replay" },
 		{ "replai -p 1", "(record, dump, top or replay)" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

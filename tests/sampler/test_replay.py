@@ -82,8 +82,11 @@ def replay(path, *args, wait=0.0, qemu="7.2"):
     g = rr_guest("replay", path, gdb=True, qemu=qemu).start()
     try:
         time.sleep(wait)
-        r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--summary-format", "kv"]
-                           + [str(a) for a in args], capture_output=True, text=True, timeout=300)
+        # Paused at once, so gdbsample attaches before FROM however slow its start on a loaded host
+        # (it was seen attaching at 495 M, past FROM, beside CPU hogs): handed over with --resume-paused.
+        conftest.qmp(g.qmp_path, "stop")
+        r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--summary-format", "kv",
+                            "--resume-paused"] + [str(a) for a in args], capture_output=True, text=True, timeout=300)
         status = g.proc.poll()
         if status is None:  # the replay runs on after gdbsample left (D;1 resumed it)
             assert conftest.qmp_status(g.qmp_path) == "running"
@@ -206,3 +209,21 @@ def test_a_qemu_replaying_nothing_is_refused_and_left_running(boot):
     assert len(lines) == 1 and "record/replay is not active in this QEMU" in lines[0], r.stderr
     assert conftest.wait_running(g.qmp_path) == "running"
     assert g.cmd("uptime").startswith("up ")
+
+
+def test_a_paused_replay_is_left_paused_unless_handed_over(recording):
+    """A replay someone paused is not gdbsample's to resume: refused in one line (exit 2) and
+    left paused -- unless --resume-paused hands it over (the helper above does)."""
+    g = rr_guest("replay", recording, gdb=True).start()
+    try:
+        conftest.qmp(g.qmp_path, "stop")
+        r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and r.stdout == "", r
+        lines = r.stderr.splitlines()  # the error, and the close saying the VM is left as it was
+        assert len(lines) == 2 and "--resume-paused" in lines[0], r.stderr
+        assert lines[1] == "gdbsample: warning: left the VM stopped as we found it (paused before gdbsample came)"
+        time.sleep(0.5)
+        assert conftest.qmp_status(g.qmp_path) == "paused"
+    finally:
+        g.stop()
