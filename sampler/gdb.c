@@ -91,30 +91,6 @@ static int not_a_stub(struct gdb *g)
 	return kind != 0;
 }
 
-int gdb_has_stop(const char *buf, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++)
-		if (buf[i] == '$' && (buf[i + 1] == 'T' || buf[i + 1] == 'S' || buf[i + 1] == 'W' || buf[i + 1] == 'X'))
-			return 1;
-	return 0;
-}
-
-static void confirm_stop(struct gdb *g)
-{
-	g->awaiting_stop = 0;
-	if (g->on_stop) g->on_stop(g->gate_arg);
-}
-
-void gdb_await_stop(struct gdb *g, int on)
-{
-	g->awaiting_stop = on;
-}
-
-void gdb_stop_seen(struct gdb *g)
-{
-	if (g->awaiting_stop) confirm_stop(g);
-}
-
 enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 {
 	/* The deadline counts from the request, so that no stream of acks, console packets or stray
@@ -170,9 +146,6 @@ enum gdb_ev gdb_next(struct gdb *g, int timeout_ms)
 		if (n == 0) return GDB_EV_TIMEOUT;
 		g->rlen = (size_t)n;
 		if (g->firstlen < sizeof g->first && not_a_stub(g)) return GDB_EV_ERROR;
-		/* The stop reply to our 0x03 is ours once received, before it is decoded: the guard
-		 * peeks only at what nobody has read (guard_pending_stop). */
-		if (g->awaiting_stop && gdb_has_stop((const char *)g->rbuf, g->rlen)) confirm_stop(g);
 	}
 }
 
@@ -309,18 +282,15 @@ int gdb_probe_stop(struct gdb *g)
 	 * waits for an ack, and a '+' that is not owed stops a running VM (silently on >= 8.1). */
 	static const char probe[] = "+\x03$qC#b4";
 	int stopped = 0, skip = !g->owed;
-	gdb_await_stop(g, 1);
 	if (gdb_write(g, probe + skip, sizeof probe - 1 - (size_t)skip) < 0) return -1;
 	for (;;) {
 		switch (gdb_next(g, gdb_req_ms(g))) {
 		case GDB_EV_PACKET:
 			if (rsp_is_stop(g->dec.pkt, g->dec.len)) {
 				stopped = 1; /* ours: it comes before qC's answer, which the stop let through */
-				gdb_stop_seen(g);
 				continue;
 			}
 			if (g->dec.pkt[0] != 'Q' || g->dec.pkt[1] != 'C') continue; /* a late reply */
-			gdb_await_stop(g, 0);
 			g->running = !stopped ? g->running : 0;
 			return stopped;
 		case GDB_EV_NAK:

@@ -90,10 +90,6 @@ struct gdb {
 	 * meanwhile, see guard.h), gate(arg, 0) after (-1: it did so during the write). NULL: none. */
 	int (*gate)(void *arg, int enter);
 	void *gate_arg;                 /* its argument */
-	void (*on_stop)(void *arg);     /* if set: the stop reply to our 0x03 came (a sampling round's
-					 * or a probe's), called with gate_arg (guard_confirm) -- as soon
-					 * as its bytes are received */
-	int awaiting_stop;              /* a round's or probe's 0x03 is out, its stop reply not seen */
 	int err;                        /* sticky error code (err.h) */
 	char errstr[ERR_MAX];               /* what went wrong */
 };
@@ -173,12 +169,6 @@ int gdb_migrating(struct gdb *g);
  * lost connection or refused -- ERR_PROTO with QEMU's words). */
 int gdb_replay_info(struct gdb *g, uint64_t *icount);
 int gdb_replay_break(struct gdb *g, uint64_t icount);
-/* The stop reply to a 0x03 about to be sent is awaited (on = 1; 0: no longer): when bytes holding
- * one arrive, on_stop is called (once). gdb_stop_seen: it was decoded (calls on_stop if not yet).
- * gdb_has_stop, pure: buf[0..n) holds the start of a stop reply ("$T", "$S", "$W", "$X"). */
-void gdb_await_stop(struct gdb *g, int on);
-void gdb_stop_seen(struct gdb *g);
-int gdb_has_stop(const char *buf, size_t n);
 /* Resume with `c` and wait up to timeout_ms for the VM to stop by itself (a replay breakpoint):
  * 0 stopped, 1 the target exited (a W/X reply: a replay whose recording ended; *code its status),
  * 2 *intr was set meanwhile (a signal): stopped with 0x03 instead, -1 error (ERR_TIMEOUT when

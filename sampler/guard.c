@@ -96,37 +96,9 @@ void guard_claimed(struct guard_shared *sh)
 			 __ATOMIC_SEQ_CST);
 }
 
-int guard_pending_stop(const char *buf, size_t n)
-{
-	size_t i = 0;
-	while (i < n && (buf[i] == '+' || buf[i] == '-')) i++;
-	if (i == n) return -1;
-	if (buf[i] != '$') return 0;
-	if (i + 1 == n) return -1;
-	char k = buf[i + 1];
-	return k == 'T' || k == 'S' || k == 'W' || k == 'X';
-}
-
-/* An unconfirmed stop (guard_enter_unconfirmed): is it ours, by what the stub has sent? 1 yes,
- * 0 not (or not yet known: the stub has said nothing). wait_ms: how long to wait for it to speak. */
-static int pending_ours(int sockfd, struct guard_shared *sh, int wait_ms)
-{
-	if (!__atomic_load_n(&sh->unconfirmed, __ATOMIC_SEQ_CST)) return 1;
-	char b[16];
-	struct pollfd p = { .fd = sockfd, .events = POLLIN };
-	if (wait_ms > 0) poll(&p, 1, wait_ms);
-	ssize_t n = recv(sockfd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
-	return guard_pending_stop(b, n > 0 ? (size_t)n : 0) == 1;
-}
-
-/* Resume the VM if the current stop has outlasted the limit (and is ours). */
+/* Resume the VM if the current stop has outlasted the limit. */
 static void watch(int sockfd, const char *pkt, struct guard_shared *sh)
 {
-	uint64_t w = load(sh);
-	int64_t since = __atomic_load_n(&sh->since_ns, __ATOMIC_SEQ_CST), now = now_ns();
-	if ((STATE(w) != GUARD_STOPPED && STATE(w) != GUARD_WRITING) || !since || now - since <= sh->max_pause_ns)
-		return;
-	if (!pending_ours(sockfd, sh, 0)) return; /* maybe an operator's pause: look again later */
 	if (!guard_claim(sh, now_ns())) return;
 	resume(sockfd, pkt);
 	guard_claimed(sh);
@@ -157,8 +129,6 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	 * died before resuming after a raced write (RACED). RESCUED and RUNNING: the VM runs. */
 	int st = STATE(load(sh));
 	int resumed = st == GUARD_STOPPED || st == GUARD_WRITING || st == GUARD_RACED;
-	if (resumed && st != GUARD_RACED && !pending_ours(sockfd, sh, DRAIN_MAX_MS))
-		resumed = 0; /* a round's 0x03 that met a VM stopped by someone else: leave it so */
 	if (resumed) {
 		resume(sockfd, pkt);
 		drain(sockfd);
@@ -329,10 +299,9 @@ static uint64_t settled(struct guard_shared *sh)
 	return w;
 }
 
-static void enter(struct guard *g, int unconfirmed)
+void guard_enter(struct guard *g)
 {
 	if (!g->sh) return;
-	__atomic_store_n(&g->sh->unconfirmed, unconfirmed, __ATOMIC_SEQ_CST); /* before the stop is timed */
 	/* A new generation in STOPPED; an unacknowledged rescue stays (the next write is refused). */
 	for (;;) {
 		uint64_t w = settled(g->sh);
@@ -341,21 +310,6 @@ static void enter(struct guard *g, int unconfirmed)
 		__atomic_store_n(&g->sh->since_ns, now_ns(), __ATOMIC_SEQ_CST);
 		if (cas(g->sh, w, ((w >> 8) + 1) << 8 | GUARD_STOPPED)) return;
 	}
-}
-
-void guard_enter(struct guard *g)
-{
-	enter(g, 0);
-}
-
-void guard_enter_unconfirmed(struct guard *g)
-{
-	enter(g, 1);
-}
-
-void guard_confirm(struct guard *g)
-{
-	if (g->sh) __atomic_store_n(&g->sh->unconfirmed, 0, __ATOMIC_SEQ_CST);
 }
 
 void guard_arm(struct guard *g)

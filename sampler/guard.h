@@ -34,8 +34,6 @@ struct guard_shared {
 	volatile uint64_t rescues;   /* stops the watchdog ended */
 	volatile int64_t longest_ns; /* the longest of those stops, when the watchdog ended it */
 	volatile int64_t rescued_at_ns; /* CLOCK_MONOTONIC time of the last rescue */
-	volatile int unconfirmed;    /* the current stop is a sampling round's 0x03 whose stop reply has
-				      * not been seen yet: it may have met a VM someone else stopped */
 };
 
 struct guard {
@@ -70,18 +68,6 @@ void guard_arm(struct guard *g);
 /* The VM is about to be stopped (the watchdog starts timing) / has been resumed. */
 void guard_enter(struct guard *g);
 void guard_leave(struct guard *g);
-/* A sampling round's stop, sent to a VM that may meanwhile have been stopped by someone else (a
- * monitor `stop`): as guard_enter, but ours only once its stop reply has come (guard_confirm, from
- * the stub's stream). Until then the watchdog -- and the guard's last resort, if we die --
- * resumes the VM only when the stub's unread answer begins with a stop reply
- * (guard_pending_stop): a 0x03 that met a stopped VM is answered without one, and that pause is
- * the operator's. (A gdbsample starved beside CPU hogs between its 0x03 and the reply had let
- * the watchdog undo a QMP stop.) */
-void guard_enter_unconfirmed(struct guard *g);
-void guard_confirm(struct guard *g);
-/* What the stub sent and nobody read yet (n bytes peeked), pure: 1 it begins with a stop reply
- * ($T / $S / $W / $X, acks skipped), 0 with another packet, -1 nothing to tell by yet. */
-int guard_pending_stop(const char *buf, size_t n);
 /* For struct gdb's write gate. enter = 1, before a write: -1 if the watchdog has resumed the VM
  * since guard_enter (write nothing). enter = 0, after it: -1 if the watchdog resumed the VM while
  * we were writing -- our bytes may have landed after its resume, so the VM state is unknown until

@@ -187,7 +187,6 @@ static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slots, int ns,
 		int with_stop, int *stop_tid)
 {
-	gdb_await_stop(s->g, with_stop);
 	if (gdb_write(s->g, buf, len) < 0) goto conn;
 	if (with_stop) s->g->running = 0;
 	int expect_stop = with_stop;
@@ -201,7 +200,6 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 		if (ev == GDB_EV_PACKET && rsp_is_stop(s->g->dec.pkt, s->g->dec.len)) {
 			if (expect_stop) {
 				expect_stop = 0;
-				gdb_stop_seen(s->g); /* ours (guard_confirm), if its bytes did not say so already */
 				s->stopped_at_ns = pace_now();
 				*stop_tid = gdb_stop_tid(s->g->dec.pkt, s->g->dec.len);
 			} else {
@@ -210,7 +208,6 @@ static int trip(struct sampler *s, const char *buf, size_t len, struct slot *slo
 			continue;
 		}
 		if (expect_stop) { /* a reply before any stop reply: the VM was already stopped */
-			gdb_await_stop(s->g, 0);
 			s->st.no_stop_reply++;
 			s->stopped_at_ns = pace_now();
 			expect_stop = 0;

@@ -127,11 +127,6 @@ static int check_tasks(struct session *ss, const struct arch *ga)
 
 #define FIND_MIN_S 120.0 /* the least time finding the kernel in the guest may take (seconds) */
 
-static void confirm_stop(void *guard)
-{
-	guard_confirm(guard);
-}
-
 int session_open(struct session *ss, const struct opts *o)
 {
 	memset(ss, 0, sizeof *ss);
@@ -165,7 +160,6 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->g.conn.intr = &record_stop;
 	ss->g.gate = guard_gate; /* every write to the stub under the watchdog's lock */
 	ss->g.gate_arg = &ss->guard;
-	ss->g.on_stop = confirm_stop;
 	ss->attached = 1;
 	if (kind != ATTACH_GDBSTUB) {
 		char tids[128] = "";
@@ -443,10 +437,7 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		ss->migration_rounds++;
 		return 2;
 	}
-	/* A 0x03 (ours, or a held VM's probe) may meet a VM someone else has stopped: the guard takes
-	 * the stop as ours once its stop reply has come (guard_enter_unconfirmed). */
-	if (ss->g.running || ss->held) guard_enter_unconfirmed(&ss->guard);
-	else guard_enter(&ss->guard);
+	guard_enter(&ss->guard);
 	if (ss->held && ss->read_held) { /* dump: read the stopped VM as it is, resume nothing */
 		ss->g.running = 0;
 		guard_leave(&ss->guard);

@@ -101,23 +101,8 @@ static void test_off(void)
 	CHECK(guard_gate(&g, 0) == 0 && state(&g) == GUARD_STOPPED);
 }
 
-/* An unconfirmed stop is ours only if the stub's unread answer begins with a stop reply. */
-static void test_pending_stop(void)
-{
-	CHECK(guard_pending_stop("$T02thread:p01.01;#xx", 21) == 1);
-	CHECK(guard_pending_stop("++$S05#b8", 9) == 1);       /* acks first */
-	CHECK(guard_pending_stop("+$W00#b7", 8) == 1);
-	CHECK(guard_pending_stop("$0000ffff#xx", 12) == 0);   /* a `g` reply: the VM was stopped already */
-	CHECK(guard_pending_stop("+$OK#9a", 7) == 0);
-	CHECK(guard_pending_stop("x", 1) == 0);                /* noise is not a stop reply either */
-	CHECK(guard_pending_stop("", 0) == -1);               /* nothing yet */
-	CHECK(guard_pending_stop("++", 2) == -1);
-	CHECK(guard_pending_stop("+$", 2) == -1);             /* not enough to tell */
-}
-
 void test_guard(void)
 {
-	test_pending_stop();
 	test_no_rescue();
 	test_rescue_between_writes();
 	test_rescue_during_write();
