@@ -76,15 +76,20 @@ def recording(recordings):
     return recordings("7.2")
 
 
-def replay(path, *args, wait=0.0, qemu="7.2"):
-    """Replay the recording with gdbsample replay ARGS (attaching `wait` s after the prompt);
+def replay(path, *args, at=100_000_000, qemu="7.2"):
+    """Replay the recording with gdbsample replay ARGS, attaching at instruction `at`;
     (CompletedProcess, QEMU's exit status or None if it still ran, the summary's keys)."""
     g = rr_guest("replay", path, gdb=True, qemu=qemu).start()
     try:
-        time.sleep(wait)
-        # Paused at once, so gdbsample attaches before FROM however slow its start on a loaded host
-        # (it was seen attaching at 495 M, past FROM, beside CPU hogs): handed over with --resume-paused.
-        conftest.qmp(g.qmp_path, "stop")
+        # Paused before FROM however slow gdbsample's start on a loaded host (it was seen attaching
+        # at 495 M beside CPU hogs, and a QMP stop 0.5 s after the prompt came at 307 M): stopped
+        # by QEMU itself at exactly `at` instructions (replay_break), or at once if the replay is
+        # past it already; handed over with --resume-paused.
+        if "Error" in conftest.hmp(g.qmp_path, f"replay_break {at}"):
+            conftest.qmp(g.qmp_path, "stop")
+        deadline = time.monotonic() + 60
+        while conftest.qmp_status(g.qmp_path) != "paused" and time.monotonic() < deadline:
+            time.sleep(0.05)
         r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--summary-format", "kv",
                             "--resume-paused"] + [str(a) for a in args], capture_output=True, text=True, timeout=300)
         status = g.proc.poll()
@@ -107,14 +112,14 @@ def folded(text):
 
 @pytest.mark.parametrize("qemu", ["7.2", "10.0"])
 def test_two_replays_give_byte_identical_profiles(recordings, tmp_path, qemu):
-    """Attached at different instruction counts (the second 0.5 s later), on the same grid: the
-    same samples, the same bytes -- on both QEMUs (each its own recording)."""
+    """Attached at different instruction counts (100 M and 200 M), on the same grid: the same
+    samples, the same bytes -- on both QEMUs (each its own recording)."""
     recording = recordings(qemu)
     outs = []
-    for i, wait in enumerate((0.0, 0.5)):
+    for i, at in enumerate((100_000_000, 200_000_000)):
         out = str(tmp_path / f"r{i}.folded")
         r, _, kv = replay(recording, "--every", EVERY, "--from", FROM, "--until", UNTIL, "-f", "folded", "-o", out,
-                          wait=wait, qemu=qemu)
+                          at=at, qemu=qemu)
         assert r.returncode == 0, r.stderr
         assert kv["replay_end"] == "until" and kv["replay_off_target"] == "0", r.stderr
         assert kv["replay_first_icount"] == str(FROM) and kv["replay_last_icount"] == str(UNTIL), r.stderr

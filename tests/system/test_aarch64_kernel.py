@@ -99,8 +99,10 @@ def test_irqoff_is_visible_to_the_pmu_source(boot):
     deadline lands the pending overflow in irqoff_spin: the error is a bias, not noise (README,
     "Accuracy under TCG"; 49.7 % against 39.1 % at a 50 % wait, 17.6 pp over at 53 %). It grows
     with the wait: at most the waited fraction of the samples can move, and only into
-    irqoff_spin, so the bound above is 8 pp + waited x (100 - truth) and below 16 pp -- still far
-    from the tick's 0 %."""
+    irqoff_spin, so the bound above is 8 pp + waited x (100 - truth). The truth itself moves too:
+    the task's own cycle count puts a stall across the deadline into irq-off time (`work time`
+    read 67.7 % at a 56 % wait, where the profile had 49.4 %), so below the bound is 16 pp +
+    waited x truth -- and irqoff_spin must hold at least 10 % of the samples, far from the tick's 0 %."""
     g = boot_a64(boot, config=PMU, smp=2)
     window = crosscheck.WaitWindow(g.proc.pid)
     pid, counts = irqoff_profile(g, want=800)
@@ -115,8 +117,9 @@ def test_irqoff_is_visible_to_the_pmu_source(boot):
     if waited < crosscheck.CONTENDED:
         low, high = 8, 8
     else:
-        low, high = 16, 8 + waited * (100 - truth)
+        low, high = 16 + waited * truth, 8 + waited * (100 - truth)
     assert truth - low <= seen <= truth + high, (seen, truth, counts, waited)
+    assert seen >= 10, (seen, counts)  # visible at all: the tick's is 0 %
     assert counts.get("irqoff_exit", 0) < 0.05 * total, counts
 
 
