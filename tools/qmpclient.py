@@ -17,11 +17,16 @@ def qmp(path, command, arguments=None):
         seen = []
 
         def message():
-            seen.append(f.readline())
-            try:
-                return json.loads(seen[-1])
-            except ValueError as e:  # say what QEMU sent (seen once beside CPU hogs, not since)
-                raise QmpError(f"QMP {command} on {path}: {e}; the lines read: {seen!r}") from None
+            while True:
+                seen.append(f.readline())
+                # QEMU 7.2 may hand a new client the tail of an event it was writing to the last one
+                # (seen beside CPU hogs: ': "STOP"}' after the greeting): not a message of ours.
+                if seen[-1].strip() and not seen[-1].lstrip().startswith("{"):
+                    continue
+                try:
+                    return json.loads(seen[-1])
+                except ValueError as e:  # say what QEMU sent
+                    raise QmpError(f"QMP {command} on {path}: {e}; the lines read: {seen!r}") from None
 
         message()  # greeting
         for cmd in ({"execute": "qmp_capabilities"}, dict({"execute": command}, **(
