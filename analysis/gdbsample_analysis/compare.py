@@ -229,14 +229,16 @@ def run(args):
     shown = vcpus.reweight(b, weighting) if weighting else b
     v = Verdict(a, shown, args)
     blurred = None  # the judgement with the contention's loss of independent samples allowed for
-    if not v.consistent and weighting and weighting.credible():
+    # the host's measured wait credits any imbalance to contention; the counts alone up to MAX_DESIGN
+    contended = args.host_wait is not None and args.host_wait >= HOST_CONTENDED
+    if not v.consistent and weighting and weighting.credible(contended):
         blurred = Verdict(a, vcpus.reweight(b, weighting, weighting.size / weighting.design), args)
     verdict = ("consistent" if v.consistent else
                "inconclusive" if blurred is not None and blurred.consistent else "differs")
     # contention measured on the host: within one vCPU too, the in-guest counter advances in the time
     # the vCPU ran and the stops come in wall time, so a bounded difference cannot be told from it
     waited_excuse = None
-    if verdict == "differs" and args.host_wait is not None and args.host_wait >= HOST_CONTENDED:
+    if verdict == "differs" and contended:
         worst = max((abs(r.d) for r in v.kept if r.verdict == "differs"), default=0.0)
         waited_excuse = worst * 100 <= HOST_CONTENDED_PP
         if waited_excuse:
@@ -273,15 +275,19 @@ def run(args):
     if v.differs:
         out.write("differs on: %s\n" % ", ".join(v.differs))
     if blurred is not None:
+        beyond = ("; more than the %.0f the counts alone are credited with, but QEMU's busiest vCPU thread "
+                  "waited %.0f %% of the window for a host core (--host-wait)" % (vcpus.MAX_DESIGN, 100 * args.host_wait)
+                  if weighting.design > vcpus.MAX_DESIGN else "")
         out.write("%s: with the external samples counted as %.0f independent ones (the slowest vCPU advanced at "
-                  "1/%.1f of the fastest's rate, so its stops clump), total variation distance %.3f against a limit "
+                  "1/%.1f of the fastest's rate, so its stops clump%s), total variation distance %.3f against a limit "
                   "of %.3f%s\n" % ("inconclusive" if blurred.consistent else "still differs",
-                                    weighting.size / weighting.design, weighting.design, blurred.distance,
+                                    weighting.size / weighting.design, weighting.design, beyond, blurred.distance,
                                     args.max_tvd + blurred.noise,
                                     ", differs on: " + ", ".join(blurred.differs) if blurred.differs else ""))
     elif weighting and weighting.unequal and not v.consistent:
-        out.write("vCPU progress %.1f times unequal: more than contention is credited with (%.0f), so it does "
-                  "not excuse the difference\n" % (weighting.design, vcpus.MAX_DESIGN))
+        out.write("vCPU progress %.1f times unequal: more than contention is credited with (%.0f) without a "
+                  "measured wait (--host-wait of at least %.2f), so it does not excuse the difference\n"
+                  % (weighting.design, vcpus.MAX_DESIGN, HOST_CONTENDED))
     if waited_excuse is not None:
         out.write("%s: QEMU's busiest vCPU thread waited %.0f %% of the window for a host core (--host-wait), "
                   "and %s\n" % ("inconclusive" if waited_excuse else "still differs", 100 * args.host_wait,

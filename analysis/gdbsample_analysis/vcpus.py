@@ -43,9 +43,10 @@ class Weighting:
                                                      [n_ext.get(c, 0) for c in self.cpus])
         self.unequal = df > 0 and self.p_equal < UNEQUAL_P and self.design > 1.0
 
-    def credible(self):
-        """Contention can explain the imbalance (see MAX_DESIGN)."""
-        return self.unequal and self.design <= MAX_DESIGN
+    def credible(self, contended=False):
+        """Contention can explain the imbalance: up to MAX_DESIGN on the counts alone, any
+        imbalance when the host measured the vCPU threads waiting for a core (contended)."""
+        return self.unequal and (self.design <= MAX_DESIGN or contended)
 
     def lines(self):
         """What the weighting did, for compare's output."""
