@@ -105,5 +105,6 @@ def main(argv=None):
         return 128 + signal.SIGTERM
     finally:
         output.abort_all()                                         # unfinished outputs: removed
+        demangle.enabled = True                                    # --no-demangle is this run's only
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)

@@ -134,3 +134,16 @@ def test_inguest_profile_names_are_demangled_for_compare(tmp_path):
                                                                 "_ZN4prof4RingImLj64EE4PushEm"}
     finally:
         demangle.enabled = True
+
+
+def test_no_demangle_lasts_one_run(tmp_path):
+    """--no-demangle is one run's choice: an in-process run (analyze.call, as the tests and a
+    library user run it) with it leaves demangling on for the next caller -- CI failed six
+    demangle tests that ran on a worker after a --no-demangle call."""
+    f = tmp_path / "t.folded"
+    f.write_text("main;_ZN2ns11SymbolTable7ResolveEm 3\n")
+    r = run("perf-script", str(f), "--no-demangle")
+    assert r.returncode == 0, r.stderr
+    assert demangle.enabled
+    assert demangle.demangle_all(["_ZN2ns11SymbolTable7ResolveEm"])[0] == \
+        {"_ZN2ns11SymbolTable7ResolveEm": "ns::SymbolTable::Resolve(unsigned long)"}
