@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import aptget  # noqa: E402
 import linuxguest as lg  # noqa: E402
 from linuxinitramfs import BOOT_MODULES  # noqa: E402
-from linuxkernel import APT, ArchiveUnreachable, LinuxGuestError, install  # noqa: E402
+from linuxkernel import APT, ArchiveUnreachable, LinuxGuestError, fetch_lock, install  # noqa: E402
 
 __all__ = ["Arm64Guest", "ArchiveUnreachable", "LinuxGuestError", "fetch", "build_initramfs"]
 
@@ -80,7 +80,15 @@ def fetch(build, refresh=False):
     have = cached(build)
     if have and not refresh:
         return have
-    os.makedirs(build, exist_ok=True)
+    with fetch_lock(build):  # one apt-get at a time on build/apt-arm64 (xdist workers)
+        have = cached(build)
+        if have and not refresh:
+            return have  # another process fetched it while this one waited
+        return _fetch_locked(build, refresh)
+
+
+def _fetch_locked(build, refresh):
+    """fetch() under its lock."""
     opts = _apt_options(build)
     if refresh or not aptget.has_lists(os.path.join(build, "apt-arm64")):
         APT.update(opts)

@@ -11,6 +11,8 @@ Cached under a build directory (default build/linux/):
 A cached kernel needs no network. Also the errors every Linux-guest module raises, and the atomic
 file write the caches use.
 """
+import contextlib
+import fcntl
 import glob
 import os
 import shutil
@@ -79,7 +81,7 @@ def fetch_modules(build, series):
     tree = cached_modules(build, series)
     if tree:
         return tree
-    fetch_kernel(build, series, refresh=True)
+    fetch_kernel(build, series, refresh=True, done=lambda: cached_modules(build, series))
     tree = cached_modules(build, series)
     if not tree:
         raise LinuxGuestError(f"the {series} linux-image package has no lib/modules/*/modules.order")
@@ -108,15 +110,36 @@ def _download_image(opts, cwd):
         return None, str(e)
 
 
-def fetch_kernel(build, series, refresh=False):
+@contextlib.contextmanager
+def fetch_lock(build):
+    """One fetch into build at a time, across processes (pytest-xdist workers): two apt-get
+    updates on one private lists directory fail on apt's own lock ("Could not get lock
+    .../apt-bpo/lists/lock"), and a second download of what the first is caching is waste."""
+    os.makedirs(build, exist_ok=True)
+    with open(os.path.join(build, ".fetch.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def fetch_kernel(build, series, refresh=False, done=None):
     """(vmlinuz, config) of the series, from the cache (no network) or else downloaded and
-    extracted there. Raises ArchiveUnreachable when the archive is needed and cannot be reached."""
+    extracted there. Raises ArchiveUnreachable when the archive is needed and cannot be reached.
+    Under fetch_lock: a kernel another process cached while this one waited is used as it is
+    (done(), when given, says whether a refresh is still needed after the wait)."""
     if series not in SERIES:
         raise LinuxGuestError(f"series must be one of {', '.join(SERIES)}, not {series!r}")
     have = cached_kernel(build, series)
     if have and not refresh:
         return have
-    os.makedirs(build, exist_ok=True)
+    with fetch_lock(build):
+        have = cached_kernel(build, series)
+        if have and (done() if done else not refresh):
+            return have
+        return _fetch_kernel_locked(build, series)
+
+
+def _fetch_kernel_locked(build, series):
+    """fetch_kernel() under its lock: apt-get, extract into a temporary tree, move into place."""
     opts = apt_options(build, series)
     if opts and not aptget.has_lists(os.path.join(build, "apt-bpo")):
         APT.update(opts)

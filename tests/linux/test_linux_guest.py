@@ -46,6 +46,43 @@ def test_unreachable_archive_is_its_own_error():
     assert not isinstance(err, ArchiveUnreachable) and "Unable to locate" in str(err)
 
 
+def test_a_fetch_waits_for_the_one_in_progress_and_uses_its_kernel(tmp_path, monkeypatch):
+    """Two xdist workers once ran apt-get update on one private lists directory at once and the
+    second failed on apt's lock ("Could not get lock .../apt-bpo/lists/lock"). A fetch now waits
+    for the one in progress (held here by the test) and then uses the kernel it cached: no apt."""
+    import fcntl
+    import threading
+    import linuxkernel
+    build = str(tmp_path)
+    apt_ran = threading.Event()
+
+    def no_apt(*a, **kw):
+        apt_ran.set()
+        raise AssertionError("apt was run while another fetch held the lock")
+    monkeypatch.setattr(linuxguest.APT, "run", no_apt)
+    result = {}
+
+    def fetch():
+        try:
+            result["got"] = linuxkernel.fetch_kernel(build, "6.12")
+        except BaseException as e:  # noqa: B902 -- reported by the assertion below
+            result["error"] = e
+    with open(os.path.join(build, ".fetch.lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # "another process" fetching
+        t = threading.Thread(target=fetch)
+        t.start()
+        # Without the lock the fetch runs apt at once (this wait then returns True at once);
+        # with it, apt is never reached while the lock is held, however slow the host.
+        assert not apt_ran.wait(timeout=1.0), result
+        d = tmp_path / "6.12"  # what the other fetch leaves: config, then vmlinuz
+        d.mkdir()
+        (d / "config-6.12.9-amd64").write_text("CONFIG_X=y\n")
+        (d / "vmlinuz-6.12.9-amd64").write_bytes(b"image")
+    t.join(timeout=60)
+    assert not t.is_alive() and not apt_ran.is_set(), result
+    assert result == {"got": (str(d / "vmlinuz-6.12.9-amd64"), str(d / "config-6.12.9-amd64"))}, result
+
+
 # -- one 6.1 guest, KASLR on -----------------------------------------------------------------
 def test_cached_kernel_needs_no_apt(guest, monkeypatch):
     def no_apt(*a, **kw):
