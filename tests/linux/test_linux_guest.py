@@ -46,6 +46,17 @@ def test_unreachable_archive_is_its_own_error():
     assert not isinstance(err, ArchiveUnreachable) and "Unable to locate" in str(err)
 
 
+def test_only_a_panic_before_the_shell_spoke_boots_again():
+    """LinuxGuest.start boots once more only when the kernel died before anything of ours ran."""
+    seen = ("console connection closed (qemu exited?)\n--- shell (last 1000 chars) ---\n\n"
+            "--- kernel console (last 2000 chars) ---\n[    1.816886] RIP: 0010:sched_clock_idle_wakeup_event+0x5/0x40\n"
+            "[    1.817076] Kernel panic - not syncing: Fatal exception in interrupt\n--- qemu ---\n")
+    assert linuxguest.early_panic(seen)
+    assert not linuxguest.early_panic(seen.replace("chars) ---\n\n", "chars) ---\n/ # insmod hotmod.ko\n", 1))
+    assert not linuxguest.early_panic(seen.replace("Kernel panic - not syncing", "BUG: soft lockup"))
+    assert not linuxguest.early_panic("qemu exited with 1: qemu-system-x86_64: -kernel: No such file")
+
+
 def test_a_fetch_waits_for_the_one_in_progress_and_uses_its_kernel(tmp_path, monkeypatch):
     """Two xdist workers once ran apt-get update on one private lists directory at once and the
     second failed on apt's lock ("Could not get lock .../apt-bpo/lists/lock"). A fetch now waits
