@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 const char cli_usage[] =
-	"usage: gdbsample [record|dump|top|replay] (-p PORT | -H HOST:PORT | -u SOCKET | --qmp SOCKET |\n"
+	"usage: gdbsample [record|dump|top|replay|count] (-p PORT | -H HOST:PORT | -u SOCKET | --qmp SOCKET |\n"
 	"                 --domain NAME)\n"
 	"                 [options]\n"
 	"  record (default)   sample until Ctrl-C or -d, then write the result\n"
@@ -20,6 +20,8 @@ const char cli_usage[] =
 	"  replay             drive a QEMU replaying a recording (-icount shift=N,rr=replay,rrfile=F):\n"
 	"                     sample at every multiple of --every instructions, to the recording's end\n"
 	"                     or --until; the same recording gives the same profile on every replay\n"
+	"  count FUNC...      count calls of each function (its entry, by a gdbstub breakpoint) until\n"
+	"                     Ctrl-C or -d: hits and hits per second, like a function tracer's counts\n"
 	"  -p PORT            gdbstub on 127.0.0.1:PORT\n"
 	"  -H HOST:PORT       gdbstub on HOST:PORT\n"
 	"  -u PATH            gdbstub on a unix socket (QEMU -gdb unix:PATH,server=on)\n"
@@ -34,6 +36,9 @@ const char cli_usage[] =
 	"  --until ICOUNT     replay: the last instruction count sampled at (default the recording's end)\n"
 	"  --resume-paused    replay: drive a replay that is paused when gdbsample comes (a monitor\n"
 	"                     `stop` to attach before --from); it is left running at the end\n"
+	"  --max-hits N       count: breakpoint hits a second at most, 1-100000 (default 1000): past\n"
+	"                     it the breakpoints are out for the rest of that second (each hit stops\n"
+	"                     the VM; the summary says how long they were out)\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -155,7 +160,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -185,6 +190,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "from", required_argument, 0, OPT_FROM },
 		{ "until", required_argument, 0, OPT_UNTIL },
 		{ "resume-paused", no_argument, 0, OPT_RESUMEPAUSED },
+		{ "max-hits", required_argument, 0, OPT_MAXHITS },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -204,14 +210,15 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	o->klo = 0xffff800000000000ull;
 	o->khi = 0xffffffffffffffffull;
 	strcpy(o->host, "127.0.0.1");
-	int first = 1, conns = 0, c, have_format = 0, have_interval = 0, have_replay = 0, have_rate = 0, have_pause = 0;
+	int first = 1, conns = 0, c, have_format = 0, have_interval = 0, have_replay = 0, have_rate = 0, have_pause = 0, have_maxhits = 0;
 	o->every = 10000000;
 	if (argc > 1 && argv[1][0] != '-') {
 		if (!strcmp(argv[1], "record")) o->cmd = CMD_RECORD;
 		else if (!strcmp(argv[1], "dump")) o->cmd = CMD_DUMP;
 		else if (!strcmp(argv[1], "top")) o->cmd = CMD_TOP;
 		else if (!strcmp(argv[1], "replay")) o->cmd = CMD_REPLAY;
-		else return bad(o, "unknown command '%.40s' (record, dump, top or replay)%s", argv[1], "");
+		else if (!strcmp(argv[1], "count")) o->cmd = CMD_COUNT;
+		else return bad(o, "unknown command '%.40s' (record, dump, top, replay or count)%s", argv[1], "");
 		first = 2;
 	}
 	char **av = argv + first - 1; /* av[0] stands for the program name, options follow */
@@ -359,6 +366,14 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			o->resume_paused = 1;
 			have_replay = 1;
 			break;
+		case OPT_MAXHITS: {
+			uint64_t v;
+			if (textnum_decz(optarg, 100000, &v) || v < 1)
+				return bad(o, "--max-hits: bad value '%.40s' (1-100000 hits a second)%s", optarg, "");
+			o->max_hits = v;
+			have_maxhits = 1;
+			break;
+		}
 		case OPT_INTERVAL:
 			errno = 0;
 			o->interval = strtod(optarg, &e);
@@ -387,10 +402,23 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		}
 		}
 	}
+	if (o->cmd == CMD_COUNT) {
+		for (; optind < ac; optind++) {
+			if (o->nfuncs == CLI_MAX_FUNCS) return bad(o, "count: more than %s functions%s", "64", "");
+			if (!*av[optind]) return bad(o, "count: an empty function name%s%s", "", "");
+			o->funcs[o->nfuncs++] = av[optind];
+		}
+		if (!o->nfuncs) return bad(o, "count: name the functions to count (gdbsample count -p PORT -e IMAGE FUNC...)%s%s", "", "");
+	}
 	if (optind < ac) return bad(o, "unexpected argument '%.40s'%s", av[optind], "");
 	if (conns == 0) return bad(o, "no target: give -p PORT, -H HOST:PORT, -u SOCKET, --qmp SOCKET or --domain NAME%s%s", "", "");
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
+	if (!o->max_hits) o->max_hits = 1000;
+	if (o->cmd != CMD_COUNT && have_maxhits) return bad(o, "--max-hits is for count%s%s", "", "");
+	if (o->cmd == CMD_COUNT && (have_rate || o->out || have_format || o->tasks || task_filter_on(&o->filter)))
+		return bad(o, "count counts calls: %s is for sampling%s", have_rate ? "-r" : o->out ? "-o" : have_format ? "-f" :
+			   o->tasks ? "--tasks" : "--pid/--comm", "");
 	if (o->cmd != CMD_REPLAY && have_replay) return bad(o, "--every, --from, --until and --resume-paused are for replay%s%s", "", "");
 	if (o->cmd == CMD_REPLAY && (have_rate || o->duration))
 		return bad(o, "replay samples by instruction count: --every, --from and --until, not %s%s",
@@ -400,7 +428,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (o->cmd == CMD_REPLAY && o->until && o->until < o->from)
 		return bad(o, "--until comes before --from%s%s", "", "");
 	if (o->cmd == CMD_REPLAY) o->max_pause = 0; /* session_replay.c: no watchdog */
-	if (o->cmd != CMD_RECORD && o->cmd != CMD_REPLAY && o->summary)
+	if (o->cmd != CMD_RECORD && o->cmd != CMD_REPLAY && o->cmd != CMD_COUNT && o->summary)
 		return bad(o, "--summary and --summary-format are for record (%s prints no summary)%s",
 			   o->cmd == CMD_DUMP ? "dump" : "top", "");
 	if (o->cmd != CMD_RECORD && o->cmd != CMD_REPLAY && (o->out || have_format))

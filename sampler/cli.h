@@ -6,10 +6,11 @@
 #include <stdint.h>
 #include "task.h"
 
-enum { CMD_RECORD, CMD_DUMP, CMD_TOP, CMD_REPLAY };
+enum { CMD_RECORD, CMD_DUMP, CMD_TOP, CMD_REPLAY, CMD_COUNT };
 enum { FMT_REPORT, FMT_FOLDED, FMT_CAPTURE, FMT_SVG, FMT_SPEEDSCOPE };
 enum { UNWIND_AUTO, UNWIND_FP, UNWIND_CFI, UNWIND_ORC };
 enum { SUMFMT_HUMAN, SUMFMT_KV, SUMFMT_JSON }; /* --summary-format */
+#define CLI_MAX_FUNCS 64         /* count FUNC...: at most this many (bpcount.h's BPC_MAX) */
 #define CLI_MAX_ELF 16           /* -e given this many times at most (an image, a map, .ko files) */
 
 struct opts {
@@ -24,6 +25,9 @@ struct opts {
 	uint64_t every;          /* replay --every N: instructions between samples (default 10^7) */
 	uint64_t from, until;    /* replay --from / --until ICOUNT: the instruction counts sampled (0: all) */
 	int resume_paused;       /* replay --resume-paused: drive a replay someone paused (e.g. to attach early) */
+	const char *funcs[CLI_MAX_FUNCS]; /* count FUNC...: function names or 0x addresses */
+	int nfuncs;              /* how many */
+	uint64_t max_hits;       /* count --max-hits N: breakpoint hits a second at most (default 1000) */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */

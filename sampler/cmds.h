@@ -12,6 +12,8 @@ int cmd_record(const struct opts *o);
 int cmd_dump(const struct opts *o);
 /* `gdbsample top`: a live view until q or a signal (cmd_top.c). */
 int cmd_top(const struct opts *o);
+/* `gdbsample count FUNC...`: calls counted at entry breakpoints until -d or a signal (cmd_count.c). */
+int cmd_count(const struct opts *o);
 
 /* How `top` draws: what the terminal takes, decided from its facts (cmd_top.c). */
 struct top_screen {

@@ -244,6 +244,41 @@ int gdb_cont_until_stop(struct gdb *g, int timeout_ms, volatile sig_atomic_t *in
 	}
 }
 
+int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stopinfo *si)
+{
+	for (;;) {
+		switch (gdb_next(g, timeout_ms)) {
+		case GDB_EV_PACKET:
+			if (gdb_parse_stop(g->dec.pkt, g->dec.len, si) < 0) continue; /* a late reply */
+			g->running = 0;
+			return 0;
+		case GDB_EV_NAK:
+		case GDB_EV_BAD:
+			continue;
+		case GDB_EV_ERROR:
+			return -1;
+		case GDB_EV_TIMEOUT:
+			return 1;
+		}
+	}
+}
+
+int gdb_step(struct gdb *g, int cpu, struct gdb_stopinfo *si)
+{
+	char req[48];
+	if (g->multiprocess) snprintf(req, sizeof req, "vCont;s:p%x.%x", g->pids[cpu], g->tids[cpu]);
+	else snprintf(req, sizeof req, "vCont;s:%x", g->tids[cpu]);
+	if (send_packet(g, req) < 0) return -1;
+	g->running = 1;
+	int r = gdb_wait_stop(g, gdb_req_ms(g), si);
+	if (r == 1) {
+		ERR_SET(g, ERR_TIMEOUT, "%s did not stop after a single step of vCPU %d", g->conn.where, cpu);
+		gdb_stop(g);
+		return -1;
+	}
+	return r;
+}
+
 int gdb_take_unasked(struct gdb *g, int *sig)
 {
 	int stops = 0;

@@ -174,6 +174,12 @@ int gdb_replay_break(struct gdb *g, uint64_t icount);
  * 2 *intr was set meanwhile (a signal): stopped with 0x03 instead, -1 error (ERR_TIMEOUT when
  * no stop came in time; the VM is then stopped with 0x03 if it can be). */
 int gdb_cont_until_stop(struct gdb *g, int timeout_ms, volatile sig_atomic_t *intr, int *code);
+/* After `c`: wait until timeout_ms from it for a stop reply. 0 stopped (*si), 1 none came (the VM
+ * runs on), -1 error (g->err). */
+int gdb_wait_stop(struct gdb *g, int timeout_ms, struct gdb_stopinfo *si);
+/* Single-step vCPU cpu alone (vCont;s: the others stay stopped) and wait for its stop reply
+ * (*si): 0, -1 error (ERR_TIMEOUT when none came: the VM is then stopped with 0x03). */
+int gdb_step(struct gdb *g, int cpu, struct gdb_stopinfo *si);
 /* Resume the VM through the monitor (qRcmd "cont"; one round trip) rather than `c`: QEMU checks
  * the run state and resumes under one lock, and refuses a VM a migration is finishing, which `c`
  * would start (and QEMU then aborts: 'running' -> 'postmigrate'). 0 resumed, 1 refused (the text

@@ -70,7 +70,7 @@ static int cas(struct guard_shared *sh, uint64_t from, uint64_t to)
 	return __atomic_compare_exchange_n(&sh->word, &from, to, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
-static void resume(int sockfd, const char *pkt);
+static void resume(int sockfd, const char *pkt, struct guard_shared *sh);
 static void drain(int sockfd);
 
 int guard_claim(struct guard_shared *sh, int64_t now)
@@ -100,7 +100,7 @@ void guard_claimed(struct guard_shared *sh)
 static void watch(int sockfd, const char *pkt, struct guard_shared *sh)
 {
 	if (!guard_claim(sh, now_ns())) return;
-	resume(sockfd, pkt);
+	resume(sockfd, pkt, sh);
 	guard_claimed(sh);
 }
 
@@ -129,8 +129,11 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	 * died before resuming after a raced write (RACED). RESCUED and RUNNING: the VM runs. */
 	int st = STATE(load(sh));
 	int resumed = st == GUARD_STOPPED || st == GUARD_WRITING || st == GUARD_RACED;
+	/* With breakpoints in, a VM left running stops at the next hit with nobody to resume it:
+	 * remove them (the bytes resume from every state) whatever the state says. */
+	if (__atomic_load_n(&sh->nbp, __ATOMIC_SEQ_CST)) resumed = 1;
 	if (resumed) {
-		resume(sockfd, pkt);
+		resume(sockfd, pkt, sh);
 		drain(sockfd);
 	}
 	if (rescue) {
@@ -140,14 +143,40 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	_exit(0);
 }
 
-static void resume(int sockfd, const char *pkt)
+size_t guard_resume_bytes(const struct guard_shared *sh, const char *pkt, char *out, size_t cap)
 {
-	char out[32];
-	size_t n = strlen(pkt);
+	size_t off = 2, n = strlen(pkt);
+	int nbp = __atomic_load_n(&sh->nbp, __ATOMIC_SEQ_CST);
+	if (cap < 2) return 0;
 	out[0] = '+';
 	out[1] = 0x03;
-	memcpy(out + 2, pkt, n);
-	if (send(sockfd, out, n + 2, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) return;
+	for (int i = 0; i < nbp && i < GUARD_BP_MAX; i++) { /* with the VM stopped by the byte before */
+		char z[48];
+		snprintf(z, sizeof z, "z0,%llx,%x", (unsigned long long)sh->bp[i], sh->bp_kind);
+		if (rsp_append(out, cap, &off, z) < 0) return 0;
+	}
+	if (off + n > cap) return 0;
+	memcpy(out + off, pkt, n);
+	return off + n;
+}
+
+static void resume(int sockfd, const char *pkt, struct guard_shared *sh)
+{
+	char out[GUARD_BP_MAX * 40 + 64];
+	size_t n = guard_resume_bytes(sh, pkt, out, sizeof out);
+	if (!n) return; /* cannot happen: out holds GUARD_BP_MAX packets */
+	if (send(sockfd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) return;
+	if (__atomic_load_n(&sh->nbp, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&sh->bp_removed, 1, __ATOMIC_SEQ_CST);
+}
+
+void guard_breakpoints(struct guard *g, const uint64_t *addr, int n, int kind)
+{
+	if (!g->sh) return;
+	if (n > GUARD_BP_MAX) n = GUARD_BP_MAX;
+	__atomic_store_n(&g->sh->nbp, 0, __ATOMIC_SEQ_CST); /* never a half-written list in force */
+	for (int i = 0; i < n; i++) g->sh->bp[i] = addr[i];
+	g->sh->bp_kind = kind;
+	__atomic_store_n(&g->sh->nbp, n, __ATOMIC_SEQ_CST);
 }
 
 /* After the parent is gone: drain what QEMU still sends for a while, so it is never blocked

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include "gdb.h"
 
+#define GUARD_BP_MAX 64 /* breakpoints the guard removes (bpcount.h's BPC_MAX) */
 #define GUARD_COMM "gdbsguard" /* the guard's process name (comm): not "gdbsample", nor containing it */
 
 /* Who holds the VM (the low byte of guard_shared.word; guard.c has the transitions). */
@@ -34,6 +35,13 @@ struct guard_shared {
 	volatile uint64_t rescues;   /* stops the watchdog ended */
 	volatile int64_t longest_ns; /* the longest of those stops, when the watchdog ended it */
 	volatile int64_t rescued_at_ns; /* CLOCK_MONOTONIC time of the last rescue */
+	/* `count`'s breakpoints (guard_breakpoints): whenever the guard resumes the VM -- the parent
+	 * gone, or the watchdog -- it removes them first, so none outlives gdbsample or stops the
+	 * VM again behind a rescue. */
+	volatile int nbp;              /* how many of bp[] may be inserted (0: none) */
+	int bp_kind;                   /* the z0 packets' kind */
+	uint64_t bp[GUARD_BP_MAX];     /* their addresses */
+	volatile uint64_t bp_removed;  /* times the guard removed them (the parent inserts again) */
 };
 
 struct guard {
@@ -82,6 +90,12 @@ uint64_t guard_acknowledge(struct guard *g);
  * RESCUED / RACED). 0: nothing to do. */
 int guard_claim(struct guard_shared *sh, int64_t now);
 void guard_claimed(struct guard_shared *sh);
+/* The breakpoints (addresses, kind) the parent may have inserted from now on: the guard removes
+ * them before any resume. Called before inserting them (n > 0) and after removing them (n = 0). */
+void guard_breakpoints(struct guard *g, const uint64_t *addr, int n, int kind);
+/* The bytes the guard writes to resume the VM: '+', 0x03, a z0 packet for each breakpoint
+ * listed, then pkt (the resume packet). Its length, or 0 if it does not fit in cap. Pure. */
+size_t guard_resume_bytes(const struct guard_shared *sh, const char *pkt, char *out, size_t cap);
 /* Let the guard go and reap it: clean = we detached ourselves (the guard exits quietly);
  * otherwise it resumes the VM if a sample may be in flight, exactly as if we had died. */
 void guard_finish(struct guard *g, int clean);

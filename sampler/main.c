@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* main.c: gdbsample's command line -- parse, dispatch to record (default), dump or top, and turn
+/* main.c: gdbsample's command line -- parse, dispatch to record (default), dump, top or count, and turn
  * a command's failure into the exit code (0 ok, 1 failure, 2 bad usage or input). */
 #include "cli.h"
 #include "demangle.h"
@@ -33,6 +33,7 @@ int main(int argc, char **argv)
 	switch (o.cmd) {
 	case CMD_DUMP: return exit_code(cmd_dump(&o));                         /* stop once, print stacks */
 	case CMD_TOP: return exit_code(cmd_top(&o));                           /* live view */
+	case CMD_COUNT: return exit_code(cmd_count(&o));                       /* calls at breakpoints */
 	default: return exit_code(cmd_record(&o));                             /* sample (or replay), then write */
 	}
 }

@@ -17,9 +17,11 @@
  */
 
 /* A sample's replies: QEMU answers in well under a millisecond, but a loaded host (two CPU hogs,
- * four QEMUs) once kept it from answering a batch for 3 s -- its vCPU threads had to run to stop.
- * Nothing for this long: it stopped answering. */
-#define REPLY_TIMEOUT_MS 10000
+ * four QEMUs) once kept it from answering a batch for 3 s -- its vCPU threads had to run to stop
+ * -- and a migration's last step, which holds QEMU's main lock while it writes the rest of RAM,
+ * kept the last reply of a batch (8 of 9 answered) for over 10 s beside two hogs (QEMU 7.2,
+ * migrating to a pipe). Nothing for this long: it stopped answering. */
+#define REPLY_TIMEOUT_MS 30000
 
 enum { SL_HG, SL_G, SL_P, SL_M, SL_HGV }; /* SL_HGV: Hg to another vCPU for via_kernel reads */
 

@@ -136,7 +136,7 @@ static void test_replay(void)
 		{ "-p 1 --every 5000", "are for replay" },
 		{ "top -p 1 --until 5", "are for replay" },
 		{ "-p 1 --resume-paused", "are for replay" },
-		{ "replai -p 1", "(record, dump, top or replay)" },
+		{ "replai -p 1", "(record, dump, top, replay or count)" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		int rc = parse(&o, bad[i][0]);
@@ -145,8 +145,37 @@ static void test_replay(void)
 	}
 }
 
+/* count: functions as arguments, --max-hits its own; sampling's flags refused. */
+static void test_count(void)
+{
+	struct opts o;
+	CHECK(parse(&o, "count -p 1 -e k split_a 0xffffffff80100000 -d 2") == 0);
+	CHECK(o.cmd == CMD_COUNT && o.nfuncs == 2 && !strcmp(o.funcs[0], "split_a") &&
+	      !strcmp(o.funcs[1], "0xffffffff80100000") && o.max_hits == 1000 && o.duration == 2);
+	CHECK(parse(&o, "count -p 1 f --max-hits 7 --summary-format kv") == 0 && o.max_hits == 7 && o.summary);
+	static const char *const bad[][2] = {
+		{ "count -p 1", "count: name the functions to count" },
+		{ "count -p 1 f --max-hits 0", "--max-hits: bad value '0'" },
+		{ "count -p 1 f --max-hits 100001", "--max-hits: bad value" },
+		{ "-p 1 --max-hits 5", "--max-hits is for count" },
+		{ "count -p 1 f -r 10", "-r is for sampling" },
+		{ "count -p 1 f -o out", "-o is for sampling" },
+		{ "count -p 1 f -f folded", "-f is for sampling" },
+		{ "-p 1 f", "unexpected argument 'f'" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int rc = parse(&o, bad[i][0]);
+		CHECK(rc == -1 && o.err == ERR_USAGE && strstr(o.errstr, bad[i][1]));
+		if (rc != -1 || !strstr(o.errstr, bad[i][1])) fprintf(stderr, "  %s -> %s\n", bad[i][0], o.errstr);
+	}
+	char *many[70] = { "gdbsample", "count", "-p", "1" };
+	for (int i = 4; i < 69; i++) many[i] = "f";
+	CHECK(cli_parse(&o, 69, many) == -1 && strstr(o.errstr, "more than 64 functions"));
+}
+
 void test_cli(void)
 {
+	test_count();
 	test_replay();
 	test_defaults();
 	test_flags();

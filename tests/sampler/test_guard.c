@@ -101,8 +101,33 @@ static void test_off(void)
 	CHECK(guard_gate(&g, 0) == 0 && state(&g) == GUARD_STOPPED);
 }
 
+/* The guard's resume: '+', 0x03, a z0 for each breakpoint the parent listed, then `c`; none
+ * once the list is emptied. */
+static void test_resume_bytes_remove_breakpoints(void)
+{
+	static struct guard g;
+	static struct guard_shared sh;
+	char out[GUARD_BP_MAX * 40 + 64];
+	uint64_t bp[2] = { 0xffffffff80101234ull, 0x40 };
+	setup(&g, &sh);
+	size_t n = guard_resume_bytes(&sh, "$c#63", out, sizeof out);
+	CHECK(n == 7 && !memcmp(out, "+\x03$c#63", 7));
+	guard_breakpoints(&g, bp, 2, 1);
+	n = guard_resume_bytes(&sh, "$c#63", out, sizeof out);
+	out[n] = 0;
+	CHECK_STR(out, "+\x03$z0,ffffffff80101234,1#f6$z0,40,1#97$c#63");
+	CHECK(guard_resume_bytes(&sh, "$c#63", out, 20) == 0); /* does not fit: nothing half */
+	guard_breakpoints(&g, NULL, 0, 1);
+	CHECK(guard_resume_bytes(&sh, "$c#63", out, sizeof out) == 7);
+	static uint64_t many[GUARD_BP_MAX + 5];
+	for (int i = 0; i < GUARD_BP_MAX + 5; i++) many[i] = 0xffffffffffff0000ull + (uint64_t)i;
+	guard_breakpoints(&g, many, GUARD_BP_MAX + 5, 4); /* kept to what the guard holds, and all fit */
+	CHECK(sh.nbp == GUARD_BP_MAX && guard_resume_bytes(&sh, "$c#63", out, sizeof out) > 0);
+}
+
 void test_guard(void)
 {
+	test_resume_bytes_remove_breakpoints();
 	test_no_rescue();
 	test_rescue_between_writes();
 	test_rescue_during_write();

@@ -42,6 +42,7 @@ void test_messages(void);
 void test_slice(void);
 void test_replay(void);
 void test_hash(void);
+void test_bpcount(void);
 
 int main(void)
 {
@@ -78,6 +79,7 @@ int main(void)
 	test_kallsyms();
 	test_kcache();
 	test_summary();
+	test_bpcount();
 	test_messages();
 	test_slice();
 	test_replay();
