@@ -82,11 +82,20 @@ def advances(g, pid, by=50):
     return False
 
 
-@conftest.ON_EACH_QEMU
-def test_counts_follow_the_rounds(boot):
+ARCHES = {  # arch -> (kernel, vm-configs row); x86_64 on both QEMUs, the others on 7.2 (the system's)
+    "x86_64": (conftest.KERNEL, None),
+    "aarch64": (conftest.KERNEL_A64, "tcg-a64-max"),
+    "riscv64": (conftest.KERNEL_RV64, "tcg-rv64"),
+}
+
+
+@pytest.mark.parametrize("arch, qemu", [("x86_64", "7.2"), ("x86_64", "10.0"), ("aarch64", "7.2"),
+                                        ("riscv64", "7.2")], indirect=["qemu"])
+def test_counts_follow_the_rounds(boot, arch):
     """Three functions called once a round each: equal counts within one, none above the rounds
     done meanwhile, rates over the armed time; the table sorted by hits; the VM left running."""
-    g = boot(smp=2, qmp=True)
+    kernel, config = ARCHES[arch]
+    g = boot(smp=2, qmp=True, kernel=kernel, **({"config": config} if config else {}))
     pid = start_split(g)
     before = rounds(g, pid)
     r = conftest.gdbsample("count", "-p", g.gdbport, "-e", g.kernel, "-d", 2, "--summary-format", "kv", *SPLIT,
