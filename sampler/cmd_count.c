@@ -310,8 +310,13 @@ int cmd_count(const struct opts *o)
 	if (!err && run(&c, end) < 0) err = 1;
 	/* Every way out: the breakpoints removed (the VM is stopped here unless held or lost). */
 	if (c.bc.armed) { /* a held VM is stopped too: z0 does not resume it */
-		if (c.ss.g.running) gdb_stop(&c.ss.g);
-		if (disarm(&c) < 0 && !err) err = 1;
+		int r = c.ss.g.running && gdb_stop(&c.ss.g) < 0 ? -1 : disarm(&c);
+		/* held up past --max-pause on the way out: the guard resumed the VM and took them out */
+		if (r < 0 && c.ss.g.err == ERR_RESCUED) {
+			c.ss.err = 0;
+			r = after_rescue(&c);
+		}
+		if (r < 0 && !err) err = 1;
 	}
 	int64_t elapsed = now_ns() - t0, armed = bpc_armed_ns(&c.bc, now_ns());
 	if (!c.bc.armed) guard_breakpoints(&c.ss.guard, NULL, 0, c.kind);
