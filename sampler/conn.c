@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "textnum.h"
 #include "err.h"
+#include "wirelog.h"
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -165,6 +166,7 @@ int conn_write(struct conn *c, const void *buf, size_t len)
 				"write to %s: %s", c->where, strerror(errno));
 			return -1;
 		}
+		wirelog(c->where, '>', p, (size_t)n);
 		p += n;
 		len -= (size_t)n;
 		deadline = -1;
@@ -204,6 +206,7 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int timeout_ms)
 				n ? strerror(errno) : "");
 			return -1;
 		}
+		wirelog(c->where, '<', buf, (size_t)n);
 		return n;
 	}
 }

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "err.h"
 #include "qmp.h"
+#include "wirelog.h"
 #include <sys/socket.h>
 
 #define STOP_TIMEOUT_MS 1000 /* 0x03 -> stop reply; after this we ask with `?` */
@@ -301,6 +302,7 @@ int gdb_take_unasked(struct gdb *g, int *sig)
 		g->roff = g->rlen = 0;
 		ssize_t n = recv(g->conn.fd, g->rbuf, sizeof g->rbuf, MSG_DONTWAIT);
 		if (n > 0) {
+			wirelog(g->conn.where, '<', g->rbuf, (size_t)n);
 			g->rlen = (size_t)n;
 			continue;
 		}

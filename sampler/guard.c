@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* guard.c: a forked guard that resumes the guest if gdbsample dies while the VM is stopped. */
 #include "guard.h"
+#include "wirelog.h"
 #include "clock.h"
 #include "err.h"
 #include "rsp.h"
@@ -166,6 +167,7 @@ static void resume(int sockfd, const char *pkt, struct guard_shared *sh)
 	size_t n = guard_resume_bytes(sh, pkt, out, sizeof out);
 	if (!n) return; /* cannot happen: out holds GUARD_BP_MAX packets */
 	if (send(sockfd, out, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) return;
+	wirelog("guard", '>', out, n);
 	if (__atomic_load_n(&sh->nbp, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&sh->bp_removed, 1, __ATOMIC_SEQ_CST);
 }
 

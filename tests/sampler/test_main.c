@@ -43,6 +43,7 @@ void test_slice(void);
 void test_replay(void);
 void test_hash(void);
 void test_bpcount(void);
+void test_wirelog(void);
 
 int main(void)
 {
@@ -80,6 +81,7 @@ int main(void)
 	test_kcache();
 	test_summary();
 	test_bpcount();
+	test_wirelog();
 	test_messages();
 	test_slice();
 	test_replay();

@@ -176,3 +176,29 @@ def check_libvirt_message(sock):
     line, = r.stderr.splitlines()
     assert len(line) > 128 and line.rstrip().endswith("No such file or directory"), line
     assert sock in line and "[...]" not in line, line
+
+
+def test_wire_log_holds_both_directions_and_is_appended_to(tmp_path):
+    """GDBSAMPLE_WIRE_LOG: each write and read on the connection, one line, appended (never truncated):
+    the handshake's qSupported out, the stub's reply in, the detach at the end and its OK."""
+    log = tmp_path / "wire.log"
+    log.write_text("kept\n")
+    s = FakeStub()
+    try:
+        r = subprocess.run([GDBSAMPLE, "-p", str(s.port), "-d", "0.3", "-r", "20", "-f", "folded", "-q"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, GDBSAMPLE_WIRE_LOG=str(log)))
+    finally:
+        s.close()
+    assert r.returncode == 0, r
+    lines = log.read_text().splitlines()
+    assert lines[0] == "kept"
+    where = f"127.0.0.1:{s.port}"
+    fields = [ln.split(" ", 4) for ln in lines[1:]]
+    assert all(len(f) == 5 and f[2] == where and f[3] in "<>" for f in fields), lines[:5]
+    assert fields[0][3] == ">" and fields[0][4].startswith("$qSupported"), fields[0]
+    assert any(f[3] == "<" and "PacketSize=" in f[4] for f in fields), lines[:5]
+    assert any(f[3] == ">" and f[4].startswith("\\x03") for f in fields)  # a sample's stop byte, escaped
+    assert fields[-2][3:] == [">", "$D;1#b0"] and fields[-1][3] == "<" and "$OK" in fields[-1][4], lines[-2:]
+    times = [float(f[0]) for f in fields]
+    assert times == sorted(times)
