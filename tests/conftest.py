@@ -210,18 +210,23 @@ class Stderr:
             self.lines.append(None)  # EOF
             self.cv.notify_all()
 
-    def wait_for(self, text, timeout=60):
-        """True once a line holding text (or, given a tuple, any of its texts) was printed; False at
-        EOF or after timeout (a hang bound)."""
+    def wait_for(self, text, timeout=60, times=1):
+        """True once a line holding text (or, given a tuple, any of its texts) was printed -- `times`
+        such lines; False at EOF or after timeout (a hang bound)."""
         texts = text if isinstance(text, tuple) else (text,)
         end = time.monotonic() + timeout
         with self.cv:
             while True:
-                if any(line is not None and any(t in line for t in texts) for line in self.lines):
+                if sum(1 for line in self.lines if line is not None and any(t in line for t in texts)) >= times:
                     return True
                 if (self.lines and self.lines[-1] is None) or time.monotonic() >= end:
                     return False
                 self.cv.wait(0.5)
+
+    def so_far(self):
+        """What it printed until now (text() waits for the end)."""
+        with self.cv:
+            return "".join(line for line in self.lines if line is not None)
 
     def text(self):
         self.t.join(timeout=60)

@@ -199,7 +199,15 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
     once-a-second pauses can last a tenth of a second -- the last step landing inside our pause,
     which gdbsample finds in the run state before its resume and names (the destination starts
     paused). Which one is timing, not behaviour; exactly one is said. An unfixed gdbsample says
-    nothing and skips nothing."""
+    nothing and skips nothing.
+    A gdbsample held up for the whole second of a migration (seen beside two CPU hogs: no round
+    for 1.07 s, its wire log silent, the migration begun and ended meanwhile) cannot see it under
+    way; it only finds it ended (held, said once). Then the VM is let run again and migrated once
+    more, up to TRIES times: every migration ends with exactly one of the endings, whether seen or
+    not, and an unfixed gdbsample never says one is under way."""
+    tries = 4
+    endings = ("the VM was stopped for migration: not sampling it",
+               "while we held it (the migration ended inside our pause, so its destination starts paused")
     old = conftest.qmp(vm.qmp_path, "query-migrate-parameters")["max-bandwidth"]
     conftest.qmp(vm.qmp_path, "migrate-set-parameters", {"max-bandwidth": 1 << 20})
     try:
@@ -208,18 +216,25 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
             err_lines = conftest.Stderr(p)
             try:
                 time.sleep(0.5)
-                conftest.qmp(vm.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
-                assert err_lines.wait_for("a migration is under way"), err_lines.text()
-                status_now = None
-                for _ in range(1200):  # a hang bound (~60 s of polls); what is judged is QEMU's status
-                    status_now = conftest.qmp(vm.qmp_path, "query-migrate").get("status")
-                    if status_now in ("completed", "failed"):
+                for attempt in range(1, tries + 1):
+                    conftest.qmp(vm.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
+                    status_now = None
+                    for _ in range(1200):  # a hang bound (~60 s of polls); what is judged is QEMU's status
+                        status_now = conftest.qmp(vm.qmp_path, "query-migrate").get("status")
+                        if status_now in ("completed", "failed"):
+                            break
+                        time.sleep(0.05)
+                    assert status_now == "completed", status_now
+                    assert err_lines.wait_for(endings, times=attempt), err_lines.so_far()
+                    if "a migration is under way" in err_lines.so_far():
                         break
-                    time.sleep(0.05)
-                assert status_now == "completed", status_now
-                endings = ("the VM was stopped for migration: not sampling it",
-                           "while we held it (the migration ended inside our pause, so its destination starts paused")
-                assert err_lines.wait_for(endings), err_lines.text()
+                    # not seen under way: ended while gdbsample was held up. Run the VM and again.
+                    conftest.qmp(vm.qmp_path, "cont")
+                    assert err_lines.wait_for("the VM runs again: sampling goes on", times=attempt), \
+                        err_lines.so_far()
+                    time.sleep(0.5)
+                else:
+                    pytest.fail(f"gdbsample saw none of {tries} migrations under way: {err_lines.so_far()}")
                 p.send_signal(signal.SIGINT)
                 out = p.stdout.read()
                 p.wait(timeout=60)
@@ -231,8 +246,9 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm):
             assert p.returncode == 0, err
             kv = dict(line.split(" ", 1) for line in err.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
             assert int(kv["migration_rounds"]) > 0, err
-            assert int(kv["held_by_other"]) == 1, err
-            assert sum(1 for line in err.splitlines() if any(e in line for e in endings)) == 1, err
+            assert int(kv["held_by_other"]) == attempt, err
+            assert sum(1 for line in err.splitlines() if any(e in line for e in endings)) == attempt, err
+            assert sum(1 for line in err.splitlines() if "a migration is under way" in line) == 1, err
             assert "chain6" in out, out
             assert status(vm) == "postmigrate"
     finally:
