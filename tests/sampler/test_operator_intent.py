@@ -64,8 +64,19 @@ class Stub:
         conftest.hmp(self.g.qmp_path, "gdbserver none")
 
 
-def start(args):
-    return subprocess.Popen([GDBSAMPLE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start(args, wire_log=None):
+    env = dict(os.environ, GDBSAMPLE_WIRE_LOG=str(wire_log)) if wire_log else None
+    return subprocess.Popen([GDBSAMPLE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wire_tail(path, n=40):
+    """The last n lines of a wire log, cut to 300 characters each: what a failure message shows of
+    the stub's last words (a CI run once lost the last of 8 replies in a migration; never seen here)."""
+    try:
+        lines = open(path, errors="replace").read().splitlines()[-n:]
+    except OSError as e:
+        return f"(no wire log: {e})"
+    return "\n".join(line[:300] for line in lines)
 
 
 def wait_status(g, want, timeout=10):
@@ -158,13 +169,14 @@ def migrate_that_holds(g, p, tries=5):
 
 
 @conftest.ON_EACH_QEMU
-def test_migration_mid_run_is_not_undone(vm):
+def test_migration_mid_run_is_not_undone(vm, tmp_path):
     """A migration mid-run (T18 from the stub) ends the source VM in `postmigrate`; an unfixed
     gdbsample's next `c` ran the migrated-away guest again. Then `dump` on the postmigrate VM
     (QEMU's run state read through the stub, on 10.0 too): stacks printed, the VM left so."""
     with Stub(vm) as stub:
         try:
-            p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "10", "-q"])
+            wire = tmp_path / "wire.log"
+            p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "10", "-q"], wire_log=wire)
             try:
                 time.sleep(1.0)
                 migrate_that_holds(vm, p)
@@ -174,7 +186,7 @@ def test_migration_mid_run_is_not_undone(vm):
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            assert p.returncode == 0, err
+            assert p.returncode == 0, f"{err}\nthe wire log's end:\n{wire_tail(wire)}"
             assert status(vm) == "postmigrate"
             r = subprocess.run([GDBSAMPLE, "dump", "-p", str(stub.port), "-e", vm.kernel], capture_output=True,
                                text=True, timeout=60)
