@@ -188,7 +188,9 @@ static void drain(int sockfd)
 	struct pollfd p = { .fd = sockfd, .events = POLLIN };
 	char sink[4096];
 	int64_t end = now_ns() + DRAIN_MAX_MS * 1000000LL;
-	while (now_ns() < end && poll(&p, 1, DRAIN_MS) > 0 && recv(sockfd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+	ssize_t n;
+	while (now_ns() < end && poll(&p, 1, DRAIN_MS) > 0 && (n = recv(sockfd, sink, sizeof sink, MSG_DONTWAIT)) > 0)
+		wirelog("guard", '<', sink, (size_t)n);
 }
 
 /* What the guard tells the parent after connecting: the connection (its fd rides along as

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,20 +43,33 @@ size_t wirelog_format(char *out, size_t cap, int64_t t_ns, int pid, const char *
 	return o;
 }
 
+static int log_fd = -2; /* -2: not opened yet in this process; -1: no log */
+
+static void reopen_in_child(void)
+{
+	if (log_fd >= 0) close(log_fd);
+	log_fd = -2; /* the guard, forked: its own open, its own pid in the lines */
+}
+
 void wirelog(const char *where, char dir, const void *buf, size_t len)
 {
-	static int fd = -2, pid; /* -2: not looked yet; -1: no log. Re-opened in a forked child. */
-	const char *path = getenv("GDBSAMPLE_WIRE_LOG");
-	if (!path || !*path) return;
-	if (fd == -2 || pid != getpid()) {
-		if (fd >= 0 && pid != getpid()) close(fd);
-		pid = getpid();
-		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0) fprintf(stderr, "gdbsample: GDBSAMPLE_WIRE_LOG %s: %s: not logging\n", path, strerror(errno));
+	static const char *path; /* looked up once: a read or write is no place for getenv */
+	static int looked, pid;
+	if (!looked) {
+		looked = 1;
+		path = getenv("GDBSAMPLE_WIRE_LOG");
+		if (path && !*path) path = NULL;
+		if (path) pthread_atfork(NULL, NULL, reopen_in_child);
 	}
-	if (fd < 0) return;
+	if (!path) return;
+	if (log_fd == -2) {
+		pid = getpid();
+		log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (log_fd < 0) fprintf(stderr, "gdbsample: GDBSAMPLE_WIRE_LOG %s: %s: not logging\n", path, strerror(errno));
+	}
+	if (log_fd < 0) return;
 	static char line[16384];
 	size_t n = wirelog_format(line, sizeof line, now_ns(), pid, where, dir, buf, len);
-	ssize_t w = write(fd, line, n); /* O_APPEND: one write, so two processes' lines do not mix */
+	ssize_t w = write(log_fd, line, n); /* O_APPEND: one write, so two processes' lines do not mix */
 	(void)w;
 }

@@ -7,10 +7,12 @@ every gdbsample is bounded by a subprocess timeout far above what it needs (a ha
 timing assertion)."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import tempfile
 import threading
+import time
 
 import conftest
 import pytest
@@ -202,3 +204,41 @@ def test_wire_log_holds_both_directions_and_is_appended_to(tmp_path):
     assert fields[-2][3:] == [">", "$D;1#b0"] and fields[-1][3] == "<" and "$OK" in fields[-1][4], lines[-2:]
     times = [float(f[0]) for f in fields]
     assert times == sorted(times)
+
+
+def test_wire_log_has_the_guards_rescue(tmp_path):
+    """The pause watchdog's resume is in the wire log too, as connection `guard` with its own pid:
+    gdbsample SIGSTOPped inside its 20th sample (by the fake stub, at that `g`), the guard resumes
+    the VM after --max-pause, and its bytes (`\\x03$c#63` behind the ack) are logged."""
+    log = tmp_path / "wire.log"
+    state = {"g": 0, "p": None}
+
+    def hook(req):
+        if req == b"g":
+            state["g"] += 1
+            if state["g"] == 20 and state["p"]:
+                state["p"].send_signal(signal.SIGSTOP)
+    s = FakeStub(hook=hook)
+    try:
+        p = subprocess.Popen([GDBSAMPLE, "-p", str(s.port), "-r", "50", "-f", "folded", "-q", "--max-pause", "0.3"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, GDBSAMPLE_WIRE_LOG=str(log)))
+        state["p"] = p
+        try:
+            guard_lines = []
+            for _ in range(200):  # a hang bound (~20 s); what is judged is the log's content
+                time.sleep(0.1)
+                guard_lines = [ln for ln in log.read_text().splitlines() if ln.split(" ")[2:3] == ["guard"]] \
+                    if log.exists() else []
+                if guard_lines:
+                    break
+        finally:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait()
+    finally:
+        s.close()
+    assert guard_lines, log.read_text()[-2000:]
+    f = guard_lines[0].split(" ", 4)
+    assert f[3] == ">" and "$c#63" in f[4], f
+    assert int(f[1]) != p.pid  # the guard's own process
