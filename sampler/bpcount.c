@@ -70,7 +70,7 @@ int64_t bpc_window_end(const struct bpcount *c)
 void bpc_set_armed(struct bpcount *c, int armed, int64_t now)
 {
 	if (armed == c->armed) return;
-	if (armed) c->armed_since = now;
+	if (armed) c->armed_since = now, c->armings++;
 	else c->armed_ns += now - c->armed_since;
 	c->armed = armed;
 }

@@ -32,6 +32,7 @@ struct bpcount {
 	int armed;             /* the breakpoints are in */
 	int64_t armed_since;   /* ...since then */
 	int64_t armed_ns;      /* armed time before that */
+	uint64_t armings;      /* times they went in: each a stretch of exact counts */
 	uint64_t capped;       /* windows the cap cut short */
 	uint64_t hits;         /* all hits */
 	uint64_t foreign;      /* SIGTRAP stops at a pc none of ours (another debugger's breakpoint) */

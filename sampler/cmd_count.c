@@ -264,6 +264,7 @@ static void summarize(const struct counting *c, struct summary *t, int64_t elaps
 	summary_real(t, "count_armed_seconds", NULL, 3, armed / 1e9);
 	summary_u64(t, "count_max_hits", NULL, b->cap);
 	summary_u64(t, "count_capped_seconds", NULL, b->capped);
+	summary_u64(t, "count_armings", NULL, b->armings);
 	summary_real(t, "count_stopped_share", NULL, 4, elapsed > 0 ? (double)c->stopped_ns / (double)elapsed : 0);
 	summary_real(t, "count_hit_cost_us", NULL, 1, b->hits ? (double)c->hit_ns / 1e3 / (double)b->hits : 0);
 	summary_u64(t, "count_heartbeats", NULL, c->heartbeats);

@@ -43,6 +43,8 @@ static void test_cap_windows(void)
 	CHECK(bpc_due(&c, 11 * S) == 1);                  /* the next one: in again */
 	bpc_set_armed(&c, 1, 11 * S);
 	CHECK(bpc_armed_ns(&c, 11 * S + S / 2) == S / 4 + S / 2);
+	bpc_set_armed(&c, 1, 11 * S + S / 2); /* in already: not another arming */
+	CHECK(c.armings == 2);
 	CHECK(bpc_hit(&c, 0, 13 * S + 5) == 0 && c.win_start == 13 * S && c.win_hits == 1); /* two empty windows skipped */
 	CHECK(c.fn[0].hits == 4 && c.hits == 4);
 	bpc_init(&c, 0, 0);

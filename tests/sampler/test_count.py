@@ -98,16 +98,22 @@ def test_counts_follow_the_rounds(boot, arch):
     g = boot(smp=2, qmp=True, kernel=kernel, **({"config": config} if config else {}))
     pid = start_split(g)
     before = rounds(g, pid)
-    r = conftest.gdbsample("count", "-p", g.gdbport, "-e", g.kernel, "-d", 2, "--summary-format", "kv", *SPLIT,
-                           timeout=BOUND)
+    r = conftest.gdbsample("count", "-p", g.gdbport, "-e", g.kernel, "-d", 2, "--max-hits", 100000,
+                           "--summary-format", "kv", *SPLIT, timeout=BOUND)
     after = rounds(g, pid)
     assert r.returncode == 0, r.stderr
     hits, keys = table(r.stdout), kv(r.stderr)
     assert set(hits) == set(SPLIT), r.stdout
-    assert max(hits.values()) - min(hits.values()) <= 1, hits
+    # Each stretch the breakpoints were in sees a run of a b c a b c...: within one of each other.
+    # They go in once, unless the pause watchdog took them out (a rescue, beside hogs): then each
+    # stretch adds at most one to the spread. The cap (the default 1000/s was within reach, CI: 1221
+    # hits in 2 s, spread 2) is set far above the ~3600/s a 275 us hit allows.
+    armings = int(keys["count_armings"])
+    assert keys["count_capped_seconds"] == "0" and 1 <= armings <= 1 + int(keys["count_rescues"]), r.stderr
+    assert max(hits.values()) - min(hits.values()) <= armings, (hits, r.stderr)
     assert min(hits.values()) >= 10, (hits, r.stderr)  # a run of 2 s sees dozens even beside hogs
     assert max(hits.values()) <= after - before + 1, (hits, before, after)
-    assert int(keys["count_hits"]) == sum(hits.values()) and keys["count_capped_seconds"] == "0", r.stderr
+    assert int(keys["count_hits"]) == sum(hits.values()), r.stderr
     assert keys["count_step"] in ("over", "remove"), r.stderr
     counts = [int(line.split()[0]) for line in r.stdout.splitlines()[1:]]
     assert counts == sorted(counts, reverse=True), r.stdout
