@@ -35,6 +35,7 @@ struct counting {
 	uint64_t heartbeats;      /* stops of ours with nothing hit */
 	uint64_t rescued;         /* the guard resumed the VM (and took the breakpoints out) */
 	int step_mode;            /* STEP_*: found at the first hit */
+	uint64_t step_stalls;     /* steps that came back with the pc unmoved: stepped again */
 	int announced;            /* "counting calls ..." said (once, when they first went in) */
 };
 
@@ -140,22 +141,30 @@ static int on_trap(struct counting *c, const struct gdb_stopinfo *si)
 	if (bpc_hit(&c->bc, i, now_ns())) return disarm(c); /* the cap: out till the window ends */
 	/* QEMU's TCG lets a single step run over a breakpoint (its single-step overrides them): one
 	 * step, the breakpoint left in. The first hit checks it -- the step's pc must have moved -- and
-	 * a stub that traps again there is stepped over the classic way, the breakpoint out. */
-	struct gdb_stopinfo st;
-	if (c->step_mode == STEP_REMOVE && bp_request(c, 0, pc) < 0) return -1;
-	if (gdb_step(g, cpu, &st) < 0) return fail_g(c);
-	if (c->step_mode == STEP_REMOVE) return bp_request(c, 1, pc);
-	if (c->step_mode == STEP_UNKNOWN) {
+	 * a stub that traps again there is stepped over the classic way, the breakpoint out. Every
+	 * step is checked so: one that came back with the pc unmoved (seen beside hogs) would
+	 * make the `c` trap at the same call again and count it twice -- it is stepped again
+	 * (counted: count_step_stalls), the breakpoint out from the second try on. */
+	for (int tries = 0;; tries++) {
+		struct gdb_stopinfo st;
 		uint64_t after;
+		int out = c->step_mode == STEP_REMOVE || tries > 0;
+		if (out && bp_request(c, 0, pc) < 0) return -1;
+		if (gdb_step(g, cpu, &st) < 0) return fail_g(c);
 		if (gdb_reg(g, cpu, g->layout.pc->num, &after) < 0) return fail_g(c);
-		c->step_mode = after != pc ? STEP_OVER : STEP_REMOVE;
-		if (c->step_mode == STEP_REMOVE) { /* stepped onto its own breakpoint: again, without it */
-			if (bp_request(c, 0, pc) < 0) return -1;
-			if (gdb_step(g, cpu, &st) < 0) return fail_g(c);
-			return bp_request(c, 1, pc);
+		if (out && bp_request(c, 1, pc) < 0) return -1;
+		if (after != pc) {
+			if (c->step_mode == STEP_UNKNOWN) c->step_mode = STEP_OVER;
+			return 0;
+		}
+		if (c->step_mode == STEP_UNKNOWN) c->step_mode = STEP_REMOVE; /* stepped onto its own breakpoint */
+		else c->step_stalls++;
+		if (tries == 3) {
+			ERR_SET(&c->ss, ERR_PROTO, "vCPU %d did not move off the breakpoint at 0x%llx in 4 single steps",
+				cpu, (unsigned long long)pc);
+			return -1;
 		}
 	}
-	return 0;
 }
 
 /* The watchdog resumed the VM while we were held up, and took the breakpoints out: put the
@@ -270,6 +279,7 @@ static void summarize(const struct counting *c, struct summary *t, int64_t elaps
 	summary_u64(t, "count_heartbeats", NULL, c->heartbeats);
 	summary_u64(t, "count_foreign_stops", NULL, b->foreign);
 	summary_u64(t, "count_rescues", NULL, c->rescued);
+	summary_u64(t, "count_step_stalls", NULL, c->step_stalls);
 	summary_str(t, "count_step", NULL, c->step_mode == STEP_OVER ? "over" : c->step_mode == STEP_REMOVE ? "remove" : "none");
 }
 

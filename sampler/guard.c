@@ -58,6 +58,7 @@
 #define WATCH_MS 50          /* how often the watchdog looks */
 #define DRAIN_MS 100         /* after a resume, drain replies until none came for this long ... */
 #define DRAIN_MAX_MS 2000    /* ... and at most this long in all (a stub that never stops talking) */
+#define DRAIN_RESUMES 4      /* SIGTRAP stops after our resume resumed again (drain) */
 #define STATE(w) ((int)((w) & 0xff))
 #define WITH(w, st) (((w) & ~(uint64_t)0xff) | (uint64_t)(st))
 
@@ -72,7 +73,7 @@ static int cas(struct guard_shared *sh, uint64_t from, uint64_t to)
 }
 
 static void resume(int sockfd, const char *pkt, struct guard_shared *sh);
-static void drain(int sockfd);
+static void drain(int sockfd, const char *pkt, struct guard_shared *sh);
 
 int guard_claim(struct guard_shared *sh, int64_t now)
 {
@@ -135,7 +136,7 @@ static void guard_main(int rfd, int sockfd, const char *pkt, struct guard_shared
 	if (__atomic_load_n(&sh->nbp, __ATOMIC_SEQ_CST)) resumed = 1;
 	if (resumed) {
 		resume(sockfd, pkt, sh);
-		drain(sockfd);
+		drain(sockfd, pkt, sh);
 	}
 	if (rescue) {
 		close(sockfd); /* drop our end of the gdb connection before the stub is closed */
@@ -181,16 +182,34 @@ void guard_breakpoints(struct guard *g, const uint64_t *addr, int n, int kind)
 	__atomic_store_n(&g->sh->nbp, n, __ATOMIC_SEQ_CST);
 }
 
+int guard_stop_is_trap(const char *pkt, size_t len)
+{
+	return len >= 3 && (pkt[0] == 'T' || pkt[0] == 'S') && pkt[1] == '0' && pkt[2] == '5';
+}
+
 /* After the parent is gone: drain what QEMU still sends for a while, so it is never blocked
- * writing to a full socket, but never forever. */
-static void drain(int sockfd)
+ * writing to a full socket, but never forever. A SIGTRAP stop reply in it is a single step of
+ * the parent's that ended after our resume (killed inside a `count` hit's step-over: seen beside
+ * hogs, the VM stopped for good): resume again, a few times at most. An operator's `stop` says
+ * SIGINT, and is left alone. */
+static void drain(int sockfd, const char *pkt, struct guard_shared *sh)
 {
 	struct pollfd p = { .fd = sockfd, .events = POLLIN };
+	static struct rsp_dec dec;
 	char sink[4096];
 	int64_t end = now_ns() + DRAIN_MAX_MS * 1000000LL;
+	int again = 0;
 	ssize_t n;
-	while (now_ns() < end && poll(&p, 1, DRAIN_MS) > 0 && (n = recv(sockfd, sink, sizeof sink, MSG_DONTWAIT)) > 0)
+	rsp_dec_init(&dec);
+	while (now_ns() < end && poll(&p, 1, DRAIN_MS) > 0 && (n = recv(sockfd, sink, sizeof sink, MSG_DONTWAIT)) > 0) {
 		wirelog("guard", '<', sink, (size_t)n);
+		for (size_t off = 0, used; off < (size_t)n; off += used)
+			if (rsp_feed(&dec, (const uint8_t *)sink + off, (size_t)n - off, &used) == RSP_PACKET &&
+			    guard_stop_is_trap(dec.pkt, dec.len) && again < DRAIN_RESUMES) {
+				again++;
+				resume(sockfd, pkt, sh);
+			}
+	}
 }
 
 /* What the guard tells the parent after connecting: the connection (its fd rides along as

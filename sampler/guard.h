@@ -96,6 +96,8 @@ void guard_breakpoints(struct guard *g, const uint64_t *addr, int n, int kind);
 /* The bytes the guard writes to resume the VM: '+', 0x03, a z0 packet for each breakpoint
  * listed, then pkt (the resume packet). Its length, or 0 if it does not fit in cap. Pure. */
 size_t guard_resume_bytes(const struct guard_shared *sh, const char *pkt, char *out, size_t cap);
+/* A stop reply with SIGTRAP (T05/S05): a step or breakpoint's, never an operator's stop. Pure. */
+int guard_stop_is_trap(const char *pkt, size_t len);
 /* Let the guard go and reap it: clean = we detached ourselves (the guard exits quietly);
  * otherwise it resumes the VM if a sample may be in flight, exactly as if we had died. */
 void guard_finish(struct guard *g, int clean);

@@ -5,7 +5,7 @@ unmapped; 0x03 stops it only while it runs and is discarded otherwise, as QEMU d
 given, answers qRcmd as QEMU relays its monitor: called with the command's text, it returns the
 output (sent as 'O' packets, then OK) or None for a stub without the command. `hook`, if given, is
 called with each request (bytes; b"\\x03" for a stop byte) before it is answered, in the stub's
-thread. Every request is kept
+thread; bytes it returns are sent after the answer (an unasked stop reply, say). Every request is kept
 in `requests` (bytes, with b"\\x03" for a stop byte), for tests that check what was sent when."""
 import socket
 import threading
@@ -27,6 +27,7 @@ class FakeStub:
         self.monitor = monitor
         self.hook = hook
         self.requests, self.lock = [], threading.Lock()
+        self.closed = threading.Event()  # set once the peer (the last holder of the socket) closed it
         threading.Thread(target=self.serve, daemon=True).start()
 
     def answer(self, req):
@@ -62,6 +63,12 @@ class FakeStub:
 
     def serve(self):
         try:
+            self.serve_one()
+        finally:
+            self.closed.set()
+
+    def serve_one(self):
+        try:
             c, _ = self.lsock.accept()
         except OSError:
             return
@@ -84,11 +91,11 @@ class FakeStub:
                         buf = buf[1:]
                         with self.lock:
                             self.requests.append(b"\x03")
-                        if self.hook:
-                            self.hook(b"\x03")
+                        extra = self.hook(b"\x03") if self.hook else None
                         if self.running:
                             out += packet(b"T02thread:p01.01;")
                             self.running = False
+                        out += extra or b""
                     elif buf[:1] == b"$":
                         end = buf.find(b"#")
                         if end < 0 or len(buf) < end + 3:
@@ -96,15 +103,16 @@ class FakeStub:
                         req, buf = buf[1:end], buf[end + 3:]
                         with self.lock:
                             self.requests.append(req)
-                        if self.hook:
-                            self.hook(req)
+                        extra = self.hook(req) if self.hook else None
                         out += b"+"
                         if req == b"c":
-                            self.running = True
+                            self.running = not (extra or b"").startswith((b"$T", b"$S"))  # a stop sent after it
+                            out += extra or b""
                             continue
                         reply = self.answer(req)
                         for one in reply if isinstance(reply, list) else [reply]:
                             out += packet(one)
+                        out += extra or b""
                     else:
                         buf = buf[1:]
                 if out:

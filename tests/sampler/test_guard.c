@@ -117,6 +117,9 @@ static void test_resume_bytes_remove_breakpoints(void)
 	out[n] = 0;
 	CHECK_STR(out, "+\x03$z0,ffffffff80101234,1#f6$z0,40,1#97$c#63");
 	CHECK(guard_resume_bytes(&sh, "$c#63", out, 20) == 0); /* does not fit: nothing half */
+	CHECK(guard_stop_is_trap("T05thread:01;", 13) && guard_stop_is_trap("S05", 3)); /* a step's: resume again */
+	CHECK(!guard_stop_is_trap("T02thread:01;", 13) && !guard_stop_is_trap("S11", 3)); /* an operator's stop */
+	CHECK(!guard_stop_is_trap("OK", 2) && !guard_stop_is_trap("T0", 2) && !guard_stop_is_trap("E05", 3));
 	guard_breakpoints(&g, NULL, 0, 1);
 	CHECK(guard_resume_bytes(&sh, "$c#63", out, sizeof out) == 7);
 	static uint64_t many[GUARD_BP_MAX + 5];

@@ -11,7 +11,7 @@ import time
 
 import conftest
 import pytest
-from fakestub import FakeStub
+from fakestub import FakeStub, packet
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 
@@ -26,6 +26,12 @@ def start_group(g, *args):
     cmd = [GDBSAMPLE, "-p", str(g.gdbport), "-e", g.kernel] + list(args)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+
+
+def rescues(err):
+    """The summary's watchdog_rescues (kv form; absent: none)."""
+    keys = dict(line.split(" ", 1) for line in err.splitlines() if line.startswith("watchdog_rescues "))
+    return int(keys.get("watchdog_rescues", 0))
 
 
 def wait_sampling(p):
@@ -176,7 +182,7 @@ def test_the_watchdog_bounds_the_attach_stop_once_the_handshake_shows_it_is_ours
     out, err = p.communicate(timeout=30)
     s.close()
     assert p.returncode == 0, err
-    assert "watchdog_rescues 1" in err and out.startswith("profiled "), (out, err)
+    assert rescues(err) >= 1 and out.startswith("profiled "), (out, err)
 
 
 def test_watchdog_off_with_zero(boot):
@@ -235,6 +241,68 @@ def test_held_up_while_locating_the_kernel_the_attach_goes_on(boot, kind, nth):
     out, err = p.communicate(timeout=60)
     px.close()
     assert p.returncode == 0, err
-    assert "watchdog_rescues 1" in err and out.startswith("profiled ") and "chain6" in out, (out, err)
+    # ours at least; beside hogs a second came (a 369 ms attach stop past the 0.2 s limit)
+    assert rescues(err) >= 1 and out.startswith("profiled ") and "chain6" in out, (out, err)
     assert conftest.wait_running(g.qmp_path) == "running"
 
+
+
+def test_a_step_that_stops_after_the_guards_resume_is_resumed_again():
+    """gdbsample killed while the VM is stopped: the guard resumes it with `+ 0x03 ... $c`. A single
+    step of gdbsample's (a `count` hit's step-over) may end after that `c`: its SIGTRAP stop reply
+    stops the VM again, for good (seen beside hogs: test_a_killed_count_leaves_no_breakpoint's
+    guest never answered). The fake stub sends that T05 right after the guard's `c`; the guard must
+    resume once more (another 0x03 and `c` after it). An operator's stop (T02) is not resumed:
+    test_the_guard_leaves_an_operators_stop_alone, beside this."""
+    state = {"g": 0, "p": None, "last": None, "trapped": None}
+
+    def hook(req):
+        last, state["last"] = state["last"], req
+        if req == b"g":
+            state["g"] += 1
+            if state["g"] == 20 and state["p"]:
+                state["p"].kill()  # inside a sample: the VM is stopped, the guard takes over
+        if req == b"c" and last == b"\x03" and state["g"] >= 20 and state["trapped"] is None:
+            state["trapped"] = len(s.sent())  # the guard's `c` (0x03 just before it): the late step's stop
+            return packet(b"T05thread:p01.01;")
+        return None
+    s = FakeStub(hook=hook)
+    try:
+        p = subprocess.Popen([GDBSAMPLE, "-p", str(s.port), "-r", "50", "-f", "folded", "-q"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        state["p"] = p
+        p.communicate(timeout=60)
+        assert s.closed.wait(30), "the guard never closed the gdbstub connection"  # a hang bound
+    finally:
+        s.close()
+    assert state["trapped"] is not None, s.sent()[-10:]
+    after = s.sent()[state["trapped"]:]
+    assert b"c" in after and b"\x03" in after[:after.index(b"c")], after
+
+
+def test_the_guard_leaves_an_operators_stop_alone():
+    """As above, but what stops the VM after the guard's `c` is an operator's `stop` (T02): the
+    guard sends nothing more -- the VM stays as the operator left it."""
+    state = {"g": 0, "p": None, "last": None, "stopped": None}
+
+    def hook(req):
+        last, state["last"] = state["last"], req
+        if req == b"g":
+            state["g"] += 1
+            if state["g"] == 20 and state["p"]:
+                state["p"].kill()
+        if req == b"c" and last == b"\x03" and state["g"] >= 20 and state["stopped"] is None:
+            state["stopped"] = len(s.sent())
+            return packet(b"T02thread:p01.01;")
+        return None
+    s = FakeStub(hook=hook)
+    try:
+        p = subprocess.Popen([GDBSAMPLE, "-p", str(s.port), "-r", "50", "-f", "folded", "-q"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        state["p"] = p
+        p.communicate(timeout=60)
+        assert s.closed.wait(30), "the guard never closed the gdbstub connection"  # all it sent, it has
+    finally:
+        s.close()
+    assert state["stopped"] is not None, s.sent()[-10:]
+    assert s.sent()[state["stopped"]:] == [], s.sent()[state["stopped"]:]
