@@ -34,9 +34,31 @@ def icount_of(g):
     return int(text.rsplit("instruction count = ", 1)[1].split()[0])
 
 
-def rr_guest(mode, path, gdb, qemu="7.2"):
-    return Guest(conftest.KERNEL, smp=1, gdb=gdb, qmp=True, qemu=qemu,
-                 extra=["-icount", f"shift={SHIFT},rr={mode},rrfile={path}", "-rtc", "clock=vm"])
+class PausedReplay(Guest):
+    """A replay started paused (-S) and returned at once: nothing runs before the test's
+    replay_break is in (beside hogs a replay that ran while the prompt was awaited and the break
+    sent was at 382 M instructions, past FROM)."""
+    READY = ""
+
+    def booted(self):
+        """Returns once the monitor answers (QEMU makes its QMP socket after the serial one)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert conftest.qmp_status(self.qmp_path) == "prelaunch"
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def rr_guest(mode, path, gdb, qemu="7.2", paused=False):
+    """QEMU recording or replaying; paused: started with -S, returned before it boots."""
+    kind = PausedReplay if paused else Guest
+    return kind(conftest.KERNEL, smp=1, gdb=gdb, qmp=True, qemu=qemu,
+                extra=["-icount", f"shift={SHIFT},rr={mode},rrfile={path}", "-rtc", "clock=vm"] +
+                (["-S"] if paused else []))
 
 
 def record(path, qemu):
@@ -79,15 +101,17 @@ def recording(recordings):
 def replay(path, *args, at=100_000_000, qemu="7.2"):
     """Replay the recording with gdbsample replay ARGS, attaching at instruction `at`;
     (CompletedProcess, QEMU's exit status or None if it still ran, the summary's keys)."""
-    g = rr_guest("replay", path, gdb=True, qemu=qemu).start()
+    g = rr_guest("replay", path, gdb=True, qemu=qemu, paused=True).start()
     try:
         # Paused before FROM however slow gdbsample's start on a loaded host (it was seen attaching
-        # at 495 M beside CPU hogs, and a QMP stop 0.5 s after the prompt came at 307 M): stopped
-        # by QEMU itself at exactly `at` instructions (replay_break), or at once if the replay is
-        # past it already; handed over with --resume-paused.
-        if "Error" in conftest.hmp(g.qmp_path, f"replay_break {at}"):
-            conftest.qmp(g.qmp_path, "stop")
+        # at 495 M beside CPU hogs, and a QMP stop 0.5 s after the prompt came at 307 M; a break
+        # set after the prompt, at 382 M): started paused, then stopped by QEMU itself at exactly
+        # `at` instructions (replay_break); handed over with --resume-paused.
+        assert "Error" not in conftest.hmp(g.qmp_path, f"replay_break {at}")
+        conftest.qmp(g.qmp_path, "cont")
         deadline = time.monotonic() + 60
+        while conftest.qmp_status(g.qmp_path) == "prelaunch" and time.monotonic() < deadline:
+            time.sleep(0.05)  # cont ran it: it pauses again at the break
         while conftest.qmp_status(g.qmp_path) != "paused" and time.monotonic() < deadline:
             time.sleep(0.05)
         r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--summary-format", "kv",
