@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """capture.py: streaming reader for gdbsample's binary capture format (docs/capture-format.md).
 
-Layout (all integers little-endian; version 4 is written, versions 1 to 3 still read):
+Layout (all integers little-endian; version 4 is written, 5 when the file lists phases, versions 1
+to 3 still read):
   header, 128 bytes:
-     0 magic "GDBSAMP\\0"  8 u16 version (1 to 4)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
+     0 magic "GDBSAMP\\0"  8 u16 version (1 to 5)  10 u16 header size (128)  12 u16 arch  14 u16 vCPUs
     16 u32 rate_hz  20 u32 max_frames  24 u64 kernel lo  32 u64 kernel hi  40 u64 start (unix ns)
     48 u8 id kind  49 u8 id len  50 u16 flags  52 id[32]
     v2: 84 s64 KASLR offset (valid if flags bit 1)  92 u64 runtime _stext (0 unknown)  100 u8 methods
@@ -24,6 +25,12 @@ Layout (all integers little-endian; version 4 is written, versions 1 to 3 still 
   v4: type 3 chunks (before the summary): the guest's kernel modules, UTF-8 lines, hex numbers:
     "m NAME LO HI [LO HI]" (a module, its text ranges), then its symbols "s ADDR SIZE NAME"
     (Capture.modules: [Module]; a line that does not parse is damage).
+  v5: one type 4 chunk (after the samples and modules, before the summary): `gdbsample record
+    --phase`'s phase and its occurrences, UTF-8 lines, each ending in \n, records = lines:
+    "p NAME BEGIN END" (hex guest addresses), then its occurrences
+    "o N BEGIN_NS END_NS BEGIN_CPU END_CPU|- done|open sampled|skipped" (N = 1, 2, 3...)
+    (Capture.phases: [Phase]; a line of another shape, a bad name, N out of sequence, an end
+    before the begin, another line count: damage; see parse_phases).
   summary payload: UTF-8 "key value" lines, written once, last. Values a reader computes with
     (SUMMARY_NUMBERS) that are not valid numbers are dropped, as if absent (Capture.summary_bad).
 
@@ -50,13 +57,14 @@ HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are
 HEADER_FLAG_KASLR = 2                     # header flags bit 1 (v2): the KASLR offset is known
 HEADER_FLAG_ICOUNT = 4                    # header flags bit 2: sample times are instruction counts (replay)
 MAGIC = b"GDBSAMP\0"
-VERSIONS = (1, 2, 3, 4)                   # versions this reader knows
+VERSIONS = (1, 2, 3, 4, 5)                # versions this reader knows
 HEADER_SIZE = 128
 CHUNK_MAGIC = 0x4B4E4843                  # "CHNK" little-endian
 CHUNK_HEADER = struct.Struct("<IIIII")    # magic, type, payload length, records, CRC
 CHUNK_SAMPLES = 1
 CHUNK_SUMMARY = 2
 CHUNK_MODULES = 3                         # v4
+CHUNK_PHASES = 4                          # v5
 CHUNK_MAX = 1 << 20                       # largest payload a reader accepts
 EXT_EXACT = 1                             # extension record: indexes of exact frames
 EXT_TASK = 2                              # v3 extension record: the current task (TASK, 32 bytes)
@@ -79,7 +87,9 @@ SUMMARY_NUMBERS = {"duration_ns": "count", "samples": "count", "idle": "count", 
                    "rate_achieved_hz": "real", "pause_p50_us": "real", "pause_p99_us": "real",
                    "pause_max_us": "real", "stopped_fraction": "real",
                    "paused_fraction": "real", "task_verified": "count", "task_hits": "count",
-                   "task_misses": "count", "task_renamed": "count", "task_lost": "count"}
+                   "task_misses": "count", "task_renamed": "count", "task_lost": "count",
+                   "phase_occurrences": "count", "phase_complete": "count", "phase_sampled_ns": "count",
+                   "phase_reentries": "count", "phase_stray_ends": "count", "phase_hits": "count"}
 _SUMMARY_INT = re.compile(r"-?[0-9]{1,40}")
 _SUMMARY_REAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # Control characters in summary text (terminal escapes from a hostile file) print as \xNN.
@@ -123,6 +133,12 @@ def parse_header(data):
                 kernel_id=kid[:min(idlen, 32)], flags=flags,
                 kaslr_offset=kaslr if version >= 2 and flags & HEADER_FLAG_KASLR else None,
                 stext=stext, methods=methods, task_os=task_os)
+
+
+def chunk_types(version):
+    """The chunk types a file of this version may hold (another: damage from v2 on, skipped in v1)."""
+    return ((CHUNK_SAMPLES, CHUNK_SUMMARY) + ((CHUNK_MODULES,) if version >= 4 else ())
+            + ((CHUNK_PHASES,) if version >= 5 else ()))
 
 
 def chunk_crc(head, payload, version):
@@ -250,6 +266,77 @@ def parse_modules(payload, into):
     return into
 
 
+# A phase (v5): its name, the guest addresses of its BEGIN and END breakpoints, its occurrences
+# [Occurrence] in order.
+Phase = collections.namedtuple("Phase", "name begin_addr end_addr occurrences")
+# One occurrence of a phase: n (1, 2, 3...), begin_ns and end_ns (on the samples' clock; end_ns is
+# the run's end while open), begin_cpu (the vCPU that entered BEGIN), end_cpu (the one that entered
+# END, None while open), done (closed by END, else still open at the end), sampled (False:
+# --phase-occurrence chose another, nothing was sampled during it). phases.py: which samples are in it.
+Occurrence = collections.namedtuple("Occurrence", "n begin_ns end_ns begin_cpu end_cpu done sampled")
+PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # a phase's name (the sampler's --phase NAME=...)
+_PHASE_LINE = re.compile(r"p (%s) ([0-9a-f]{1,16}) ([0-9a-f]{1,16})" % PHASE_NAME.pattern)
+_OCCURRENCE_LINE = re.compile(r"o ([0-9]{1,19}) ([0-9]{1,19}) ([0-9]{1,19}) ([0-9]{1,4}) ([0-9]{1,4}|-) "
+                              r"(done|open) (sampled|skipped)")
+
+
+def parse_occurrence(m, n_expected):
+    """An `o` line's match -> Occurrence; ValueError if its numbers make no sense."""
+    n, begin, end, bcpu = (int(x) for x in m.group(1, 2, 3, 4))
+    done, ecpu = m.group(6) == "done", m.group(5)
+    if n != n_expected:
+        raise ValueError("occurrence %d where %d comes next" % (n, n_expected))
+    if end > TIME_MAX or end < begin:
+        raise ValueError("occurrence %d ends at %d ns, before it began (%d ns) or past 2^63"
+                         % (n, end, begin))
+    if done == (ecpu == "-"):    # closed by a vCPU's END, or still open: never both, never neither
+        raise ValueError("occurrence %d is %s with end vCPU %s" % (n, m.group(6), ecpu))
+    ecpu = None if ecpu == "-" else int(ecpu)
+    if bcpu >= MAX_CPUS or (ecpu or 0) >= MAX_CPUS:
+        raise ValueError("occurrence %d names a vCPU of 4096 or more" % n)
+    return Occurrence(n, begin, end, bcpu, ecpu, done, m.group(7) == "sampled")
+
+
+def parse_phases(payload, records, before=()):
+    """A phases chunk (v5) -> [Phase]: those of before, then this chunk's (whose first lines may
+    continue before's last phase). A new list: before is left as it was, so a damaged chunk adds
+    nothing. ValueError saying what makes it damage: not UTF-8, a last line without its \\n, a line
+    count other than records, a line of another shape, an `o` line before any `p` line, a name
+    given twice, occurrences out of sequence, an end before its begin."""
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    if text and not text.endswith("\n"):
+        raise ValueError("its last line is cut off (no \\n)")
+    lines = text.split("\n")[:-1]
+    if len(lines) != records:
+        raise ValueError("%d lines where its header says %d" % (len(lines), records))
+    out = list(before)
+    if out:
+        out[-1] = out[-1]._replace(occurrences=list(out[-1].occurrences))
+    names = {p.name for p in out}
+    for i, line in enumerate(lines, 1):
+        try:
+            m = _OCCURRENCE_LINE.fullmatch(line)
+            if m and not out:
+                raise ValueError("an occurrence before any phase")
+            if m:
+                occ = out[-1].occurrences
+                occ.append(parse_occurrence(m, len(occ) + 1))
+                continue
+            m = _PHASE_LINE.fullmatch(line)
+            if m and m.group(1) in names:
+                raise ValueError("phase %s listed twice" % m.group(1))
+            if not m:
+                raise ValueError("%.60r" % line)
+        except ValueError as e:
+            raise ValueError("line %d: %s" % (i, e)) from None
+        names.add(m.group(1))
+        out.append(Phase(m.group(1), int(m.group(2), 16), int(m.group(3), 16), []))
+    return out
+
+
 def parse_summary(payload):
     """Summary text -> dict; numbers become int or float, other values stay str (the rest of the
     line: values may contain spaces; control characters as \\xNN)."""
@@ -300,7 +387,7 @@ class Capture:
             fields = parse_header(head)
         except CaptureError as e:
             raise CaptureError("%s: %s" % (self.name, e)) from None
-        self.version = fields["version"]            # format version (1 or 2)
+        self.version = fields["version"]            # format version (1 to 5)
         self.arch = fields["arch"]                  # 1 x86_64, 2 aarch64, 3 riscv64
         self.ncpus = fields["ncpus"]                # vCPUs sampled
         self.rate_hz = fields["rate_hz"]            # requested rate
@@ -324,6 +411,7 @@ class Capture:
         self.summary = {}           # the summary chunk, {} if absent (invalid numbers left out)
         self.summary_bad = []       # [(key, value)] of summary numbers left out as invalid
         self.modules = []           # after samples(), v4: the guest's kernel modules [Module]
+        self.phases = []            # after samples(), v5: gdbsample record --phase's phases [Phase]
         self.chunks_ok = 0          # good chunks read
         self.bytes_lost = 0         # bytes from the first bad chunk to the end of the file
         self.samples_read = 0       # samples delivered
@@ -332,13 +420,14 @@ class Capture:
     def samples(self):
         """Yields every Sample of every good chunk, in file order; stops at the first bad one."""
         self.intact, self.problem, self.summary, self.summary_bad = None, None, {}, []
-        self.modules = []
+        self.modules, self.phases = [], []
         self.chunks_ok = self.bytes_lost = self.samples_read = 0
         self.last_time_ns = None
         try:
             f = inputs.open_input(self.path)
         except OSError as e:
             raise CaptureError("%s: %s" % (self.name, e.strerror or e)) from None
+        known = chunk_types(self.version)
         with f:
             f.seek(HEADER_SIZE)
             offset = HEADER_SIZE
@@ -363,14 +452,18 @@ class Capture:
                             bad = "chunk checksum mismatch"
                             if self.version >= 2:
                                 promised = None   # the CRC covers type and count: trust neither
-                        elif self.version >= 2 and ctype not in (CHUNK_SAMPLES, CHUNK_SUMMARY) and not (
-                                self.version >= 4 and ctype == CHUNK_MODULES):
+                        elif self.version >= 2 and ctype not in known:
                             bad = "unknown chunk type %d" % ctype
-                        elif ctype == CHUNK_MODULES and self.version >= 4:
+                        elif ctype == CHUNK_MODULES and ctype in known:
                             try:
                                 parse_modules(payload, self.modules)
                             except ValueError as e:
                                 bad = "bad modules chunk: %s" % e
+                        elif ctype == CHUNK_PHASES and ctype in known:
+                            try:
+                                self.phases = parse_phases(payload, records, self.phases)
+                            except ValueError as e:
+                                bad = "bad phases chunk: %s" % e
                         elif ctype == CHUNK_SAMPLES:
                             try:
                                 batch = parse_samples(payload, records, self.version)
@@ -397,32 +490,51 @@ class Capture:
             self.intact = True
 
     def load_modules(self):
-        """v4: the modules chunks' list [Module], read ahead of samples() by skipping from chunk
-        header to chunk header (the list is written last, and namers need it first). A damaged
-        file gives what was read before the damage (samples() reports the damage)."""
-        mods = []
+        """v4: the modules chunks' list [Module], read ahead of samples() (the list is written
+        last, and namers need it first). A damaged file gives what was read before the damage
+        (samples() reports the damage)."""
         if self.version < 4:
-            return mods
+            return []
+        return self._read_ahead(CHUNK_MODULES, lambda payload, records, mods: parse_modules(payload, mods),
+                                [])[0]
+
+    def load_phases(self):
+        """v5: (the phases chunk's [Phase], None), read ahead of samples() (the phases are written
+        last, and filters need them first); at damage met on the way (a bad chunk header, a
+        truncated or bad phases chunk), (what was read before it, one line saying what)."""
+        if self.version < 5:
+            return [], None
+        return self._read_ahead(CHUNK_PHASES, parse_phases, [])
+
+    def _read_ahead(self, ctype, parse, got):
+        """Skips from chunk header to chunk header; got = parse(payload, records, got) for each
+        chunk of type ctype whose CRC is good -> (got, None), or (got, why) at the first damage."""
         try:
             with inputs.open_input(self.path) as f:
                 f.seek(HEADER_SIZE)
                 while True:
                     head = f.read(CHUNK_HEADER.size)
+                    if not head:
+                        return got, None
                     if len(head) < CHUNK_HEADER.size:
-                        break
-                    magic, ctype, length, records, crc = CHUNK_HEADER.unpack(head)
+                        return got, "truncated chunk header"
+                    magic, t, length, records, crc = CHUNK_HEADER.unpack(head)
                     if magic != CHUNK_MAGIC or length > CHUNK_MAX:
-                        break
-                    if ctype != CHUNK_MODULES:
-                        f.seek(length, os.SEEK_CUR)
+                        return got, "bad chunk header"
+                    if t != ctype:
+                        if f.seek(length, os.SEEK_CUR) > self.size:
+                            return got, "truncated chunk"
                         continue
                     payload = f.read(length)
-                    if len(payload) < length or chunk_crc(head, payload, self.version) != crc:
-                        break
-                    parse_modules(payload, mods)
-        except (OSError, ValueError):
-            pass
-        return mods
+                    if len(payload) < length:
+                        return got, "truncated chunk"
+                    if chunk_crc(head, payload, self.version) != crc:
+                        return got, "chunk checksum mismatch"
+                    got = parse(payload, records, got)
+        except OSError as e:
+            return got, e.strerror or str(e)
+        except ValueError as e:
+            return got, "bad %s chunk: %s" % ("phases" if ctype == CHUNK_PHASES else "modules", e)
 
     def _lost(self, why, offset, promised):
         self.intact = False

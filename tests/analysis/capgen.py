@@ -5,7 +5,8 @@ docs/capture-format.md (independent of the reader in analysis/), with ways to da
 Version 1 by default; version=2 writes the v2 header fields (KASLR offset, _stext, methods), the
 v2 chunk CRC (of chunk header bytes 4..15, then the payload) and sample extensions (exact
 frames, and any raw extension records a test wants); version=3 also the header's task_os byte
-and task records (type 2: s32 pid, s32 tgid, u64 task pointer, comm[16])."""
+and task records (type 2: s32 pid, s32 tgid, u64 task pointer, comm[16]); version=5 with phases=
+a phases chunk (type 4: `p` and `o` lines) after the samples, before the summary."""
 import struct
 import zlib
 
@@ -16,6 +17,7 @@ EXT_EXACT = 1             # extension record type: indexes of exact frames
 EXT_TASK = 2              # extension record type (v3): the current task, 32 bytes
 TASK_OS_LINUX, TASK_OS_TESTKERNEL = 1, 2      # header `task_os` (v3)
 METHOD_FP, METHOD_CFI, METHOD_ORC = 1, 2, 4   # header `methods` bits
+CHUNK_PHASES = 4                              # v5: the phases chunk
 
 
 def header(ncpus=2, rate_hz=100, max_frames=64, klo=0xffff800000000000, khi=0xffffffffffffffff,
@@ -74,6 +76,20 @@ def summary_text(d):
     return "".join("%s %s\n" % kv for kv in d.items()).encode()
 
 
+def phases_text(phases):
+    """[(name, begin addr, end addr, [(n, begin_ns, end_ns, begin_cpu, end_cpu or None, done,
+    sampled)])] -> a v5 phases payload: `p NAME BEGIN END` (hex), then its occurrences, `o N
+    BEGIN_NS END_NS BEGIN_CPU END_CPU|- done|open sampled|skipped`, each line ending in \\n."""
+    out = []
+    for name, begin, end, occurrences in phases:
+        out.append("p %s %x %x\n" % (name, begin, end))
+        for n, b, e, bcpu, ecpu, done, sampled in occurrences:
+            out.append("o %d %d %d %d %s %s %s\n" % (n, b, e, bcpu, "-" if ecpu is None else ecpu,
+                                                      "done" if done else "open",
+                                                      "sampled" if sampled else "skipped"))
+    return "".join(out)
+
+
 def chunks(samples, per_chunk, version=1):
     """Sample tuples (t, cpu, flags, frames[, exact[, task]]) -> samples chunks of per_chunk
     records; task as record() takes it, or None."""
@@ -86,18 +102,23 @@ def chunks(samples, per_chunk, version=1):
     return out
 
 
-def capture_bytes(samples, summary=None, per_chunk=50, **hdr):
-    """A whole capture; summary None leaves the summary chunk out (a killed gdbsample)."""
+def capture_bytes(samples, summary=None, per_chunk=50, phases=None, **hdr):
+    """A whole capture; summary None leaves the summary chunk out (a killed gdbsample); phases (a
+    list for phases_text, or the payload's text as is) adds a phases chunk before it, its records
+    the number of \\n in the text."""
     version = hdr.get("version", 1)
     body = b"".join(chunks(samples, per_chunk, version))
+    if phases is not None:
+        text = phases if isinstance(phases, str) else phases_text(phases)
+        body += chunk(CHUNK_PHASES, text.encode("utf-8", "surrogateescape"), text.count("\n"), version)
     if summary is not None:
         body += chunk(2, summary_text(summary), 1, version)
     return header(**hdr) + body
 
 
-def write(path, samples, summary=None, per_chunk=50, **hdr):
+def write(path, samples, summary=None, per_chunk=50, phases=None, **hdr):
     with open(path, "wb") as f:
-        f.write(capture_bytes(samples, summary, per_chunk, **hdr))
+        f.write(capture_bytes(samples, summary, per_chunk, phases, **hdr))
 
 
 def chunk_offsets(data):

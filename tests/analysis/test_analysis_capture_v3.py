@@ -46,9 +46,9 @@ def test_byte_101_means_nothing_before_version_3(tmp_path, version):
     assert (c.version, c.task_os, c.task_os_id) == (version, None, 0)
 
 
-def test_version_5_is_refused(tmp_path):
-    path = write(tmp_path, capgen.header(version=5))
-    with pytest.raises(CaptureError, match="unsupported capture version 5 .*versions 1, 2, 3 and 4$"):
+def test_version_6_is_refused(tmp_path):
+    path = write(tmp_path, capgen.header(version=6))
+    with pytest.raises(CaptureError, match="unsupported capture version 6 .*versions 1, 2, 3, 4 and 5$"):
         Capture(path)
     r = run("info", path)
     assert r.returncode == 1 and one_line_error(r)
