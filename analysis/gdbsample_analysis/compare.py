@@ -19,7 +19,7 @@ Verdicts per function (leaf samples):
                 here instead (where interrupts came back on)
 `compare --pid N INGUEST CAPTURE` compares the in-guest `profile MS N` (a report of task N only)
 with the capture's samples of task N (filters.py: pid or tgid N; the test kernel's tgid is its
-pid). --pid and --comm need EXTERNAL to be a capture (with task attribution).
+pid). --pid and --comm need EXTERNAL to be a capture (with task attribution), --phase one with phases.
 Overall `consistent` needs no `differs` row and a total variation distance <= --max-tvd plus what
 sampling noise alone reaches at the 95th percentile for these sample sizes (a few hundred in-guest
 samples give ~0.08 by chance), both computed on the functions that are neither tick-blind nor
@@ -213,9 +213,11 @@ class Verdict:
 def run(args):
     out = output.Output(None, (args.inguest, args.external, args.elf))  # stdout, not >> an input
     try:
-        if (args.pid is not None or args.comm is not None) and not common.is_capture(args.external):
-            raise Failure("--pid and --comm select a capture's samples: %s is not a capture" % args.external,
-                          EXIT_USAGE)
+        if not common.is_capture(args.external):
+            if args.pid is not None or args.comm is not None:
+                raise Failure("--pid and --comm select a capture's samples: %s is not a capture" % args.external,
+                              EXIT_USAGE)
+            filters.phase_only(args, args.external)
         syms = common.load_symbols(args.elf) if args.elf else None
         a = profiles.load(args.inguest, syms, args)
         b = profiles.load(args.external, syms, args)

@@ -41,6 +41,7 @@ def load(path, elf, args, statuses, kaslr_offset=None, task_fmt=None):
     """A capture or folded file -> {stack: count}; kaslr_offset: --kaslr-offset for a capture
     (None: chosen from the capture); task_fmt: its task roots (fold.task_format)."""
     if not common.is_capture(path):
+        filters.phase_only(args, path)
         return common.load_folded(path)
     cap = common.open_capture(path)
     flt = filters.Filter(args)

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not, tasks (v3)."""
+"""filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not, tasks (v3),
+a phase's occurrences (v5)."""
 import decimal
 import re
 
 from .capture import FLAG_IDLE, MAX_CPUS, TIME_MAX
-from .common import EXIT_USAGE, Failure
+from .common import EXIT_DAMAGED, EXIT_USAGE, Failure, count_type
+from .phases import Timeline
 
 _UNITS = {"": 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 PID_MAX = (1 << 31) - 1     # pids and tgids are s32; a negative one is never selected
@@ -71,6 +73,7 @@ def no_tasks(cap, what):
 def capture_only(args, path, extra=()):
     """Failure (usage) if a capture's options were given for path, a folded file: the filters,
     --task-format and the flags named in extra (attribute, flag) pairs."""
+    phase_only(args, path)
     given = (args.cpu or args.t_from or args.t_until or args.idle or args.pid is not None
              or args.comm is not None or getattr(args, "task_format", None)
              or any(getattr(args, a) for a, _ in extra))
@@ -79,6 +82,14 @@ def capture_only(args, path, extra=()):
                       "captures only" % (path, "".join(f + ", " for _, f in extra)
                                          + ("--task-format, " if hasattr(args, "task_format") else "")),
                       EXIT_USAGE)
+
+
+def phase_only(args, path):
+    """Failure (usage) if --phase or --phase-occurrence was given for path, which is not a capture
+    (folded text or a report holds no sample times to place in a phase)."""
+    if args.phase is not None or args.phase_occurrence is not None:
+        raise Failure("%s is not a capture: --phase and --phase-occurrence select a capture's samples"
+                      % path, EXIT_USAGE)
 
 
 def add_arguments(p):
@@ -97,6 +108,11 @@ def add_arguments(p):
     p.add_argument("--comm", metavar="REGEX",
                    help="only samples whose task name matches REGEX (Python re.search, on the name as "
                         "printed: non-printable bytes as \\xNN)")
+    p.add_argument("--phase", metavar="NAME",
+                   help="only samples inside an occurrence of phase NAME (captures of gdbsample record "
+                        "--phase; `info` lists them)")
+    p.add_argument("--phase-occurrence", type=count_type(1, TIME_MAX), metavar="N",
+                   help="with --phase: only samples inside its Nth occurrence (from 1)")
 
 
 class Filter:
@@ -113,6 +129,12 @@ class Filter:
         self.idle = args.idle         # keep idle samples
         self.pids = parse_pids(args.pid) if args.pid is not None else None  # None = any task (or none)
         self.comm = parse_comm(args.comm) if args.comm is not None else None  # None = any name
+        self.phase = args.phase                   # None = any time, in a phase or not
+        self.phase_n = args.phase_occurrence      # None = every occurrence of the phase
+        if self.phase_n is not None and self.phase is None:
+            raise Failure("--phase-occurrence needs --phase NAME (the phase whose occurrence it counts)",
+                          EXIT_USAGE)
+        self.timeline = None                      # after check(): the chosen occurrences (a Timeline)
         self.matches = {}             # Task -> kept by --pid/--comm (a cache)
         self.idle_seen = 0            # idle samples inside the cpu/time selection
         self.kept = 0                 # samples delivered
@@ -126,6 +148,41 @@ class Filter:
                           "count (no ns/us/ms/s)" % (self.t_units[0], cap.name), EXIT_USAGE)
         if self.by_task and not cap.task_os:
             raise no_tasks(cap, "--pid" if self.pids is not None else "--comm")
+        self.timeline = None
+        if self.phase is not None:
+            self.timeline = Timeline(self.occurrences(cap))
+
+    def occurrences(self, cap):
+        """--phase (and --phase-occurrence): the Occurrences of cap they choose, or Failure (usage:
+        a capture without phases, an unknown name, N past the last; damaged: phases unreadable)."""
+        phases, damage = cap.load_phases() if hasattr(cap, "load_phases") else ([], None)
+        damaged = "; its phases could not all be read (%s)" % damage if damage else ""
+        code = EXIT_DAMAGED if damage else EXIT_USAGE
+        if not phases:
+            raise Failure("--phase: %s lists no phases (%s)" % (
+                cap.name, "capture version %d: phases come in version 5, from gdbsample record --phase"
+                % cap.version if cap.version < 5 else "gdbsample record ran without --phase") + damaged, code)
+        phase = next((p for p in phases if p.name == self.phase), None)
+        if phase is None:
+            raise Failure("--phase: %s has no phase %.70r; its phases: %s" % (
+                cap.name, self.phase, ", ".join(p.name for p in phases)) + damaged, code)
+        if self.phase_n is None:
+            return phase.occurrences
+        count = len(phase.occurrences)
+        if self.phase_n > count:
+            raise Failure("--phase-occurrence: phase %s of %s has %s" % (
+                phase.name, cap.name, "no occurrences" if not count else
+                "%d occurrence%s (1-%d)" % (count, "" if count == 1 else "s", count)) + damaged, code)
+        return [phase.occurrences[self.phase_n - 1]]
+
+    def covered_ns(self, duration):
+        """The time of [0, duration) the time filters keep: the --from/--until window, inside the
+        chosen phase occurrences with --phase (for a report's `profiled N ms`)."""
+        lo = self.t_from or 0
+        hi = duration if self.t_until is None else min(self.t_until, duration)
+        if self.timeline is not None:
+            return self.timeline.covered_ns(lo, hi)
+        return max(0, hi - lo)
 
     @property
     def by_task(self):
@@ -150,6 +207,7 @@ class Filter:
         """Yields the samples the selection keeps (samples are in time order)."""
         cpus, lo, hi, idle = self.cpus, self.t_from, self.t_until, self.idle
         task_ok = self.task_matches if self.by_task else None
+        in_phase = self.timeline.holds if self.timeline is not None else None
         for s in samples:
             if cpus is not None and s.cpu not in cpus:
                 continue
@@ -157,6 +215,8 @@ class Filter:
                 continue
             if hi is not None and s.time_ns >= hi:
                 continue  # read on: damage later in the file must still be noticed
+            if in_phase is not None and not in_phase(s.time_ns):
+                continue
             if task_ok is not None and not task_ok(s.task):
                 continue
             if s.flags & FLAG_IDLE:

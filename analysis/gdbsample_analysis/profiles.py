@@ -153,6 +153,8 @@ def from_capture(path, syms, args):
         prof.source += ", pid %s" % args.pid.strip()
     if flt.comm is not None:
         prof.source += ", comm %r" % args.comm
+    if flt.phase is not None:
+        prof.source += ", phase %s%s" % (flt.phase, "" if flt.phase_n is None else " #%d" % flt.phase_n)
     raw = {}
     for s in flt.apply(cap.samples()):
         k = (s.frames, s.exact, bool(s.flags & FLAG_IRQOFF), s.cpu)

@@ -204,9 +204,8 @@ def run(args):
             user = s.flags & FLAG_USER and 1
             tasks.add(s.task, None if user else s.frames, s.exact, user)
     duration = cap.summary.get("duration_ns", cap.last_time_ns or 0)
-    if flt.t_from is not None or flt.t_until is not None:   # the window actually covered
-        hi = duration if flt.t_until is None else min(flt.t_until, duration)
-        duration = max(0, hi - (flt.t_from or 0))
+    if flt.t_from is not None or flt.t_until is not None or flt.timeline is not None:
+        duration = flt.covered_ns(duration)               # the window (and phase) actually covered
     dropped = cap.summary.get("dropped", 0)
     out.write(format_report(chains, args.chains, int(duration), cap.ncpus, int(dropped), cap.rate_hz,
                             flt.idle_seen, tasks, args.tasks))
