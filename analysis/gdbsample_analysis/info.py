@@ -1,20 +1,25 @@
 # SPDX-License-Identifier: MIT
-"""info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, tasks, pauses, unwinding and chunk integrity."""
+"""info.py: `info CAPTURE` -- header, vCPUs, duration, sample counts, tasks, phases, pauses, unwinding
+and chunk integrity."""
 import datetime
 import json
 import math
 
 from . import common, output
 from .capture import FLAG_IDLE, FLAG_IRQOFF, FLAG_PARTIAL, FLAG_USER, ID_KINDS
+from .phases import Timeline
 
-HELP = "what a capture holds: header, KASLR, vCPUs, duration, counts, pauses, unwinding, chunk integrity"
+HELP = ("what a capture holds: header, KASLR, vCPUs, duration, counts, tasks, phases, pauses, unwinding, "
+        "chunk integrity")
 
 # summary keys printed in their own lines above; the rest are listed under "summary"
 SHOWN = {"duration_ns", "rate_achieved_hz", "samples", "idle", "dropped", "pause_p50_us",
          "pause_p99_us", "pause_max_us", "stopped_fraction", "vcpus", "rate_requested_hz",
          "image", "unwind", "orc", "kaslr_offset", "kaslr_how", "kaslr_names_offset", "kaslr_names_how",
          "task_verified", "task_hits", "task_misses", "task_renamed", "task_lost", "task_reads",
-         "task_bytes", "task_os", "task_layout", "task_off", "filtered"}
+         "task_bytes", "task_os", "task_layout", "task_off", "filtered",
+         "phase", "phase_begin", "phase_end", "phase_occurrences", "phase_complete", "phase_sampled_ns",
+         "phase_reentries", "phase_stray_ends", "phase_hits"}
 # the sampler's task attribution counters (summary, v3) and how the tasks line reads them
 TASK_COUNTERS = [("task_verified", "verified in the batch"), ("task_hits", "cache hits"),
                  ("task_misses", "misses (extra round trip)"), ("task_renamed", "renamed"),
@@ -35,13 +40,41 @@ def add_arguments(p):
 
 
 SCHEMA = "gdbsample-analyze info"   # docs/json.md: the object's "schema" and its version
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2                  # 2: "phases" (capture version 5)
+
+
+class PhaseCounts:
+    """Samples inside each occurrence of each phase (v5), and outside every occurrence of each;
+    the phases are read ahead of the samples (Capture.load_phases)."""
+
+    def __init__(self, cap):
+        self.lines = [Timeline(p.occurrences) for p in cap.load_phases()[0]]   # per phase, in order
+        self.inside = [{} for _ in self.lines]    # [phase index] {occurrence n: samples}
+        self.outside = [0 for _ in self.lines]    # [phase index] samples in none of its occurrences
+
+    def add(self, t):
+        for i, line in enumerate(self.lines):
+            hits = line.at(t)
+            if not hits:
+                self.outside[i] += 1
+            for k in hits:
+                n = line.occ[k].n
+                self.inside[i][n] = self.inside[i].get(n, 0) + 1
+
+    def samples(self, i, n):
+        """Samples inside occurrence n of phase i (0 for a phase the read-ahead did not see)."""
+        return self.inside[i].get(n, 0) if i < len(self.inside) else 0
+
+    def samples_outside(self, i):
+        return self.outside[i] if i < len(self.outside) else None
 
 
 def count(cap):
     """One pass: per-vCPU [samples, idle, irqoff, user, partial, with exact frames, with a task],
-    frame total, first time, the distinct tasks (pid, tgid, comm)."""
+    frame total, first time, the distinct tasks (pid, tgid, comm), PhaseCounts."""
     per, frames, first, tasks = {}, 0, None, set()
+    phases = PhaseCounts(cap)
+    add_phase = phases.add if phases.lines else None
     for s in cap.samples():
         c = per.get(s.cpu)
         if c is None:
@@ -64,7 +97,9 @@ def count(cap):
         frames += len(s.frames)
         if first is None:
             first = s.time_ns
-    return per, frames, first, {(t.pid, t.tgid, t.comm) for t in tasks}
+        if add_phase is not None:
+            add_phase(s.time_ns)
+    return per, frames, first, {(t.pid, t.tgid, t.comm) for t in tasks}, phases
 
 
 def hex_addr(value):
@@ -78,7 +113,21 @@ def json_value(v):
     return repr(v) if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def describe_json(cap, per, frames, first, tasks=()):
+def phases_json(cap, counts):
+    """Version 5: the phases and their occurrences, each with the samples inside it; None before."""
+    if cap.version < 5:
+        return None
+    return [{"name": p.name, "begin": hex_addr(p.begin_addr), "end": hex_addr(p.end_addr),
+             "samples_outside": counts.samples_outside(i),
+             "occurrences": [{"n": o.n, "begin_ns": o.begin_ns, "end_ns": o.end_ns,
+                              "duration_ns": o.end_ns - o.begin_ns, "begin_cpu": o.begin_cpu,
+                              "end_cpu": o.end_cpu, "state": "done" if o.done else "open",
+                              "sampled": o.sampled, "samples": counts.samples(i, o.n)}
+                             for o in p.occurrences]}
+            for i, p in enumerate(cap.phases)]
+
+
+def describe_json(cap, per, frames, first, tasks=(), phases=None):
     """The info facts as one JSON object (docs/json.md, "info"), keys sorted, ending in a newline."""
     sm = cap.summary
     total = sum(c[0] for c in per.values())
@@ -107,6 +156,7 @@ def describe_json(cap, per, frames, first, tasks=()):
         "modules": None if cap.version < 4 else [
             {"name": m.name, "ranges": [[hex_addr(lo), hex_addr(hi)] for lo, hi in m.ranges],
              "symbols": len(m.syms)} for m in cap.modules],
+        "phases": phases_json(cap, phases),
         "summary": {k: json_value(v) for k, v in sm.items()} if sm else None,
         "summary_invalid": [k for k, _ in cap.summary_bad],
         "integrity": {"intact": bool(cap.intact), "chunks_good": cap.chunks_ok, "problem": cap.problem,
@@ -192,7 +242,45 @@ def task_line(cap, sm, per, tasks):
     return ["tasks       " + text]
 
 
-def describe(cap, per, frames, first, tasks=()):
+def when(cap, ns):
+    """A phase's time as info prints it: seconds since the run started (ns exact), or a replay's
+    instruction count."""
+    return "instruction %d" % ns if cap.icount else "%d.%09d s" % divmod(ns, 1000000000)
+
+
+def phase_lines(cap, sm, counts):
+    """Version 5: per phase its breakpoints and a count of its occurrences, then a line per
+    occurrence (times, vCPUs, state, samples inside it); the sampler's phase counters."""
+    if cap.version < 5:
+        return []
+    L = [] if cap.phases else ["phases      none listed"]
+    for i, p in enumerate(cap.phases):
+        occ = p.occurrences
+        symbols = (" = %s:%s" % (sm["phase_begin"], sm.get("phase_end", "?"))
+                   if sm.get("phase") == p.name and "phase_begin" in sm else "")
+        outside = counts.samples_outside(i)
+        L.append("phase       %s%s, begin 0x%x, end 0x%x: %d occurrence%s, %d done, %d open, %d sampled%s"
+                 % (p.name, symbols, p.begin_addr, p.end_addr, len(occ), "" if len(occ) == 1 else "s",
+                    sum(o.done for o in occ), sum(not o.done for o in occ), sum(o.sampled for o in occ),
+                    "" if outside is None else "; %d sample%s outside them" % (outside, "" if outside == 1 else "s")))
+        for o in occ:
+            n = counts.samples(i, o.n)
+            span = ("%d instructions" % (o.end_ns - o.begin_ns) if cap.icount
+                    else "%.3f ms" % ((o.end_ns - o.begin_ns) / 1e6))
+            L.append("  #%-8d %s to %s (%s), vCPU %d to %s, %s, %s, %d sample%s"
+                     % (o.n, when(cap, o.begin_ns), when(cap, o.end_ns), span, o.begin_cpu,
+                        "-" if o.end_cpu is None else o.end_cpu, "done" if o.done else "open",
+                        "sampled" if o.sampled else "skipped", n, "" if n == 1 else "s"))
+    if "phase_hits" in sm:
+        L.append("  breakpoints %s hits, %s re-entries (BEGIN while open), %s stray ends (END while closed); "
+                 "%s of %s occurrences closed by END; sampled %s"
+                 % (sm["phase_hits"], sm.get("phase_reentries", "?"), sm.get("phase_stray_ends", "?"),
+                    sm.get("phase_complete", "?"), sm.get("phase_occurrences", "?"),
+                    "%.3f ms" % (sm["phase_sampled_ns"] / 1e6) if "phase_sampled_ns" in sm else "?"))
+    return L
+
+
+def describe(cap, per, frames, first, tasks=(), phases=None):
     """The info text."""
     sm = cap.summary
     total = sum(c[0] for c in per.values())
@@ -229,6 +317,7 @@ def describe(cap, per, frames, first, tasks=()):
         L.append("  cpu%-7d %d samples: %d idle, %d interrupts off, %d user, %d partial walks"
                  % (cpu, c[0], c[1], c[2], c[3], c[4]))
     L.extend(task_line(cap, sm, per, tasks))
+    L.extend(phase_lines(cap, sm, phases))
     if sm:
         L.append("dropped     %s (vCPU samples whose registers could not be read)" % sm.get("dropped", "?"))
         if "pause_p50_us" in sm:
@@ -257,8 +346,8 @@ def describe(cap, per, frames, first, tasks=()):
 def run(args):
     out = output.Output(args.output, [args.capture])    # not the capture; a bad path fails early
     cap = common.open_capture(args.capture)
-    per, frames, first, tasks = count(cap)              # one streaming pass
+    per, frames, first, tasks, phases = count(cap)      # one streaming pass
     common.summary_notes(cap)                           # invalid summary numbers: a warning each
-    out.write((describe_json if args.json else describe)(cap, per, frames, first, tasks))
+    out.write((describe_json if args.json else describe)(cap, per, frames, first, tasks, phases))
     out.commit()
     return common.EXIT_OK if cap.intact else common.EXIT_DAMAGED

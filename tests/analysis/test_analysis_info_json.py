@@ -37,7 +37,7 @@ def test_every_key_is_documented_and_every_documented_key_is_written(cap):
     assert r.returncode == 0, r.stderr
     written = set(doc) - {"schema", "schema_version"}
     assert written == documented_keys()
-    assert (doc["schema"], doc["schema_version"]) == ("gdbsample-analyze info", 1)
+    assert (doc["schema"], doc["schema_version"]) == ("gdbsample-analyze info", 2)
 
 
 def test_numbers_are_the_text_infos():
@@ -57,7 +57,7 @@ def test_numbers_are_the_text_infos():
 def test_facts_a_version_1_capture_lacks_are_null():
     r, doc = info_json("sample.cap")
     assert doc["capture"]["version"] == 1
-    for key in ("kaslr", "stext", "methods", "tasks", "modules"):
+    for key in ("kaslr", "stext", "methods", "tasks", "modules", "phases"):
         assert doc[key] is None, key
     assert doc["samples"]["exact"] is None
 
