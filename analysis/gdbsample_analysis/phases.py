@@ -11,14 +11,15 @@ holding t), only more slowly.
 import bisect
 
 
+def stop(occ):
+    """The first time past the Occurrence occ: its END_NS, or END_NS + 1 when it was still open at
+    the run's end (END_NS, the run's end, is in it)."""
+    return occ.end_ns if occ.done else occ.end_ns + 1
+
+
 def contains(occ, t):
     """True if a sample at time t belongs to the Occurrence occ."""
-    return occ.begin_ns <= t < occ.end_ns or (not occ.done and t == occ.end_ns)
-
-
-def stop(occ):
-    """The first time past occ: its END_NS, or END_NS + 1 while it is open (END_NS is in it)."""
-    return occ.end_ns if occ.done else occ.end_ns + 1
+    return occ.begin_ns <= t < stop(occ)
 
 
 class Timeline:
