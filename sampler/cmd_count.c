@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_count.c: `gdbsample count FUNC...` -- calls counted at function-entry breakpoints (gdbstub Z0), removed on every way out. */
 #include "bpcount.h"
+#include "bpoint.h"
 #include "clock.h"
 #include "cli.h"
 #include "cmds.h"
@@ -22,7 +23,6 @@
  * removes them whenever it resumes the VM: gdbsample killed, or held up past --max-pause.
  */
 #define HEARTBEAT_MS 250
-enum { STEP_UNKNOWN, STEP_OVER, STEP_REMOVE }; /* how a hit is stepped over (on_trap) */
 
 struct counting {
 	struct session ss;
@@ -34,55 +34,13 @@ struct counting {
 	int64_t hit_ns;           /* ...of which handling hits */
 	uint64_t heartbeats;      /* stops of ours with nothing hit */
 	uint64_t rescued;         /* the guard resumed the VM (and took the breakpoints out) */
-	int step_mode;            /* STEP_*: found at the first hit */
-	uint64_t step_stalls;     /* steps that came back with the pc unmoved: stepped again */
+	struct bp_stepper step;   /* how hits are stepped over, and the steps that stalled */
 	int announced;            /* "counting calls ..." said (once, when they first went in) */
 };
 
 static int fail_g(struct counting *c)
 {
 	ERR_SET(&c->ss, c->ss.g.err ? c->ss.g.err : ERR_PROTO, "%s", c->ss.g.errstr);
-	return -1;
-}
-
-/* FUNC as an address: a symbol of the kernel's (its plain name, or perf's "name [module]"), or
- * 0x-hex. 0, -1 (ss->err: ERR_USAGE). */
-static int resolve(struct counting *c, const char *func, uint64_t *addr)
-{
-	const struct symtab *t = session_syms(&c->ss);
-	if (func[0] == '0' && (func[1] == 'x' || func[1] == 'X')) {
-		if (!textnum_hex(func + 2, strlen(func + 2), UINT64_MAX, addr)) return 0;
-		ERR_SET(&c->ss, ERR_USAGE, "count: '%.60s' is not a hex address", func);
-		return -1;
-	}
-	int found = -1;
-	for (size_t i = 0; t && i < t->n; i++) {
-		char shown[BPC_NAME + 64];
-		syms_name(&t->syms[i], shown, sizeof shown);
-		if (!strcmp(t->syms[i].name, func) || !strcmp(shown, func)) {
-			if (found < 0 || (t->syms[found].mod && !t->syms[i].mod)) found = (int)i; /* the core's first */
-		}
-	}
-	if (found >= 0) {
-		*addr = t->syms[found].addr;
-		return 0;
-	}
-	ERR_SET(&c->ss, ERR_USAGE, "count: no function '%.60s' in the kernel's symbols%s", func,
-		t ? "" : " (give the image with -e)");
-	return -1;
-}
-
-/* One Z0 (insert) or z0 (remove) request. 0, -1 (ss->err). */
-static int bp_request(struct counting *c, int insert, uint64_t addr)
-{
-	char req[64];
-	snprintf(req, sizeof req, "%c0,%llx,%x", insert ? 'Z' : 'z', (unsigned long long)addr, c->kind);
-	if (gdb_request(&c->ss.g, req, gdb_req_ms(&c->ss.g)) < 0) return fail_g(c);
-	const char *r = c->ss.g.dec.pkt;
-	if (c->ss.g.dec.len == 2 && r[0] == 'O' && r[1] == 'K') return 0;
-	if (!insert) return 0; /* gone already (the guard, or `?`): what we wanted */
-	ERR_SET(&c->ss, ERR_PROTO, "the gdbstub refused a breakpoint at 0x%llx (%.*s)", (unsigned long long)addr,
-		c->ss.g.dec.len ? (int)c->ss.g.dec.len : 18, c->ss.g.dec.len ? r : "no breakpoints here");
 	return -1;
 }
 
@@ -94,7 +52,7 @@ static int arm(struct counting *c)
 	c->seen_removed = __atomic_load_n(&c->ss.guard.sh->bp_removed, __ATOMIC_SEQ_CST);
 	guard_breakpoints(&c->ss.guard, a, c->bc.n, c->kind);
 	for (int i = 0; i < c->bc.n; i++)
-		if (bp_request(c, 1, a[i]) < 0) return -1;
+		if (bp_request(&c->ss, 1, a[i], c->kind) < 0) return -1;
 	bpc_set_armed(&c->bc, 1, now_ns());
 	if (!c->announced++ && !c->ss.o->quiet) { /* as perf's "Hit Ctrl-C to end": they are in from here */
 		fprintf(stderr, "gdbsample: counting calls of %d function%s%s\n", c->bc.n, c->bc.n == 1 ? "" : "s",
@@ -108,24 +66,17 @@ static int arm(struct counting *c)
 static int disarm(struct counting *c)
 {
 	for (int i = 0; i < c->bc.n; i++)
-		if (bp_request(c, 0, c->bc.fn[i].addr) < 0) return -1;
+		if (bp_request(&c->ss, 0, c->bc.fn[i].addr, c->kind) < 0) return -1;
 	guard_breakpoints(&c->ss.guard, NULL, 0, c->kind);
 	bpc_set_armed(&c->bc, 0, now_ns());
 	return 0;
-}
-
-static int cpu_of_tid(const struct gdb *g, int tid)
-{
-	for (int i = 0; i < g->ncpu; i++)
-		if (g->tids[i] == tid) return i;
-	return -1;
 }
 
 /* A SIGTRAP stop: which vCPU, at which pc; counted and stepped over if it is ours. 0, -1. */
 static int on_trap(struct counting *c, const struct gdb_stopinfo *si)
 {
 	struct gdb *g = &c->ss.g;
-	int cpu = si->tid >= 0 ? cpu_of_tid(g, si->tid) : 0;
+	int cpu = si->tid >= 0 ? bp_cpu_of_tid(g, si->tid) : 0;
 	uint64_t pc;
 	if (cpu < 0 || !g->layout.pc) {
 		c->bc.foreign++;
@@ -139,32 +90,7 @@ static int on_trap(struct counting *c, const struct gdb_stopinfo *si)
 		return 0;
 	}
 	if (bpc_hit(&c->bc, i, now_ns())) return disarm(c); /* the cap: out till the window ends */
-	/* QEMU's TCG lets a single step run over a breakpoint (its single-step overrides them): one
-	 * step, the breakpoint left in. The first hit checks it -- the step's pc must have moved -- and
-	 * a stub that traps again there is stepped over the classic way, the breakpoint out. Every
-	 * step is checked so: one that came back with the pc unmoved (seen beside hogs) would
-	 * make the `c` trap at the same call again and count it twice -- it is stepped again
-	 * (counted: count_step_stalls), the breakpoint out from the second try on. */
-	for (int tries = 0;; tries++) {
-		struct gdb_stopinfo st;
-		uint64_t after;
-		int out = c->step_mode == STEP_REMOVE || tries > 0;
-		if (out && bp_request(c, 0, pc) < 0) return -1;
-		if (gdb_step(g, cpu, &st) < 0) return fail_g(c);
-		if (gdb_reg(g, cpu, g->layout.pc->num, &after) < 0) return fail_g(c);
-		if (out && bp_request(c, 1, pc) < 0) return -1;
-		if (after != pc) {
-			if (c->step_mode == STEP_UNKNOWN) c->step_mode = STEP_OVER;
-			return 0;
-		}
-		if (c->step_mode == STEP_UNKNOWN) c->step_mode = STEP_REMOVE; /* stepped onto its own breakpoint */
-		else c->step_stalls++;
-		if (tries == 3) {
-			ERR_SET(&c->ss, ERR_PROTO, "vCPU %d did not move off the breakpoint at 0x%llx in 4 single steps",
-				cpu, (unsigned long long)pc);
-			return -1;
-		}
-	}
+	return bp_step_over(&c->ss, &c->step, cpu, pc, c->kind);
 }
 
 /* The watchdog resumed the VM while we were held up, and took the breakpoints out: put the
@@ -279,8 +205,8 @@ static void summarize(const struct counting *c, struct summary *t, int64_t elaps
 	summary_u64(t, "count_heartbeats", NULL, c->heartbeats);
 	summary_u64(t, "count_foreign_stops", NULL, b->foreign);
 	summary_u64(t, "count_rescues", NULL, c->rescued);
-	summary_u64(t, "count_step_stalls", NULL, c->step_stalls);
-	summary_str(t, "count_step", NULL, c->step_mode == STEP_OVER ? "over" : c->step_mode == STEP_REMOVE ? "remove" : "none");
+	summary_u64(t, "count_step_stalls", NULL, c->step.stalls);
+	summary_str(t, "count_step", NULL, c->step.mode == BP_STEP_OVER ? "over" : c->step.mode == BP_STEP_REMOVE ? "remove" : "none");
 }
 
 int cmd_count(const struct opts *o)
@@ -302,13 +228,12 @@ int cmd_count(const struct opts *o)
 		session_close(&c.ss);
 		return ERR_USAGE;
 	}
-	int arch = c.ss.g.layout.arch ? c.ss.g.layout.arch->id : ARCH_X86_64;
-	c.kind = arch == ARCH_X86_64 ? 1 : 4; /* int3; brk / ebreak (QEMU's TCG breakpoints ignore it) */
+	c.kind = bp_kind(&c.ss);
 	int64_t t0 = now_ns();
 	bpc_init(&c.bc, o->max_hits, t0);
 	for (int i = 0; i < o->nfuncs && !err; i++) {
 		uint64_t a;
-		if (resolve(&c, o->funcs[i], &a) < 0) err = 1;
+		if (bp_resolve(&c.ss, "count", o->funcs[i], &a) < 0) err = 1;
 		else if (bpc_add(&c.bc, o->funcs[i], a) == -2) {
 			ERR_SET(&c.ss, ERR_USAGE, "count: '%.60s' is at the address of a function named before it", o->funcs[i]);
 			err = 1;
