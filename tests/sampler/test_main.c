@@ -43,6 +43,7 @@ void test_slice(void);
 void test_replay(void);
 void test_hash(void);
 void test_bpcount(void);
+void test_phase(void);
 void test_wirelog(void);
 
 int main(void)
@@ -81,6 +82,7 @@ int main(void)
 	test_kcache();
 	test_summary();
 	test_bpcount();
+	test_phase();
 	test_wirelog();
 	test_messages();
 	test_slice();
