@@ -28,6 +28,9 @@
  *   v4: type 3 chunks (before the summary) list the guest's kernel modules, UTF-8 lines, hex
  *   numbers: "m NAME LO HI [LO HI]" (a module and its text ranges), then its symbols
  *   "s ADDR SIZE NAME"; records = lines; a list longer than a chunk continues in the next.
+ *   v5 (written only by record --phase): type 4 chunks (after the modules) hold the phase, "p NAME
+ *   BEGIN END" (hex), and its occurrences, "o N BEGIN_NS END_NS BEGIN_CPU END_CPU|- done|open
+ *   sampled|skipped" (decimal); lines as for modules.
  * v2 readers treat an unknown chunk type as damage; unknown extension records are skipped.
  */
 
@@ -42,7 +45,7 @@ void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct captur
 {
 	memset(out, 0, CAPTURE_HEADER_SIZE);
 	memcpy(out, CAPTURE_MAGIC, 8);
-	put_le16(out + 8, CAPTURE_VERSION);
+	put_le16(out + 8, h->version == CAPTURE_VERSION ? CAPTURE_VERSION : CAPTURE_VERSION_PLAIN);
 	put_le16(out + 10, CAPTURE_HEADER_SIZE);
 	put_le16(out + 12, h->arch);
 	put_le16(out + 14, h->ncpu);
@@ -184,11 +187,10 @@ static int capw_add(struct writer *w, const struct sample *s)
 	return 0;
 }
 
-static int capw_finish(struct writer *w, const struct run_info *ri)
+/* Text of whole lines (modules, phases) in chunks of type, a chunk holding at most FLUSH_BYTES. */
+static int text_chunks(struct capw *c, const char *m, uint32_t type)
 {
-	struct capw *c = (struct capw *)w;
-	if (flush_chunk(c, CHUNK_SAMPLES) < 0) return -1;
-	for (const char *m = ri ? ri->modules : NULL; m && *m;) { /* whole lines, a chunk at a time */
+	while (m && *m) {
 		const char *end = m;
 		uint32_t lines = 0;
 		for (const char *nl; (nl = strchr(end, '\n')) && (size_t)(nl + 1 - m) <= FLUSH_BYTES; end = nl + 1) lines++;
@@ -196,9 +198,18 @@ static int capw_finish(struct writer *w, const struct run_info *ri)
 		memcpy(c->buf + CAPTURE_CHUNK_HEADER, m, (size_t)(end - m));
 		c->len = (uint32_t)(end - m);
 		c->count = lines;
-		if (flush_chunk(c, CHUNK_MODULES) < 0) return -1;
+		if (flush_chunk(c, type) < 0) return -1;
 		m = end;
 	}
+	return 0;
+}
+
+static int capw_finish(struct writer *w, const struct run_info *ri)
+{
+	struct capw *c = (struct capw *)w;
+	if (flush_chunk(c, CHUNK_SAMPLES) < 0) return -1;
+	if (text_chunks(c, ri ? ri->modules : NULL, CHUNK_MODULES) < 0) return -1;
+	if (text_chunks(c, ri ? ri->phases : NULL, CHUNK_PHASES) < 0) return -1;
 	if (ri && ri->summary) {
 		size_t n = strlen(ri->summary);
 		if (n > FLUSH_BYTES) n = FLUSH_BYTES;
@@ -287,7 +298,7 @@ static int next_chunk(struct capture_reader *r)
 	}
 	r->type = (uint32_t)le32(h + 4);
 	if (r->h.version >= 2 && r->type != CHUNK_SAMPLES && r->type != CHUNK_SUMMARY &&
-	    !(r->h.version >= 4 && r->type == CHUNK_MODULES)) {
+	    !(r->h.version >= 4 && r->type == CHUNK_MODULES) && !(r->h.version >= 5 && r->type == CHUNK_PHASES)) {
 		ERR_SET(r, ERR_FORMAT, "unknown chunk type %u at byte %llu", r->type, (unsigned long long)r->offset);
 		return -1;
 	}

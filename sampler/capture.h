@@ -9,13 +9,14 @@
 #include "writer.h"
 
 #define CAPTURE_MAGIC "GDBSAMP"    /* 8 bytes with the NUL */
-#define CAPTURE_VERSION 4          /* written; versions 1 to 3 still read */
+#define CAPTURE_VERSION 5          /* the newest read; written with a phases chunk (else 4) */
+#define CAPTURE_VERSION_PLAIN 4    /* written without one, so a v4 reader reads it */
 #define CAPTURE_HEADER_SIZE 128
 #define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
 #define CAPTURE_CHUNK_HEADER 20
 #define CAPTURE_CHUNK_MAX (1u << 20)    /* largest payload a reader accepts */
 #define CAPTURE_MAX_CPUS 4096           /* a sample of a higher vCPU index is damage */
-enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2, CHUNK_MODULES = 3 }; /* 3: v4 */
+enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2, CHUNK_MODULES = 3, CHUNK_PHASES = 4 }; /* 3: v4; 4: v5 */
 enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2, CAPF_ICOUNT = 4 }; /* header flag bits (CAPF_KASLR: kaslr_offset is
 								 * known; CAPF_ICOUNT: sample times are instruction counts, a replay's) */
 #define CAPS_EXT 0x80                   /* sample flag bit (v2): an extension block follows the frames */
@@ -25,7 +26,7 @@ enum { CAPX_EXACT = 1, CAPX_TASK = 2 };  /* extension records: exact (interrupte
 
 /* The decoded header. */
 struct capture_header {
-	uint16_t version;       /* CAPTURE_VERSION */
+	uint16_t version;       /* as read; written: CAPTURE_VERSION_PLAIN, or 5 when set so (a phases chunk follows) */
 	uint16_t arch;          /* ARCH_* */
 	uint16_t ncpu;          /* vCPUs sampled */
 	uint16_t flags;         /* CAPF_* */

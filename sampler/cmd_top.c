@@ -125,7 +125,7 @@ static int refresh(struct top *t, const struct stats *st)
 	fseeko(t->cbuf, 0, SEEK_SET);
 	fprintf(t->cbuf, "hottest chains:\n");
 	struct run_info ri = { t->ss->ncpu, t->ss->o->rate, st->end_ns - st->start_ns, st->kept, st->dropped,
-			       st->idle, NULL, NULL, NULL, NULL };
+			       st->idle, NULL, NULL, NULL, NULL, NULL };
 	if (t->chains->finish(t->chains, &ri) < 0 || fflush(t->cbuf)) return -1;
 	char *c = realloc(f->chains, t->clen + 1);
 	if (!c) return -1;

@@ -21,6 +21,7 @@ struct run_info {
 	const char *kernel;        /* the kernel image, unwinders and KASLR offset, or NULL (no -e) */
 	const char *modules;       /* the guest's modules for the capture ("m"/"s" lines,
 				    * docs/capture-format.md), or NULL */
+	const char *phases;        /* record --phase: the phases chunk's lines ("p"/"o", v5), or NULL */
 };
 
 struct writer {

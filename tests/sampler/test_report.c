@@ -39,7 +39,7 @@ static char *run(struct writer *w, FILE *f, char **buf, size_t *len, int ncpu)
 		if (s[i].frames[2] == 0) s[i].n = 2;
 		CHECK(w->add(w, &s[i]) == 0);
 	}
-	struct run_info ri = { ncpu, 100, 2000000000LL, 10, 1, 0, NULL, NULL, NULL, NULL };
+	struct run_info ri = { ncpu, 100, 2000000000LL, 10, 1, 0, NULL, NULL, NULL, NULL, NULL };
 	CHECK(w->finish(w, &ri) == 0);
 	w->free(w);
 	fclose(f);
@@ -115,7 +115,7 @@ static void test_folded_modes(void)
 			snprintf(s[i].task.comm, sizeof s[i].task.comm, "chain");
 			CHECK(w->add(w, &s[i]) == 0);
 		}
-		struct run_info ri = { 2, 100, 2000000000LL, 3, 0, 0, NULL, NULL, NULL, NULL };
+		struct run_info ri = { 2, 100, 2000000000LL, 3, 0, 0, NULL, NULL, NULL, NULL, NULL };
 		CHECK(w->finish(w, &ri) == 0);
 		w->free(w);
 		fclose(f);
@@ -132,7 +132,7 @@ static void test_empty(void)
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
 	struct writer *w = report_writer_new(f, NULL, 8);
-	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 42, NULL, NULL, NULL, NULL };
+	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 42, NULL, NULL, NULL, NULL, NULL };
 	CHECK(w->finish(w, &ri) == 0);
 	w->free(w);
 	fclose(f);
