@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "err.h"
+#include "phase.h"
 #include "textnum.h"
 #include "virt.h"
 #include <ctype.h>
@@ -38,7 +39,13 @@ const char cli_usage[] =
 	"                     `stop` to attach before --from); it is left running at the end\n"
 	"  --max-hits N       count: breakpoint hits a second at most, 1-100000 (default 1000): past\n"
 	"                     it the breakpoints are out for the rest of that second (each hit stops\n"
-	"                     the VM; the summary says how long they were out)\n"
+	"                     the VM; the summary says how long they were out); with --phase, a\n"
+	"                     phase hit past it ends the run (its bounds could no longer be kept)\n"
+	"  --phase NAME=BEGIN:END  record: sample only while the phase is open -- from a vCPU's\n"
+	"                     entry into BEGIN to one's entry into END (functions or 0x addresses,\n"
+	"                     gdbstub breakpoints, removed on every way out); the capture keeps each\n"
+	"                     occurrence's bounds, the summary their count and sampled time\n"
+	"  --phase-occurrence N  sample only the phase's Nth occurrence; the run ends when it closes\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -160,7 +167,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -191,6 +198,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "until", required_argument, 0, OPT_UNTIL },
 		{ "resume-paused", no_argument, 0, OPT_RESUMEPAUSED },
 		{ "max-hits", required_argument, 0, OPT_MAXHITS },
+		{ "phase", required_argument, 0, OPT_PHASE },
+		{ "phase-occurrence", required_argument, 0, OPT_PHASEOCC },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -374,6 +383,18 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			have_maxhits = 1;
 			break;
 		}
+		case OPT_PHASE: {
+			static struct phase ph; /* checked here, parsed again by cmd_record */
+			char why[ERR_MAX];
+			if (o->phase) return bad(o, "--phase: given twice (one phase a run)%s%s", "", "");
+			if (phase_parse(&ph, optarg, why, sizeof why) < 0) return bad(o, "%s%s", why, "");
+			o->phase = optarg;
+			break;
+		}
+		case OPT_PHASEOCC:
+			if (textnum_decz(optarg, 1000000000, &o->phase_occurrence) || o->phase_occurrence < 1)
+				return bad(o, "--phase-occurrence: bad value '%.40s' (1-1000000000)%s", optarg, "");
+			break;
 		case OPT_INTERVAL:
 			errno = 0;
 			o->interval = strtod(optarg, &e);
@@ -415,7 +436,11 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (conns > 1) return bad(o, "give only one of -p, -H, -u, --qmp and --domain%s%s", "", "");
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
 	if (!o->max_hits) o->max_hits = 1000;
-	if (o->cmd != CMD_COUNT && have_maxhits) return bad(o, "--max-hits is for count%s%s", "", "");
+	if (o->cmd != CMD_COUNT && !o->phase && have_maxhits) return bad(o, "--max-hits is for count and --phase%s%s", "", "");
+	if (o->phase_occurrence && !o->phase) return bad(o, "--phase-occurrence needs --phase%s%s", "", "");
+	if (o->phase && o->cmd != CMD_RECORD)
+		return bad(o, "--phase is for record (%s)%s", o->cmd == CMD_REPLAY ? "a replay's breakpoints are its instruction counts" :
+			   o->cmd == CMD_COUNT ? "count counts calls: name BEGIN and END as functions to count" : "record it, then look", "");
 	if (o->cmd == CMD_COUNT && (have_rate || o->out || have_format || o->tasks || task_filter_on(&o->filter)))
 		return bad(o, "count counts calls: %s is for sampling%s", have_rate ? "-r" : o->out ? "-o" : have_format ? "-f" :
 			   o->tasks ? "--tasks" : "--pid/--comm", "");

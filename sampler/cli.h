@@ -27,7 +27,9 @@ struct opts {
 	int resume_paused;       /* replay --resume-paused: drive a replay someone paused (e.g. to attach early) */
 	const char *funcs[CLI_MAX_FUNCS]; /* count FUNC...: function names or 0x addresses */
 	int nfuncs;              /* how many */
-	uint64_t max_hits;       /* count --max-hits N: breakpoint hits a second at most (default 1000) */
+	uint64_t max_hits;       /* count, --phase: --max-hits N: breakpoint hits a second at most (default 1000) */
+	const char *phase;       /* --phase NAME=BEGIN:END (phase.h), or NULL */
+	uint64_t phase_occurrence; /* --phase-occurrence N: sample only the Nth (0: every one) */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "bpoint.h"
 #include "capture.h"
 #include "cmds.h"
 #include "err.h"
 #include "output.h"
+#include "phase.h"
 #include "progress.h"
 #include "record.h"
 #include "writer.h"
@@ -19,6 +21,7 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	memset(h, 0, sizeof *h);
+	h->version = o->phase ? CAPTURE_VERSION : CAPTURE_VERSION_PLAIN; /* v5: a phases chunk follows */
 	h->arch = (uint16_t)ss->g.layout.arch->id;
 	h->ncpu = (uint16_t)ss->ncpu;
 	h->flags = CAPF_IDLE_KEPT | (o->cmd == CMD_REPLAY ? CAPF_ICOUNT : 0);
@@ -125,6 +128,23 @@ static void status_tick(void *arg, const struct stats *st, const struct pace *p)
 	progress_draw(stderr, line);
 }
 
+/* --phase: parsed (cli checked it), BEGIN and END found in the kernel's symbols. 0, -1 (ss->err). */
+static int phase_place(struct session *ss, struct phase *ph, const struct opts *o)
+{
+	if (phase_parse(ph, o->phase, ss->errstr, sizeof ss->errstr) < 0) {
+		ss->err = ERR_USAGE;
+		return -1;
+	}
+	if (bp_resolve(ss, "--phase", ph->begin_sym, &ph->begin) < 0 || bp_resolve(ss, "--phase", ph->end_sym, &ph->end) < 0)
+		return -1;
+	if (ph->begin == ph->end) {
+		ERR_SET(ss, ERR_USAGE, "--phase %s: BEGIN and END are at the same address", ph->name);
+		return -1;
+	}
+	ph->want = o->phase_occurrence;
+	return 0;
+}
+
 int cmd_record(const struct opts *o)
 {
 	static struct session ss;
@@ -133,6 +153,7 @@ int cmd_record(const struct opts *o)
 	static struct summary sum;                                      /* the run's counters, one table */
 	static char kv[65536], text[65536], kline[512];
 	static struct ext_plan ext;
+	static struct phase ph;                                         /* --phase: its bounds */
 	struct pace p;
 	struct sinks k = { 0 };
 	int failed = 0;
@@ -152,6 +173,12 @@ int cmd_record(const struct opts *o)
 		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
 		session_close(&ss);
 		output_abort(&out);                                     /* FILE untouched */
+		return ss.err;
+	}
+	if (o->phase && phase_place(&ss, &ph, o) < 0) {                 /* BEGIN and END found */
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		session_close(&ss);                                     /* resumed, as found */
+		output_abort(&out);
 		return ss.err;
 	}
 	struct writer *w = make_writer(o, &ss, &out, &k, &ext);         /* report, folded, capture, svg... */
@@ -174,20 +201,27 @@ int cmd_record(const struct opts *o)
 		k.tick = status_tick;
 		k.tick_ns = PROGRESS_PERIOD_NS;
 	}
-	failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;       /* sample until -d or a signal */
+	if (o->phase) failed = record_phase_loop(&ss, &k, &st, &p, &ph) < 0 ? ss.err : 0; /* only inside it */
+	else failed = record_loop(&ss, &k, &st, &p) < 0 ? ss.err : 0;  /* sample until -d or a signal */
 	progress_erase(stderr);                                         /* gone before anything else */
 	summary_init(&sum);
 	stats_summary(&st, &ss.s.p.st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->cmd == CMD_REPLAY ? 0 : o->rate, o->idle, &sum);
+	if (o->phase) phase_summary(&ph, &sum);                          /* its occurrences, what they cost */
 	session_summary(&ss, &sum);                                     /* modules, the VM, the image */
 	summary_kv(&sum, kv, sizeof kv);                                /* the capture's trailer */
 	session_image_line(&ss, kline, sizeof kline);
 	struct run_info ri = { ss.ncpu, o->rate, st.end_ns - st.start_ns, st.kept, st.dropped, st.idle, kv,
-			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL };
+			       ss.how[0] ? ss.how : NULL, kline[0] ? kline : NULL, NULL, NULL };
 	char *modtext = session_modules_text(&ss);                      /* the capture names module frames */
 	ri.modules = modtext;
+	size_t phlen = 0;
+	char *phtext = o->phase ? phase_text(&ph, &phlen) : NULL;      /* the capture's bounds (v5) */
+	ri.phases = phtext;
 	int wfail = !output_gone(&out) && w->finish(w, &ri) < 0;        /* what we have, to a reader */
 	if (wfail && output_gone(&out)) wfail = 0;                      /* it left while we wrote */
 	free(modtext);
+	free(phtext);
+	phase_free(&ph);
 	if (failed) fprintf(stderr, "gdbsample: %s%s\n", ss.errstr,
 			    ss.err == ERR_EOF ? " (QEMU exited?); the samples taken so far were written" : "");
 	if (wfail) fprintf(stderr, "gdbsample: %s\n", w->errstr);

@@ -26,13 +26,12 @@ void record_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int sinks_gone(const struct sinks *k)
+int record_sinks_gone(const struct sinks *k)
 {
 	return k->gone && k->gone(k->gone_arg);
 }
 
-/* 0, -1 on a writer's error (ss->err set), 1 when it failed because the output's reader has gone. */
-static int deliver(struct session *ss, struct sinks *k, struct stats *st, const struct sample *s)
+int record_deliver(struct session *ss, struct sinks *k, struct stats *st, const struct sample *s)
 {
 	if (!task_filter_match(&ss->o->filter, &s->task, s->has_task)) {
 		st->filtered++;
@@ -41,7 +40,7 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	int idle = s->flags & SF_IDLE;
 	if (idle) st->idle++;
 	if (k->all && k->all->add(k->all, s) < 0) {
-		if (sinks_gone(k)) return 1;           /* EPIPE: the end of the output, not an error */
+		if (record_sinks_gone(k)) return 1;           /* EPIPE: the end of the output, not an error */
 		ERR_SET(ss, k->all->err, "%s", k->all->errstr);
 		return -1;
 	}
@@ -51,7 +50,7 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	if (s->flags & SF_FIRMWARE) st->firmware++; /* its pc is the firmware's: no kernel symbol's */
 	else if (syms) st->unnamed_frames += syms_unnamed(syms, s->frames, s->n, s->exact);
 	if (k->text && k->text->add(k->text, s) < 0) {
-		if (sinks_gone(k)) return 1;
+		if (record_sinks_gone(k)) return 1;
 		ERR_SET(ss, k->text->err, "%s", k->text->errstr);
 		return -1;
 	}
@@ -60,7 +59,7 @@ static int deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 
 /* The sinks' tick when due (also in rounds that read nothing: a held VM, a rescue -- `top` reads
  * its keys there). */
-static void tick_if_due(struct sinks *k, struct stats *st, const struct pace *p, int64_t now, int64_t every,
+void record_tick_if_due(struct sinks *k, struct stats *st, const struct pace *p, int64_t now, int64_t every,
 			int64_t *next)
 {
 	if (!k->tick || now < *next) return;
@@ -90,7 +89,7 @@ static int replay_loop(struct session *ss, struct sinks *k, struct stats *st)
 		int d = 0;
 		for (int i = 0; i < n && !d; i++) {
 			out[i].t_ns = icount;
-			d = deliver(ss, k, st, &out[i]);
+			d = record_deliver(ss, k, st, &out[i]);
 		}
 		if (d) return d < 0 ? -1 : 0;
 		if (session_modules_refresh(ss, out, n) < 0) return -1;
@@ -126,7 +125,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		}
 		int64_t now = pace_now();
 		if (end && now >= end) break;
-		if (sinks_gone(k)) break;                          /* `| head` has read enough: as SIGINT */
+		if (record_sinks_gone(k)) break;                          /* `| head` has read enough: as SIGINT */
 		pace_tick(p, now);
 		if (pace_should_warn(p, now))
 			session_warn(ss, "falling behind: %llu sampling deadlines skipped so far; lower -r",
@@ -142,7 +141,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		}
 		stopped = 0;
 		if (got > 0) {                                     /* a round lost to the pause watchdog, or held */
-			tick_if_due(k, st, p, now, tick_every, &next_tick);
+			record_tick_if_due(k, st, p, now, tick_every, &next_tick);
 			continue;
 		}
 		stats_pause(st, pz.pause_ns, pz.stopped_ns);
@@ -150,7 +149,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		int d = 0;
 		for (int i = 0; i < n && !d; i++) {
 			out[i].t_ns = (uint64_t)(t0 - start);
-			d = deliver(ss, k, st, &out[i]);
+			d = record_deliver(ss, k, st, &out[i]);
 		}
 		if (d < 0) rc = -1;
 		if (d) break;
@@ -158,7 +157,7 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 			rc = -1;
 			break;
 		}
-		tick_if_due(k, st, p, now, tick_every, &next_tick);
+		record_tick_if_due(k, st, p, now, tick_every, &next_tick);
 	}
 	st->end_ns = pace_now();
 	if (end && st->end_ns > end && !rc) st->end_ns = end;
