@@ -30,14 +30,15 @@ _gdbsample()
             COMPREPLY=($(compgen -W '$(virsh list --name 2>/dev/null)' -- "$cur"))
             return ;;
         -p | -H | -r | -d | --interval | --connect | --kaslr-offset | --chains | --max-frames | --kernel-range | \
-        --cpus | --pid | --comm | --max-pause | --connect-timeout | --every | --from | --until)
+        --cpus | --pid | --comm | --max-pause | --connect-timeout | --every | --from | --until | \
+        --max-hits | --phase | --phase-occurrence)
             return ;;  # a value to type
     esac
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '$(_parse_help "$1")' -- "$cur"))
     elif ((cword == 1)); then
-        COMPREPLY=($(compgen -W 'record dump top replay' -- "$cur"))
+        COMPREPLY=($(compgen -W 'record dump top replay count' -- "$cur"))
     fi
 }
 complete -F _gdbsample gdbsample
