@@ -270,3 +270,55 @@ def test_held_up_between_the_attach_slices_the_attach_goes_on(linux61_modules, t
     assert kv.get("watchdog_rescues") == "1" and int(kv.get("read_stops", 0)) >= 2, err
     assert int(kv.get("modules", 0)) >= 1 and out.startswith("profiled "), (out, err)  # brd
     assert conftest.wait_running(g.qmp_path) == "running"
+
+
+def reader_stacks(folded):
+    """[(frames, samples)] of the hotmod reader's stacks (--task-format comm; its comm is its file's, hotmod)."""
+    out = []
+    for line in folded.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = [f.split("+")[0] for f in stack.split(";")]
+        if frames[0] == "hotmod":
+            out.append((frames[1:], int(n)))
+    return out
+
+
+def test_count_and_phases_on_a_modules_functions(run612):
+    """Breakpoints at a module's functions of a KASLR'd stock kernel, placed by names read from
+    guest memory (the map given has no module lines). count: each read() of /proc/hotmod calls
+    hotmod_read, hotmod_work and hotmod_spin once, so their counts are equal within one a stretch
+    the breakpoints were in -- a breakpoint at a wrong address would count nothing. Phases, two
+    that split a read: spin=hotmod_spin:hotmod_read holds the spin (most of a read's time), and
+    setup=hotmod_read:hotmod_spin only the few instructions before it, so inside it dd is never
+    in hotmod_spin (the reader's comm is hotmod: exec -a dd /bin/hotmod)."""
+    g = run612["g"]
+    pids = g.start_workloads(["hotmod"])
+    try:
+        r = gdbsample("count", "-p", g.gdb_port, "-e", g.vmlinuz, "-e", run612["map"], "-d", 3, "--max-hits", 100000,
+                      "--summary-format", "kv", "hotmod_read", "hotmod_work", "hotmod_spin")
+        assert r.returncode == 0, r.stderr
+        hits = {line.split()[2]: int(line.split()[0]) for line in r.stdout.splitlines()[1:]}
+        keys = dict(line.split(" ", 1) for line in r.stderr.splitlines() if line.startswith("count_"))
+        assert set(hits) == {"hotmod_read", "hotmod_work", "hotmod_spin"}, r.stdout
+        assert min(hits.values()) >= 3, (hits, r.stderr)
+        assert max(hits.values()) - min(hits.values()) <= int(keys["count_armings"]), (hits, r.stderr)
+        common = ("record", "-p", g.gdb_port, "-e", g.vmlinuz, "-e", run612["map"], "-d", 3, "-r", 200, "-f", "folded",
+                  "--task-format", "comm", "--max-hits", 100000, "--summary-format", "kv")
+        r = gdbsample(*common, "--phase", "spin=hotmod_spin:hotmod_read")
+        assert r.returncode == 0, r.stderr
+        keys = dict(line.split(" ", 1) for line in r.stderr.splitlines() if line.startswith("phase"))
+        opened, closed = int(keys["phase_occurrences"]), int(keys["phase_complete"])
+        assert opened >= 3 and closed >= opened - 1, r.stderr  # both bounds hit: both placed right
+        stacks = reader_stacks(r.stdout)
+        total = sum(n for _, n in stacks)
+        spin = sum(n for f, n in stacks if f[-1] == "hotmod_spin [hotmod]")
+        assert total >= 10 and spin >= 0.5 * total, (stacks, r.stderr)
+        r = gdbsample(*common, "--phase", "setup=hotmod_read:hotmod_spin")
+        assert r.returncode == 0, r.stderr
+        keys = dict(line.split(" ", 1) for line in r.stderr.splitlines() if line.startswith("phase"))
+        assert int(keys["phase_occurrences"]) >= 3, r.stderr
+        if keys["phase_rescues"] == "0":  # a rescue took the breakpoints out: a bound may pass unseen
+            inside = [(f, n) for f, n in reader_stacks(r.stdout) if f[-1] == "hotmod_spin [hotmod]"]
+            assert not inside, (inside, r.stderr)
+    finally:
+        g.stop_workloads(pids)
