@@ -58,7 +58,9 @@ def test_idle_samples_kept_on_request(boot):
     assert r.returncode == 0, r.stderr
     rows = conftest.folded_rows(r.stdout)
     assert sum(n for _, n in rows) == 20  # 2 vCPUs x 10 stops
-    assert all(stack[-1] == "idle_loop" for stack, _ in rows if stack[0] == "cpu1"), rows
+    # cpu1 runs nothing but its idle loop -- and the timer interrupts it takes there: a stop may land
+    # inside one (beside two hogs and more: cpu1 ap_main;idle_loop;trap_common;trap, 1 of 10).
+    assert all("idle_loop" in stack for stack, _ in rows if stack[0] == "cpu1"), rows
 
 
 def test_stop_mode_records_one_stop_and_leaves_the_vm_paused(boot):

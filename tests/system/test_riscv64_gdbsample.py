@@ -100,13 +100,15 @@ def test_user_mode_samples_are_user(boot):
     task's samples are its traps (S-mode, through trap_entry) and the SBI calls its ticks make
     (M-mode: one `[firmware]` frame, never an address); the ticks come in host time, so a
     starved hart spends a larger share in them (11 % of 230 beside two CPU hogs, under 10 %
-    quiet): [user] must be two thirds of >= 200 (a privilege never read would make it none).
-    The task ends when stopped (its ecall), and the hart is idle again."""
+    quiet, 35 % of 594 beside two hogs and a second test run), so their share says how starved
+    the host was, not whether gdbsample read the privilege: >= 200 [user] samples (a privilege
+    never read would make none), and none of them named as kernel code (a misread one would show
+    user_spin). The task ends when stopped (its ecall), and the hart is idle again."""
     g = boot_rv(boot)
     pid = g.work("user")
     user = trap = firmware = 0
     log = ""
-    for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 200
+    for _ in range(10):  # a loaded host reaches fewer samples per run: add runs until 200
         r = run(g, "-r", "300", "-d", "2", "-f", "folded", "--task-format", "comm-pid", "--summary-format", "kv")
         log += r.stdout + r.stderr
         for frames, n in conftest.folded_rows(r.stdout):
@@ -124,7 +126,7 @@ def test_user_mode_samples_are_user(boot):
         if user >= 200:
             break
     assert not re.search(r"^user-%d;0x" % pid, log, re.M), log  # M-mode pcs are [firmware], not addresses
-    assert user >= 200 and user >= 2 / 3 * (user + trap + firmware), (user, trap, firmware, log)
+    assert user >= 200, (user, trap, firmware, log)
     assert "work: stopped pid %d" % pid in g.cmd(f"work stop {pid}", timeout=30)
     assert all(t["pid"] != pid for t in g.ps()), g.ps()
 
@@ -139,7 +141,8 @@ def test_firmware_samples_are_firmware(boot):
     pid = g.work("sbi")
     fw = mine = kernel = counted = 0
     log = ""
-    for _ in range(3):  # a loaded host reaches fewer samples per run: add runs until 200
+    for _ in range(10):  # a loaded host reaches fewer samples per run (129 in three beside two hogs
+        # and a second test run): add runs until 200
         r = run(g, "-r", "300", "-d", "2", "-f", "folded", "--task-format", "comm-pid", "--summary-format", "kv")
         log += r.stdout + r.stderr
         counted += int(re.search(r"^firmware_samples (\d+)$", r.stderr, re.M).group(1))
