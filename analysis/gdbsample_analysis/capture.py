@@ -89,7 +89,8 @@ SUMMARY_NUMBERS = {"duration_ns": "count", "samples": "count", "idle": "count", 
                    "paused_fraction": "real", "task_verified": "count", "task_hits": "count",
                    "task_misses": "count", "task_renamed": "count", "task_lost": "count",
                    "phase_occurrences": "count", "phase_complete": "count", "phase_sampled_ns": "count",
-                   "phase_reentries": "count", "phase_stray_ends": "count", "phase_hits": "count"}
+                   "phase_incomplete": "count", "phase_on_bound": "count", "phase_rescues": "count",
+                   "phase_hits": "count"}
 _SUMMARY_INT = re.compile(r"-?[0-9]{1,40}")
 _SUMMARY_REAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # Control characters in summary text (terminal escapes from a hostile file) print as \xNN.

@@ -19,7 +19,7 @@ SHOWN = {"duration_ns", "rate_achieved_hz", "samples", "idle", "dropped", "pause
          "task_verified", "task_hits", "task_misses", "task_renamed", "task_lost", "task_reads",
          "task_bytes", "task_os", "task_layout", "task_off", "filtered",
          "phase", "phase_begin", "phase_end", "phase_occurrences", "phase_complete", "phase_sampled_ns",
-         "phase_reentries", "phase_stray_ends", "phase_hits"}
+         "phase_incomplete", "phase_on_bound", "phase_rescues", "phase_hits"}
 # the sampler's task attribution counters (summary, v3) and how the tasks line reads them
 TASK_COUNTERS = [("task_verified", "verified in the batch"), ("task_hits", "cache hits"),
                  ("task_misses", "misses (extra round trip)"), ("task_renamed", "renamed"),
@@ -272,9 +272,9 @@ def phase_lines(cap, sm, counts):
                         "-" if o.end_cpu is None else o.end_cpu, "done" if o.done else "open",
                         "sampled" if o.sampled else "skipped", n, "" if n == 1 else "s"))
     if "phase_hits" in sm:
-        L.append("  breakpoints %s hits, %s re-entries (BEGIN while open), %s stray ends (END while closed); "
+        L.append("  breakpoints %s hits, %s samples on a bound (left out), %s watchdog rescues; "
                  "%s of %s occurrences closed by END; sampled %s"
-                 % (sm["phase_hits"], sm.get("phase_reentries", "?"), sm.get("phase_stray_ends", "?"),
+                 % (sm["phase_hits"], sm.get("phase_on_bound", "?"), sm.get("phase_rescues", "?"),
                     sm.get("phase_complete", "?"), sm.get("phase_occurrences", "?"),
                     "%.3f ms" % (sm["phase_sampled_ns"] / 1e6) if "phase_sampled_ns" in sm else "?"))
     return L

@@ -28,7 +28,7 @@ WORK = ("work", BEGIN, END, [(1, 1 * MS, 3 * MS, 0, 1, True, True),
 OTHER = ("other.phase-2", 0xffffffff81000010, 0xffffffff81000020, [])   # opened never
 SUMMARY = {"duration_ns": RUN_END, "samples": len(TIMES), "dropped": 0, "phase": "work",
            "phase_begin": "do_work", "phase_end": "end_work", "phase_occurrences": 3, "phase_complete": 2,
-           "phase_sampled_ns": 3 * MS, "phase_reentries": 4, "phase_stray_ends": 1, "phase_hits": 10}
+           "phase_sampled_ns": 3 * MS, "phase_on_bound": 4, "phase_rescues": 1, "phase_hits": 10}
 IN_1 = {1 * MS, 1500000, 3 * MS - 1}          # t == BEGIN_NS kept, t == END_NS dropped (done)
 IN_2 = {5 * MS, 5999999}
 IN_3 = {8 * MS, 8500000, 9 * MS}              # t == END_NS kept: the occurrence was still open
@@ -357,7 +357,7 @@ def test_info_lists_each_occurrence_with_its_samples(tmp_path):
         "  #3        0.008000000 s to 0.009000000 s (1.000 ms), vCPU 1 to -, open, sampled, 3 samples",
         "phase       other.phase-2, begin 0xffffffff81000010, end 0xffffffff81000020: 0 occurrences, "
         "0 done, 0 open, 0 sampled; 14 samples outside them",
-        "  breakpoints 10 hits, 4 re-entries (BEGIN while open), 1 stray ends (END while closed); "
+        "  breakpoints 10 hits, 4 samples on a bound (left out), 1 watchdog rescues; "
         "2 of 3 occurrences closed by END; sampled 3.000 ms",
         "dropped     0 (vCPU samples whose registers could not be read)"]
     assert "phase_hits" not in r.stdout                  # shown above, not again under "summary"
