@@ -128,6 +128,21 @@ def net_socket(peer_port, local_port):
             "-device", f"virtio-net-pci,netdev=n0,mac={GUEST_MAC}"]
 
 
+RR_SHIFT = 5  # -icount shift: 2^5 ns of virtual time an instruction (what the replay tests record at)
+
+
+def rr_args(mode, path, shift=RR_SHIFT):
+    """QEMU arguments that record (mode "record") or replay ("replay") the whole run into/from the
+    file path: deterministic instruction counts (-icount, so no MTTCG: QEMU then refuses more than
+    one vCPU) and a real-time clock that follows the virtual one, so the replay reads the same
+    times. `gdbsample replay` profiles such a replay by instruction count (docs/vm-configs.md)."""
+    if mode not in ("record", "replay"):
+        raise ConfigError(f"--rr must be record or replay, not {mode!r}")
+    if not path or "," in path:
+        raise ConfigError("--rrfile: give the recording's path (no comma: QEMU would read it as another option)")
+    return ["-icount", f"shift={int(shift)},rr={mode},rrfile={path}", "-rtc", "clock=vm"]
+
+
 def qemu_command(cfg, kernel, serial="stdio", gdb=None, qmp=None, smp=None, extra=(), qemu=(QEMU,)):
     """The QEMU argv for config row cfg. serial: stdio, mon:stdio, none or unix:PATH (QEMU
     waits for a client so no output is lost); gdb: see check_gdb; qmp: a unix socket path;

@@ -17,6 +17,7 @@ import time
 
 import conftest
 import pytest
+import vmconfig
 from guest import Guest
 
 pytestmark = pytest.mark.qemu  # the module's own fixture records and replays guests
@@ -57,8 +58,7 @@ def rr_guest(mode, path, gdb, qemu="7.2", paused=False):
     """QEMU recording or replaying; paused: started with -S, returned before it boots."""
     kind = PausedReplay if paused else Guest
     return kind(conftest.KERNEL, smp=1, gdb=gdb, qmp=True, qemu=qemu,
-                extra=["-icount", f"shift={SHIFT},rr={mode},rrfile={path}", "-rtc", "clock=vm"] +
-                (["-S"] if paused else []))
+                extra=vmconfig.rr_args(mode, path, shift=SHIFT) + (["-S"] if paused else []))
 
 
 def record(path, qemu):

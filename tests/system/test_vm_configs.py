@@ -119,3 +119,30 @@ def test_libvirt_xmls_are_generated_from_the_table_and_validate(tmp_path, name):
     xml.write_text(r.stdout)
     v = subprocess.run(["virt-xml-validate", str(xml), "domain"], capture_output=True, text=True, timeout=30)
     assert v.returncode == 0, (name, v.stdout, v.stderr)
+
+
+def test_rr_records_and_replays_one_vcpu():
+    """--rr record|replay --rrfile F: QEMU's record/replay arguments (the ones the replay tests
+    boot with: vmconfig.rr_args), one vCPU whatever the row says."""
+    for mode in ("record", "replay"):
+        r = run("tcg-qemu64", "--rr", mode, "--rrfile", "/tmp/run.rr", "--print")
+        assert r.returncode == 0, r.stderr
+        args = r.stdout.split()
+        assert args[args.index("-smp") + 1] == "1", r.stdout  # the row has 2
+        assert args[args.index("-icount") + 1] == f"shift=5,rr={mode},rrfile=/tmp/run.rr", r.stdout
+        assert args[args.index("-rtc") + 1] == "clock=vm", r.stdout
+    assert vmconfig.rr_args("replay", "/r") == ["-icount", "shift=5,rr=replay,rrfile=/r", "-rtc", "clock=vm"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--rr", "record", "--rrfile", "a.rr", "--smp", "2"], "--rr needs one vCPU"),
+    (["--rr", "record"], "--rr and --rrfile go together"),
+    (["--rrfile", "a.rr"], "--rr and --rrfile go together"),
+    (["--rr", "record", "--rrfile", "a,b.rr"], "--rrfile: give the recording's path"),
+    (["--rr", "replay", "--rrfile", "a.rr", "--net", "user"], "--rr with --net"),
+    (["--rr", "replay", "--rrfile", "a.rr", "--libvirt"], "--rr is for vm-configs/run's own QEMU"),
+])
+def test_rr_refuses_what_record_replay_cannot_do(args, message):
+    r = run("tcg-qemu64", "--print", *args)
+    assert r.returncode == 2, r.stdout
+    assert r.stderr.startswith(f"vm-configs/run: {message}") and len(r.stderr.strip().splitlines()) == 1, r.stderr
