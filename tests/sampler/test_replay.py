@@ -179,6 +179,44 @@ def test_split_shares_are_the_instruction_counts(recording):
         assert abs(got - want) <= 0.05, (name, got, stacks)
 
 
+def leaf_counts(stacks):
+    """{split function: samples whose leaf it is} of {stack: count}."""
+    return {name: sum(n for st, n in stacks.items() if st.split(";")[-1] == name) for name in SPLIT}
+
+
+def test_replay_shares_match_a_live_runs(recording, boot):
+    """The replay's shares (by instruction count) against a live run's (by wall time, gdbsample
+    record on a guest doing the same `work split 5 3 2`, -smp 1 as the recording): identical loops
+    run at one speed, so the two estimate the same shares. Each function's two shares agree within
+    4 standard deviations of their difference (binomial, pooled): a wrong grid, a replay sampled off
+    its counts or a live run biased by its stops would part them; chance does so about once in
+    15 000 runs for the three."""
+    r, _, _ = replay(recording, "--every", EVERY, "--from", FROM, "--until", UNTIL, "-f", "folded")
+    assert r.returncode == 0, r.stderr
+    rep = leaf_counts(folded(r.stdout))
+    g = boot(smp=1)
+    g.send("work split 5 3 2\n")
+    g.read_until("\n> ")
+    live = dict.fromkeys(SPLIT, 0)
+    for _ in range(10):  # a loaded host gives fewer samples a run: add runs until 800
+        lr = conftest.gdbsample("record", "-p", g.gdbport, "-e", g.kernel, "-r", 500, "-d", 2, "-f", "folded",
+                                timeout=120)
+        assert lr.returncode == 0, lr.stderr
+        for name, n in leaf_counts(folded(lr.stdout)).items():
+            live[name] += n
+        if sum(live.values()) >= 800:
+            break
+    n1, n2 = sum(rep.values()), sum(live.values())
+    print("\nreplay " + " ".join(f"{k} {v / n1:.3f}" for k, v in rep.items()) + f" of {n1}; live " +
+          " ".join(f"{k} {v / n2:.3f}" for k, v in live.items()) + f" of {n2}")
+    assert n1 >= 800 and n2 >= 800, (rep, live)
+    for name in SPLIT:
+        p1, p2 = rep[name] / n1, live[name] / n2
+        pooled = (rep[name] + live[name]) / (n1 + n2)
+        sd = (pooled * (1 - pooled) * (1 / n1 + 1 / n2)) ** 0.5
+        assert abs(p1 - p2) <= 4 * sd, (name, p1, p2, sd, rep, live)
+
+
 def test_a_recording_that_ends_before_until_ends_the_profile(recording, tmp_path):
     """--until past the recording's end: QEMU's replay exits where the recording stopped (W00);
     gdbsample writes what it sampled, says where the recording ended, exits 0."""
