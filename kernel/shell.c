@@ -167,7 +167,7 @@ static const struct command commands[] = {
 	{ "lscpu", "vendor, model, hypervisor, what the part claims for perf monitoring", cmd_lscpu },
 	{ "uptime", "time since boot", cmd_uptime },
 	{ "stacks", "each task's stack size and high-water mark", cmd_stacks },
-	{ "work", "split A B C | chain D | irqoff MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all", cmd_work },
+	{ "work", "split A B C | chain D | irqoff MS | sleep MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all", cmd_work },
 	{ "profile", "[MS [PID|all [CHAINS]]]: sample for MS ms (1000), hottest chains (8); profile stats", cmd_profile },
 #if ARCH_HAS_NET
 	{ "net", "network device, counters and drops by reason", cmd_net },

@@ -13,7 +13,7 @@
 #define COPY_BYTES 65536
 #define STOP_WAIT_MS 2000
 
-enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT, W_SYMBOLS, W_USER, W_SBI };
+enum work_kind { W_SPLIT, W_CHAIN, W_IRQOFF, W_COPY, W_FANOUT, W_SYMBOLS, W_USER, W_SBI, W_SLEEP };
 
 /* The same busy loop everywhere, so only iteration counts differ between functions. */
 #define SPIN_LOOP(n) do {						\
@@ -138,6 +138,16 @@ NOINLINE void copy_round(uint8_t *a, uint8_t *b)
 	memcpy(a, b, COPY_BYTES);
 }
 
+/* work sleep MS: a task that only sleeps -- its whole life off-CPU, blocked in nap_sleep's
+ * task_sleep_ms (the known answer of an off-CPU profile) but for the few instructions between. */
+NOINLINE void nap_sleep(uint64_t ms) { task_sleep_ms(ms); }
+
+static void run_sleep(struct task *t)
+{
+	while (!t->killed)
+		nap_sleep(t->args[1]);
+}
+
 static void run_copy(struct task *t)
 {
 	static uint8_t bufs[MAX_TASKS][2][COPY_BYTES];	/* per task slot: no allocation */
@@ -189,6 +199,7 @@ static void work_main(void *arg)
 	case W_CHAIN: chain1(t, (int)t->args[1]); break;
 	case W_IRQOFF: run_irqoff(t); break;
 	case W_COPY: run_copy(t); break;
+	case W_SLEEP: run_sleep(t); break;
 	case W_FANOUT: run_fanout(t); break;
 	case W_SYMBOLS: work_symbols(&t->killed, (uint64_t)t->pid); break; /* cxxwork.cpp */
 #if ARCH_HAS_USER
@@ -217,6 +228,7 @@ static void start(struct out *o, const char *name, uint64_t kind, uint64_t a, ui
 	case W_SYMBOLS: snprintf(t->desc, sizeof(t->desc), "symbols"); break;
 	case W_USER: snprintf(t->desc, sizeof(t->desc), "user"); break;
 	case W_SBI: snprintf(t->desc, sizeof(t->desc), "sbi"); break;
+	case W_SLEEP: snprintf(t->desc, sizeof(t->desc), "sleep %lu", a); break;
 	default: snprintf(t->desc, sizeof(t->desc), "copy"); break;
 	}
 	out_printf(o, "work: pid %d %s on cpu%d\n", t->pid, t->desc, cpu);
@@ -329,6 +341,11 @@ void work_command(int argc, char **argv, struct out *o)
 				   IRQOFF_PERIOD_MS - 1, IRQOFF_PERIOD_MS);
 		else
 			start(o, "irqoff", W_IRQOFF, a, 0, 0);
+	} else if (strcmp(sub, "sleep") == 0) {
+		if (argc != 3 || !arg_range(argv[2], 1, 1000, &a))
+			out_puts(o, "work: sleep needs milliseconds from 1 to 1000\n");
+		else
+			start(o, "sleep", W_SLEEP, a, 0, 0);
 	} else if (strcmp(sub, "copy") == 0) {
 		if (argc != 2)
 			out_puts(o, "work: copy takes no arguments\n");
@@ -365,6 +382,6 @@ void work_command(int argc, char **argv, struct out *o)
 	} else if (strcmp(sub, "stop") == 0) {
 		work_stop(argc, argv, o);
 	} else {
-		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all\n");
+		out_puts(o, "work: usage: work split A B C | chain D | irqoff MS | sleep MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all\n");
 	}
 }

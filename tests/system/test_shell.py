@@ -116,7 +116,7 @@ def test_stacks_reports_high_water_and_guard(g):
 
 BAD_INPUT = [
     ("frobnicate", "shell: unknown command 'frobnicate' (try help)"),
-    ("work", "work: usage: work split A B C | chain D | irqoff MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all"),
+    ("work", "work: usage: work split A B C | chain D | irqoff MS | sleep MS | copy | fanout | symbols | user | sbi | time PID | rounds PID | stop PID|all"),
     ("work rounds", "work: rounds needs the pid of a split task"),
     ("work rounds 1", "work: pid 1 is not a split task"),
     ("work split", "work: split needs three positive counts (1-1000)"),

@@ -24,6 +24,7 @@ swtch:
 	mov x9, sp
 	str x9, [x0]
 	mov sp, x1			/* the same CFI now reads the new task's saved area */
+1:					/* swtch_resume_pc: a switched-out task resumes here */
 	ldp x19, x20, [sp, #16]
 	ldp x21, x22, [sp, #32]
 	ldp x23, x24, [sp, #48]
@@ -47,3 +48,17 @@ task_start:
 	b task_entry			/* not bl: task_entry's return address is the zero, as on x86_64 */
 	.cfi_endproc
 	.size task_start, . - task_start
+
+/*
+ * swtch_resume_pc: where every switched-out task resumes -- the instruction after the stack switch,
+ * where swtch's CFI reads that task's saved area. An external profiler unwinds a task that is not
+ * running from {pc = swtch_resume_pc, sp = its saved sp} (gdbsample record --off-cpu). Data, not
+ * a label in swtch: a label would name the pops' frames after itself.
+ */
+	.section .rodata
+	.balign 8
+	.globl swtch_resume_pc
+	.type swtch_resume_pc, %object
+	.size swtch_resume_pc, 8
+swtch_resume_pc:
+	.quad 1b

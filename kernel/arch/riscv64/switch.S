@@ -32,6 +32,7 @@ swtch:
 	sd s11, 80(sp)
 	sd sp, 0(a0)
 	mv sp, a1			/* the same CFI now reads the new task's saved area */
+1:					/* swtch_resume_pc: a switched-out task resumes here */
 	ld s1, 0(sp)
 	ld s2, 8(sp)
 	ld s3, 16(sp)
@@ -63,3 +64,17 @@ task_start:
 	j task_entry			/* not call: task_entry's return address is the zero, as on x86_64 */
 	.cfi_endproc
 	.size task_start, . - task_start
+
+/*
+ * swtch_resume_pc: where every switched-out task resumes -- the instruction after the stack switch,
+ * where swtch's CFI reads that task's saved area. An external profiler unwinds a task that is not
+ * running from {pc = swtch_resume_pc, sp = its saved sp} (gdbsample record --off-cpu). Data, not
+ * a label in swtch: a label would name the pops' frames after itself.
+ */
+	.section .rodata
+	.balign 8
+	.globl swtch_resume_pc
+	.type swtch_resume_pc, %object
+	.size swtch_resume_pc, 8
+swtch_resume_pc:
+	.dword 1b

@@ -31,6 +31,7 @@ swtch:
 	.cfi_rel_offset r15, 0
 	mov %rsp, (%rdi)
 	mov %rsi, %rsp			/* CFA rules unchanged: see above */
+1:					/* swtch_resume_pc: a switched-out task resumes here */
 	pop %r15
 	.cfi_adjust_cfa_offset -8
 	.cfi_restore r15
@@ -66,3 +67,17 @@ swtch:
 task_start:
 	jmp task_entry
 	.cfi_endproc
+
+/*
+ * swtch_resume_pc: where every switched-out task resumes -- the instruction after the stack switch,
+ * where swtch's CFI reads that task's saved area. An external profiler unwinds a task that is not
+ * running from {pc = swtch_resume_pc, sp = its saved sp} (gdbsample record --off-cpu). Data, not
+ * a label in swtch: a label would name the pops' frames after itself.
+ */
+	.section .rodata
+	.balign 8
+	.globl swtch_resume_pc
+	.type swtch_resume_pc, @object
+	.size swtch_resume_pc, 8
+swtch_resume_pc:
+	.quad 1b
