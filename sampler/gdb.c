@@ -438,20 +438,24 @@ int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len)
 
 #define BLOCK_BATCH 32 /* `m` requests per write in gdb_read_block (~1 KB of requests) */
 
-int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len)
+int gdb_read_blocks(struct gdb *g, int cpu, struct gdb_block *b, int nb)
 {
 	char buf[BLOCK_BATCH * 40], req[64];
-	int unmapped = 0;
+	int unmapped = 0, blk = 0;
+	size_t off = 0;
 	if (select_cpu(g, cpu) < 0) return -1;
-	for (size_t off = 0; off < len;) {
+	for (int i = 0; i < nb; i++) b[i].ok = 1;
+	while (blk < nb) { /* up to BLOCK_BATCH `m`s a write, across the blocks, in order */
 		size_t boff = 0, at[BLOCK_BATCH], n[BLOCK_BATCH];
-		int k = 0;
-		for (; k < BLOCK_BATCH && off < len; k++) {
-			n[k] = len - off < GDB_MEM_MAX ? len - off : GDB_MEM_MAX;
+		int which[BLOCK_BATCH], k = 0;
+		for (; k < BLOCK_BATCH && blk < nb; k++) {
+			n[k] = b[blk].len - off < GDB_MEM_MAX ? b[blk].len - off : GDB_MEM_MAX;
 			at[k] = off;
-			snprintf(req, sizeof req, "m%llx,%zx", (unsigned long long)(addr + off), n[k]);
+			which[k] = blk;
+			snprintf(req, sizeof req, "m%llx,%zx", (unsigned long long)(b[blk].addr + off), n[k]);
 			if (rsp_append(buf, sizeof buf, &boff, req) < 0) break;
 			off += n[k];
+			if (off >= b[blk].len) blk++, off = 0;
 		}
 		if (gdb_write(g, buf, boff) < 0) return -1;
 		for (int i = 0; i < k;) { /* every reply is read, even after an error, to stay in step */
@@ -465,12 +469,18 @@ int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t l
 				g->st.stray_stops++;
 				continue;
 			}
-			if (ev != GDB_EV_PACKET || gdb_parse_mem(g->dec.pkt, g->dec.len, out + at[i], n[i]) < 0)
-				unmapped = 1;
+			if (ev != GDB_EV_PACKET || gdb_parse_mem(g->dec.pkt, g->dec.len, b[which[i]].out + at[i], n[i]) < 0)
+				unmapped = 1, b[which[i]].ok = 0;
 			i++;
 		}
 	}
 	return unmapped ? -2 : 0;
+}
+
+int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len)
+{
+	struct gdb_block b = { addr, len, out, 0 };
+	return len ? gdb_read_blocks(g, cpu, &b, 1) : select_cpu(g, cpu) < 0 ? -1 : 0;
 }
 
 void gdb_close(struct gdb *g)

@@ -152,6 +152,15 @@ int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len);
 /* Read len bytes (any size) of vCPU i's memory at addr, GDB_MEM_MAX per `m`, many `m` per
  * write; 0 ok, -1 connection error (err set), -2 some of it is unmapped. */
 int gdb_read_block(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, size_t len);
+/* Several blocks in as few round trips as gdb_read_block takes for their total: each block's
+ * ok says whether all of it came. 0 all came, -2 some did not, -1 connection error (err set). */
+struct gdb_block {
+	uint64_t addr;
+	size_t len;
+	uint8_t *out;
+	int ok;
+};
+int gdb_read_blocks(struct gdb *g, int cpu, struct gdb_block *b, int nb);
 /* Close the connection to the stub. */
 void gdb_close(struct gdb *g);
 
