@@ -50,7 +50,7 @@ $(BUILD)/gdbsample: $(SAMPLER_OBJS)
 
 $(BUILD)/sampler-tests: $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(BUILD)/tests/sampler/cfi_frames.elf \
 		       $(BUILD)/tests/sampler/cfi_frames_a64.elf $(BUILD)/tests/sampler/cfi_frames_rv.elf \
-		       $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf \
+		       $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf $(BUILD)/kernel.elf $(BUILD)/riscv64/kernel.elf \
 		       $(BUILD)/tests/sampler/ko_mini.ko $(BUILD)/tests/sampler/task_shapes.elf
 	$(CC) -o $@ $(SAMPLER_TEST_OBJS) $(SAMPLER_LIB_OBJS) $(SAMPLER_LIBS)
 
@@ -112,5 +112,8 @@ $(BUILD)/tests/sampler/test_kofile.o: SAMPLER_CFLAGS += -DKO_MINI='"$(BUILD)/tes
 $(BUILD)/tests/sampler/task_shapes.elf: tests/sampler/data/task_shapes.c tests/sampler/data/task_shapes2.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O1 -nostdlib -static -no-pie -Wl,-e,start -Wl,--build-id=none -o $@ $^
+$(BUILD)/tests/sampler/test_offcpu.o: SAMPLER_CFLAGS += -DKERNEL_X86='"$(BUILD)/kernel.elf"' \
+	-DKERNEL_A64='"$(BUILD)/aarch64/kernel.elf"' -DKERNEL_RV64='"$(BUILD)/riscv64/kernel.elf"' \
+	-DTASK_SHAPES_ELF='"$(BUILD)/tests/sampler/task_shapes.elf"'
 $(BUILD)/tests/sampler/test_taskdesc_dwarf.o: SAMPLER_CFLAGS += -DTASK_SHAPES_ELF='"$(BUILD)/tests/sampler/task_shapes.elf"' \
 	-DA64_KERNEL='"$(BUILD)/aarch64/kernel.elf"'

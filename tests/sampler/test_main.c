@@ -44,6 +44,7 @@ void test_replay(void);
 void test_hash(void);
 void test_bpcount(void);
 void test_phase(void);
+void test_offcpu(void);
 void test_wirelog(void);
 
 int main(void)
@@ -83,6 +84,7 @@ int main(void)
 	test_summary();
 	test_bpcount();
 	test_phase();
+	test_offcpu();
 	test_wirelog();
 	test_messages();
 	test_slice();

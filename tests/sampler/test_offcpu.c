@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* test_offcpu.c: record --off-cpu's decisions -- which reads a stop makes, what the table says, how wait time becomes weights -- on literals. */
+#include "check.h"
+#include "../../sampler/offcpu.h"
+#include "../../sampler/bytes.h"
+#include "../../sampler/files.h"
+#include "../../sampler/offcpu_dwarf.h"
+#include <gelf.h>
+#include <stdlib.h>
+
+#define MS 1000000LL
+enum { RUNNING = 2, RUNNABLE = 1, SLEEPING = 3, FREE = 0 }; /* the guest's enumerators, as ours has them */
+
+/* A table of 4 entries of 64 bytes: pid at 0, name at 4 (16), state at 20 (4), kind at 24 (4),
+ * sp at 32, stack at 40, stack_size at 48. Kind 0 is idle. */
+static void layout(struct offcpu_layout *L)
+{
+	memset(L, 0, sizeof *L);
+	L->table = 0x1000;
+	L->count = 4;
+	L->stride = 64;
+	L->pid_off = 0;
+	L->name_off = 4;
+	L->name_len = 16;
+	L->state_off = 20;
+	L->state_size = 4;
+	L->kind_off = 24;
+	L->kind_size = 4;
+	L->sp_off = 32;
+	L->stack_off = 40;
+	L->stack_size_off = 48;
+	L->cls[RUNNING] = OC_RUNNING;
+	L->cls[RUNNABLE] = OC_RUNNABLE;
+	L->cls[SLEEPING] = OC_BLOCKED;
+	L->idle_kind = 0;
+	L->resume_pc = 0xffff0010;
+}
+
+static void entry(uint8_t *table, int i, int pid, const char *name, int state, int kind, uint64_t sp)
+{
+	uint8_t *e = table + 64 * i;
+	memset(e, 0, 64);
+	put_le32(e, (uint32_t)pid);
+	memcpy(e + 4, name, strlen(name));
+	put_le32(e + 20, (uint32_t)state);
+	put_le32(e + 24, (uint32_t)kind);
+	put_le64(e + 32, sp);
+	put_le64(e + 40, 0x100000ull * (uint64_t)(i + 1)); /* each its own 16 KiB stack */
+	put_le64(e + 48, 16384);
+}
+
+static uint8_t stackbytes[4096];
+
+/* One stop: plan, "read" (the table as given, every stack readable unless bad_slot), decode. */
+static int stop(struct offcpu *oc, uint8_t *table, int64_t now, struct offcpu_hit *hit, int *nreq_out, int bad_slot)
+{
+	struct offcpu_req req[16];
+	int nreq = offcpu_plan(oc, req, 16);
+	for (int i = 0; i < nreq; i++) req[i].data = req[i].slot < 0 ? table : req[i].slot == bad_slot ? NULL : stackbytes;
+	if (nreq_out) *nreq_out = nreq;
+	return offcpu_decode(oc, req, nreq, now, hit, 16);
+}
+
+/* A sleeping task: learned at the first stop, read and weighed from the second on, each stop the
+ * periods since the one before; a running one and an idle one never; a free slot neither. */
+static void test_weights(void)
+{
+	static struct offcpu oc;
+	struct offcpu_layout L;
+	uint8_t table[256];
+	struct offcpu_hit hit[16];
+	int nreq;
+	layout(&L);
+	offcpu_init(&oc, &L, 16384, 10 * MS);
+	entry(table, 0, 1, "idle/0", RUNNABLE, 0, 0x100100);   /* idle: left out */
+	entry(table, 1, 3, "shell", SLEEPING, 1, 0x203f00);
+	entry(table, 2, 4, "split", RUNNING, 2, 0x300800);
+	entry(table, 3, 0, "", FREE, 0, 0);
+	CHECK(stop(&oc, table, 100 * MS, hit, &nreq, -1) == 0 && nreq == 1); /* the table alone: nothing known yet */
+	CHECK(stop(&oc, table, 110 * MS, hit, &nreq, -1) == 1 && nreq == 2);
+	CHECK(hit[0].slot == 1 && hit[0].cls == OC_BLOCKED && hit[0].weight == 1);
+	CHECK(hit[0].stack->addr == 0x203f00 && hit[0].stack->len == 0x100); /* to the stack's top */
+	CHECK(oc.t[1].id.pid == 3 && !strcmp(oc.t[1].id.comm, "shell"));
+	CHECK(stop(&oc, table, 135 * MS, hit, NULL, -1) == 1 && hit[0].weight == 3); /* 25 ms: 2.5 rounds to 3 */
+	CHECK(stop(&oc, table, 140 * MS, hit, NULL, -1) == 0); /* owes 0 ms (25 - 30 + 5): none yet */
+	CHECK(stop(&oc, table, 150 * MS, hit, NULL, -1) == 1 && hit[0].weight == 1);
+	CHECK(oc.st.samples == 3 && oc.st.stops == 5);
+	CHECK(oc.st.weight == 5); /* 50 ms from the first stop on: the time, given back whole */
+}
+
+/* A task that ran between two stops (its sp moved): the stack read at the old sp is stale, and
+ * the next stop reads it at the new one; time owed is kept, not lost. */
+static void test_stale(void)
+{
+	static struct offcpu oc;
+	struct offcpu_layout L;
+	uint8_t table[256];
+	struct offcpu_hit hit[16];
+	layout(&L);
+	offcpu_init(&oc, &L, 16384, 10 * MS);
+	for (int i = 0; i < 4; i++) entry(table, i, 0, "", FREE, 0, 0);
+	entry(table, 1, 3, "w", SLEEPING, 1, 0x200f00);
+	stop(&oc, table, 100 * MS, hit, NULL, -1);
+	/* the read goes out for 0x200f00, but by the time it is decoded the table says 0x200e00 */
+	struct offcpu_req req[16];
+	int nreq = offcpu_plan(&oc, req, 16);
+	entry(table, 1, 3, "w", SLEEPING, 1, 0x200e00);
+	for (int i = 0; i < nreq; i++) req[i].data = req[i].slot < 0 ? table : stackbytes;
+	CHECK(offcpu_decode(&oc, req, nreq, 110 * MS, hit, 16) == 0 && oc.st.stale == 1);
+	CHECK(stop(&oc, table, 120 * MS, hit, NULL, -1) == 1 && hit[0].weight == 2 && hit[0].stack->addr == 0x200e00);
+	/* unreadable: counted, its time kept for later */
+	CHECK(stop(&oc, table, 130 * MS, hit, NULL, 1) == 0 && oc.st.unreadable == 1);
+	CHECK(stop(&oc, table, 140 * MS, hit, NULL, -1) == 1 && hit[0].weight == 2);
+	/* it runs: the time it owed in its old state is dropped, said */
+	stop(&oc, table, 150 * MS, hit, NULL, 1);
+	entry(table, 1, 3, "w", RUNNING, 1, 0x200e00);
+	CHECK(stop(&oc, table, 160 * MS, hit, NULL, -1) == 0 && oc.st.dropped_ns == (uint64_t)(10 * MS));
+	/* the table itself unreadable: nothing changes */
+	struct offcpu_req t0 = { L.table, 256, -1, 0, NULL };
+	CHECK(offcpu_decode(&oc, &t0, 1, 170 * MS, hit, 16) == -1 && oc.st.unreadable == 3);
+}
+
+/* The budget: stacks that do not fit wait for a later stop, the start rotating so each gets its
+ * turn; their time is owed meanwhile and given when read. */
+static void test_budget(void)
+{
+	static struct offcpu oc;
+	struct offcpu_layout L;
+	uint8_t table[256];
+	struct offcpu_hit hit[16];
+	layout(&L);
+	offcpu_init(&oc, &L, 0x100, 10 * MS); /* room for one 0x100-byte stack a stop */
+	entry(table, 0, 2, "a", SLEEPING, 1, 0x100000 + 16384 - 0x100);
+	entry(table, 1, 3, "b", SLEEPING, 1, 0x200000 + 16384 - 0x100);
+	entry(table, 2, 4, "c", SLEEPING, 1, 0x300000 + 16384 - 0x100);
+	entry(table, 3, 5, "d", SLEEPING, 1, 0x400000 + 16384 - 0x100);
+	stop(&oc, table, 1000 * MS, hit, NULL, -1);
+	uint64_t got[4] = { 0 };
+	for (int k = 1; k <= 40; k++) {
+		int n = stop(&oc, table, 1000 * MS + k * 10 * MS, hit, NULL, -1);
+		CHECK(n == 1);
+		for (int i = 0; i < n; i++) got[hit[i].slot] += hit[i].weight;
+	}
+	for (int i = 0; i < 4; i++) CHECK(got[i] >= 36 && got[i] <= 40); /* each its 40 periods, the last few still owed */
+	CHECK(oc.st.deferred == 40 * 3);
+}
+
+static uint64_t symbol(Elf *e, const char *name, uint64_t *size)
+{
+	Elf_Scn *s = NULL;
+	while ((s = elf_nextscn(e, s))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_SYMTAB) continue;
+		Elf_Data *d = elf_getdata(s, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym y;
+			const char *n;
+			if (gelf_getsym(d, (int)i, &y) && (n = elf_strptr(e, sh.sh_link, y.st_name)) && !strcmp(n, name)) {
+				if (size) *size = y.st_size;
+				return y.st_value;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Each architecture's build of our kernel: the table (MAX_TASKS = 64 tasks), the members at
+ * offsets inside the struct, the states, and a resume address inside swtch, past its stores. */
+static void test_layout_of_our_kernels(void)
+{
+	static const char *const kernels[] = { KERNEL_X86, KERNEL_A64, KERNEL_RV64 };
+	for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+		uint8_t *buf = NULL;
+		size_t len;
+		char err[256];
+		elf_version(EV_CURRENT);
+		CHECK(file_read(kernels[k], 1u << 30, &buf, &len, err, sizeof err) == 0);
+		Elf *e = buf ? elf_memory((char *)buf, len) : NULL;
+		struct offcpu_layout L;
+		CHECK(e && offcpu_testkernel_layout(e, &L, err, sizeof err) == 0);
+		uint64_t swtch_size = 0, swtch = e ? symbol(e, "swtch", &swtch_size) : 0;
+		CHECK(L.table == (e ? symbol(e, "tasks", NULL) : 1) && L.count == 64 && L.stride >= 64 && L.stride % 8 == 0);
+		CHECK(L.state_size == 4 && L.name_len == 16 && L.pid_off + 4 <= L.stride && L.sp_off + 8 <= L.stride);
+		CHECK(L.stack_off + 8 <= L.stride && L.stack_size_off + 8 <= L.stride && L.sp_off % 8 == 0);
+		CHECK(L.cls[0] == OC_NONE && L.idle_kind == 0); /* TASK_FREE, KIND_IDLE: the first enumerators */
+		int running = 0, runnable = 0, blocked = 0;
+		for (int i = 0; i < 16; i++) {
+			running += L.cls[i] == OC_RUNNING;
+			runnable += L.cls[i] == OC_RUNNABLE;
+			blocked += L.cls[i] == OC_BLOCKED;
+		}
+		CHECK(running == 1 && runnable == 1 && blocked == 2); /* SLEEPING and BLOCKED both wait */
+		CHECK(swtch && L.resume_pc > swtch + 8 && L.resume_pc < swtch + (swtch_size ? swtch_size : 64)); /* x86: no .size */
+		if (e) elf_end(e);
+		free(buf);
+	}
+	/* not our kernel: one line saying what is missing */
+	uint8_t *buf = NULL;
+	size_t len;
+	char err[256];
+	struct offcpu_layout L;
+	CHECK(file_read(TASK_SHAPES_ELF, 1u << 30, &buf, &len, err, sizeof err) == 0);
+	Elf *e = buf ? elf_memory((char *)buf, len) : NULL;
+	CHECK(e && offcpu_testkernel_layout(e, &L, err, sizeof err) == -1 && strstr(err, "task table"));
+	if (e) elf_end(e);
+	free(buf);
+}
+
+void test_offcpu(void)
+{
+	test_layout_of_our_kernels();
+	test_weights();
+	test_stale();
+	test_budget();
+}
