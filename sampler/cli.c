@@ -46,6 +46,9 @@ const char cli_usage[] =
 	"                     gdbstub breakpoints, removed on every way out); the capture keeps each\n"
 	"                     occurrence's bounds, the summary their count and sampled time\n"
 	"  --phase-occurrence N  sample only the phase's Nth occurrence; the run ends when it closes\n"
+	"  --off-cpu          record: every task that is not running too, each stop -- its saved stack\n"
+	"                     under off-cpu/blocked or off-cpu/runnable, weighed by the wall time it\n"
+	"                     waited (-f folded or svg; our test kernel's tasks, through its DWARF)\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -167,7 +170,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC, OPT_OFFCPU };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -200,6 +203,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "max-hits", required_argument, 0, OPT_MAXHITS },
 		{ "phase", required_argument, 0, OPT_PHASE },
 		{ "phase-occurrence", required_argument, 0, OPT_PHASEOCC },
+		{ "off-cpu", no_argument, 0, OPT_OFFCPU },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -391,6 +395,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			o->phase = optarg;
 			break;
 		}
+		case OPT_OFFCPU: o->offcpu = 1; break;
 		case OPT_PHASEOCC:
 			if (textnum_decz(optarg, 1000000000, &o->phase_occurrence) || o->phase_occurrence < 1)
 				return bad(o, "--phase-occurrence: bad value '%.40s' (1-1000000000)%s", optarg, "");
@@ -437,6 +442,10 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (o->uri && !o->domain) return bad(o, "--connect needs --domain%s%s", "", "");
 	if (!o->max_hits) o->max_hits = 1000;
 	if (o->cmd != CMD_COUNT && !o->phase && have_maxhits) return bad(o, "--max-hits is for count and --phase%s%s", "", "");
+	if (o->offcpu && (o->cmd != CMD_RECORD || o->phase || !o->nelf || o->os == OS_NONE ||
+			  (o->format != FMT_FOLDED && o->format != FMT_SVG)))
+		return bad(o, "--off-cpu is for record -f folded or -f svg, with the kernel image (-e) and its tasks%s%s",
+			   o->phase ? ", not with --phase" : "", "");
 	if (o->phase_occurrence && !o->phase) return bad(o, "--phase-occurrence needs --phase%s%s", "", "");
 	if (o->phase && o->cmd != CMD_RECORD)
 		return bad(o, "--phase is for record (%s)%s", o->cmd == CMD_REPLAY ? "a replay's breakpoints are its instruction counts" :

@@ -30,6 +30,7 @@ struct opts {
 	uint64_t max_hits;       /* count, --phase: --max-hits N: breakpoint hits a second at most (default 1000) */
 	const char *phase;       /* --phase NAME=BEGIN:END (phase.h), or NULL */
 	uint64_t phase_occurrence; /* --phase-occurrence N: sample only the Nth (0: every one) */
+	int offcpu;              /* --off-cpu: the tasks that are not running too (offcpu.h) */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */

@@ -11,6 +11,7 @@
 #include "cmds.h"
 #include "err.h"
 #include "output.h"
+#include "offcpu_io.h"
 #include "phase.h"
 #include "progress.h"
 #include "record.h"
@@ -128,6 +129,19 @@ static void status_tick(void *arg, const struct stats *st, const struct pace *p)
 	progress_draw(stderr, line);
 }
 
+/* --off-cpu: the guest's task table found, the round's buffer made. 0, -1 (ss->err: ERR_USAGE). */
+static int offcpu_place(struct session *ss)
+{
+	static struct sample ocs[OFFCPU_PER_ROUND];
+	char why[ERR_MAX];
+	if (offcpu_open(ss, &ss->oc, why, sizeof why) < 0) {
+		ERR_SET(ss, ERR_USAGE, "%s", why);
+		return -1;
+	}
+	ss->ocs = ocs;
+	return 0;
+}
+
 /* --phase: parsed (cli checked it), BEGIN and END found in the kernel's symbols. 0, -1 (ss->err). */
 static int phase_place(struct session *ss, struct phase *ph, const struct opts *o)
 {
@@ -181,6 +195,12 @@ int cmd_record(const struct opts *o)
 		output_abort(&out);
 		return ss.err;
 	}
+	if (o->offcpu && offcpu_place(&ss) < 0) {                       /* the task table found */
+		fprintf(stderr, "gdbsample: %s\n", ss.errstr);
+		session_close(&ss);
+		output_abort(&out);
+		return ss.err;
+	}
 	struct writer *w = make_writer(o, &ss, &out, &k, &ext);         /* report, folded, capture, svg... */
 	if (w && w->err && output_gone(&out)) {                         /* the capture's header met EPIPE */
 		w->free(w);
@@ -207,6 +227,7 @@ int cmd_record(const struct opts *o)
 	summary_init(&sum);
 	stats_summary(&st, &ss.s.p.st, &ss.s.st, &ss.g.st, &p, ss.ncpu, o->cmd == CMD_REPLAY ? 0 : o->rate, o->idle, &sum);
 	if (o->phase) phase_summary(&ph, &sum);                          /* its occurrences, what they cost */
+	if (ss.oc) offcpu_summary(ss.oc, &sum);                          /* the tasks that waited */
 	session_summary(&ss, &sum);                                     /* modules, the VM, the image */
 	summary_kv(&sum, kv, sizeof kv);                                /* the capture's trailer */
 	session_image_line(&ss, kline, sizeof kline);
@@ -253,6 +274,8 @@ int cmd_record(const struct opts *o)
 		fputs(text, stderr);
 	}
 	w->free(w);
+	offcpu_close(ss.oc);
+	ss.oc = NULL;
 	if (wfail) output_abort(&out);
 	else if (output_commit(&out) < 0) {                             /* into place, now complete */
 		fprintf(stderr, "gdbsample: %s\n", out.errstr);

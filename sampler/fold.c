@@ -3,6 +3,7 @@
 #include "writer.h"
 #include "err.h"
 #include "hash.h"
+#include "offcpu.h"
 #include <stdlib.h>
 
 struct fold {
@@ -38,6 +39,8 @@ static int fold_add(struct writer *w, const struct sample *s)
 		task_root(f->tf, &s->task, s->has_task, nm, sizeof nm);
 		off = (size_t)snprintf(line, sizeof line, "%s", nm);
 	}
+	if (s->offcpu) /* as qperf's analyzer: the off-CPU state under the task, then its stack */
+		off += (size_t)snprintf(line + off, sizeof line - off, ";%s", offcpu_class_frames[s->offcpu % OC_NCLASS]);
 	if (label)
 		off += (size_t)snprintf(line + off, sizeof line - off, ";%s",
 					s->flags & SF_FIRMWARE ? "[firmware]" : "[user]");
@@ -51,7 +54,7 @@ static int fold_add(struct writer *w, const struct sample *s)
 		ERR_SET(w, ERR_SYS, "out of memory");
 		return -1;
 	}
-	++*count;
+	*count += s->weight > 1 ? s->weight : 1; /* an off-CPU stack stands for its periods */
 	return 0;
 }
 

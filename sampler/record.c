@@ -57,6 +57,19 @@ int record_deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	return 0;
 }
 
+/* An off-CPU stack (record --off-cpu) to the text writer: not a vCPU sample, so it counts in
+ * none of the run's sample counters (offcpu_summary has its own). 0, -1, 1 as record_deliver. */
+int record_deliver_offcpu(struct session *ss, struct sinks *k, const struct sample *s)
+{
+	if (!task_filter_match(&ss->o->filter, &s->task, s->has_task) || !k->text) return 0;
+	if (k->text->add(k->text, s) < 0) {
+		if (record_sinks_gone(k)) return 1;
+		ERR_SET(ss, k->text->err, "%s", k->text->errstr);
+		return -1;
+	}
+	return 0;
+}
+
 /* The sinks' tick when due (also in rounds that read nothing: a held VM, a rescue -- `top` reads
  * its keys there). */
 void record_tick_if_due(struct sinks *k, struct stats *st, const struct pace *p, int64_t now, int64_t every,
@@ -150,6 +163,10 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 		for (int i = 0; i < n && !d; i++) {
 			out[i].t_ns = (uint64_t)(t0 - start);
 			d = record_deliver(ss, k, st, &out[i]);
+		}
+		for (int i = 0; i < ss->noc && !d; i++) { /* --off-cpu: the tasks that were not running */
+			ss->ocs[i].t_ns = (uint64_t)(t0 - start);
+			d = record_deliver_offcpu(ss, k, &ss->ocs[i]);
 		}
 		if (d < 0) rc = -1;
 		if (d) break;

@@ -38,6 +38,7 @@ int record_phase_loop(struct session *ss, struct sinks *k, struct stats *st, str
  * a writer's error with ss->err set, 1 when the reader has gone); the sinks' tick when due. */
 int record_sinks_gone(const struct sinks *k);
 int record_deliver(struct session *ss, struct sinks *k, struct stats *st, const struct sample *s);
+int record_deliver_offcpu(struct session *ss, struct sinks *k, const struct sample *s);
 void record_tick_if_due(struct sinks *k, struct stats *st, const struct pace *p, int64_t now, int64_t every,
 			int64_t *next);
 

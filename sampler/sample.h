@@ -23,6 +23,10 @@ struct sample {
 	uint8_t n;                             /* frames used: frames[0] = pc, then return addresses */
 	uint64_t exact[4];                     /* bit i: frames[i] (i > 0) is an interrupted pc (an
 						* interrupt or exception frame's), not a return address */
+	uint8_t offcpu;                        /* record --off-cpu: 0 an on-CPU sample; else the
+						* task's OC_* class (offcpu.h): frames[0] is where it
+						* resumes, and it stands for weight sample periods */
+	uint32_t weight;                       /* periods it stands for (on-CPU samples: 1 or 0) */
 	int has_task;                          /* task holds who ran (attribution on and read) */
 	struct task_id task;                   /* ...who it was (task.h) */
 	uint64_t frames[SAMPLE_MAX_FRAMES];    /* the chain, leaf first */

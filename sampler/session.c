@@ -4,6 +4,7 @@
 #include "err.h"
 #include "files.h"
 #include "insn.h"
+#include "offcpu_io.h"
 #include "pace.h"
 #include "progress.h"
 #include "record.h"
@@ -469,6 +470,12 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 		hold(ss, stopped_why(ss));
 		ss->held_rounds++;
 		return 2;
+	}
+	ss->noc = 0;
+	if (taken == 0 && ss->oc) { /* the tasks that are not running, in the same stop */
+		int k = offcpu_take(ss, ss->oc, pace_now(), ss->ocs, OFFCPU_PER_ROUND);
+		if (k < 0) taken = -1;
+		else ss->noc = k;
 	}
 	if (taken == 0 && look_for_hotplug(ss) < 0) taken = -1;
 	if (taken == 0 && look_for_migration(ss) < 0) taken = -1;

@@ -82,9 +82,13 @@ struct session {
 	int hotplugged;                /* vCPUs that appeared during the run (not sampled) */
 	int next_tid;                  /* the thread id the next hot-plugged vCPU would get */
 	int64_t next_plug_ns;          /* when to look for one next */
+	struct offcpu *oc;             /* record --off-cpu: the guest's tasks followed (offcpu.h), or NULL */
+	struct sample *ocs;            /* ...each round's off-CPU stacks (OFFCPU_PER_ROUND) */
+	int noc;                       /* ...how many the last round gave */
 	int err;                       /* sticky error code (err.h) */
 	char errstr[ERR_MAX];              /* what went wrong */
 };
+#define OFFCPU_PER_ROUND 64            /* off-CPU stacks one round gives at most */
 
 /* Load symbols, connect, check the ELF, start the guard and the sampler. VM left stopped. */
 int session_open(struct session *ss, const struct opts *o);

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: MIT
+"""gdbsample record --off-cpu: every task of our test kernel that is not running, its saved stack
+walked from where it resumes and weighed by the wall time it waited (issue 25, part 1).
+
+Ground truth is each task's structure: `work sleep 10` does nothing but sleep in nap_sleep ->
+task_sleep_ms, so all of its wall time is off-CPU, blocked, under that chain (at least 95 %: a
+stop that finds it awake for the few instructions between two sleeps gives that time to none);
+`work split 5 3 2` only computes, so its time is on-CPU (its vCPU is its own once the shell
+sleeps: at most 5 % runnable, while the shell answers a command); the shell waits for a key in
+console_getc. The weights of a task that waited throughout add up to the run's wall time in
+sample periods (duration_ns x -r), within a fifth: they are wall time, not samples, so a starved
+host changes how often the table is read but not what the weights add to. Each test boots its
+own guest (stopped by pid at teardown, the `boot` fixture)."""
+import re
+
+import conftest
+import pytest
+from test_count import ARCHES
+
+pytestmark = pytest.mark.usefixtures("need_gdbsample")
+
+
+def start(g, command):
+    g.send(command + "\n")
+    out = g.read_until("\n> ")
+    return int(re.search(r"pid (\d+) ", out).group(1))
+
+
+def weights(folded):
+    """{(root, class or None): {stack below the class: weight}} of folded text."""
+    out = {}
+    for frames, n in conftest.folded_rows(folded):
+        cls = frames[1] if len(frames) > 1 and frames[1].startswith("off-cpu/") else None
+        rest = ";".join(frames[2:] if cls else frames[1:])
+        d = out.setdefault((frames[0], cls), {})
+        d[rest] = d.get(rest, 0) + n
+    return out
+
+
+def kv(stderr):
+    return dict(line.split(" ", 1) for line in stderr.splitlines() if re.match(r"^[a-z_0-9]+ ", line))
+
+
+@pytest.mark.parametrize("arch, qemu", [("x86_64", "7.2"), ("x86_64", "10.0"), ("aarch64", "7.2"),
+                                        ("riscv64", "7.2")], indirect=["qemu"])
+def test_a_sleeper_is_off_cpu_and_a_spinner_on(boot, arch):
+    kernel, config = ARCHES[arch]
+    g = boot(smp=2, kernel=kernel, **({"config": config} if config else {}))
+    sleeper = start(g, "work sleep 10")
+    spinner = start(g, "work split 5 3 2")
+    r = conftest.gdbsample("record", "-p", g.gdbport, "-e", g.kernel, "-d", 2, "-f", "folded", "--off-cpu",
+                           "--task-format", "comm-pid", "--summary-format", "kv", timeout=120)
+    assert r.returncode == 0, r.stderr
+    w, keys = weights(r.stdout), kv(r.stderr)
+    periods = int(keys["duration_ns"]) / 1e9 * 100  # -r 100
+    sleep_all = sum(sum(d.values()) for (root, _), d in w.items() if root == f"sleep-{sleeper}")
+    sleep_chain = sum(n for stack, n in w.get((f"sleep-{sleeper}", "off-cpu/blocked"), {}).items()
+                      if re.search(r";work_main;nap_sleep;task_sleep_ms(;|$)", stack))
+    assert sleep_all > 0 and sleep_chain >= 0.95 * sleep_all, (w, r.stderr)
+    assert 0.8 * periods <= sleep_chain <= 1.05 * periods + 1, (sleep_chain, periods, r.stderr)
+    split_on = sum(w.get((f"split-{spinner}", None), {}).values())
+    split_off = sum(sum(d.values()) for (root, cls), d in w.items() if root == f"split-{spinner}" and cls)
+    assert split_on >= 20 and split_off <= 0.05 * (split_on + split_off), (w, r.stderr)
+    shell = w.get(("shell-3", "off-cpu/blocked"), {})
+    assert any("shell_task;console_getc" in stack for stack in shell), w
+    assert not any(root.startswith("idle") for root, cls in w if cls), w  # idle tasks are left out
+    assert int(keys["offcpu_samples"]) > 0 and keys["offcpu_unreadable"] == "0", r.stderr
+    assert int(keys["offcpu_walk_end"]) == int(keys["offcpu_samples"]), r.stderr  # every walk reached task_entry
+    # the guest's own view: the off-CPU tasks are the ones its ps lists as waiting
+    ps = {t["pid"]: t for t in g.ps()}
+    for root, cls in w:
+        if cls:
+            pid = int(root.rsplit("-", 1)[1])
+            assert pid in ps, (root, ps)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-f", "report"], "--off-cpu is for record -f folded or -f svg"),
+    (["-f", "capture", "-o", "/dev/null"], "--off-cpu is for record -f folded or -f svg"),
+    (["--os", "none", "-f", "folded"], "--off-cpu is for record -f folded or -f svg"),
+    (["-f", "folded", "--phase", "a=split_a:split_b"], "--off-cpu is for record -f folded or -f svg, with the kernel "
+                                                       "image (-e) and its tasks, not with --phase"),
+])
+def test_what_off_cpu_cannot_do_is_refused_in_one_line(args, message):
+    r = conftest.gdbsample("record", "-p", 1, "-e", conftest.KERNEL, "--off-cpu", *args, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().startswith(f"gdbsample: {message}") and len(r.stderr.strip().splitlines()) == 1, r.stderr
