@@ -14,7 +14,7 @@ from analyze import DATA, HERE
 from analyze import call as run  # in this process: no interpreter start per call (make check time)
 
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
-OBJS = ["demangle", "capture", "symbols", "insn", "arch", "report", "fold", "hash", "rsp", "pace", "files", "task", "textnum"]
+OBJS = ["demangle", "capture", "symbols", "insn", "arch", "report", "fold", "hash", "rsp", "pace", "files", "task", "textnum", "offcpu"]
 
 
 @pytest.fixture(scope="module")
