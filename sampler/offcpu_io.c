@@ -60,10 +60,8 @@ int offcpu_take(struct session *ss, struct offcpu *oc, int64_t now, struct sampl
 		if (req[i].slot >= 0) used += req[i].len;
 		b[i] = (struct gdb_block){ req[i].addr, req[i].len, dst, 0 };
 	}
-	if (gdb_read_blocks(&ss->g, ss->cpus[0], b, nreq) == -1) {
-		ERR_SET(ss, ss->g.err, "%s", ss->g.errstr);
-		return -1;
-	}
+	if (gdb_read_blocks(&ss->g, ss->cpus[0], b, nreq) == -1)
+		return -1; /* the error stays in ss->g: a rescue is recovered from there (session_sample) */
 	for (int i = 0; i < nreq; i++) req[i].data = b[i].ok ? b[i].out : NULL;
 	int nh = offcpu_decode(oc, req, nreq, now, hit, cap < OFFCPU_REQS ? cap : OFFCPU_REQS);
 	const struct plan *p = &ss->s.p;

@@ -13,7 +13,8 @@ int offcpu_open(struct session *ss, struct offcpu **out, char *err, size_t cap);
 void offcpu_close(struct offcpu *oc);
 /* In a stop (the VM stopped by us, after the vCPUs' reads): the table and the predicted saved
  * stacks in one trip, the off-CPU stacks walked into out (at most cap; their t_ns is the
- * caller's). How many, or -1 on a lost connection (ss->err). */
+ * caller's). How many, or -1 when the reads failed (ss->g.err: ERR_RESCUED when the pause
+ * watchdog took over, which the round recovers from, else a lost connection). */
 int offcpu_take(struct session *ss, struct offcpu *oc, int64_t now, struct sample *out, int cap);
 /* The summary's off-CPU rows. */
 void offcpu_summary(const struct offcpu *oc, struct summary *t);

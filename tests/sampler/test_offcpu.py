@@ -85,3 +85,46 @@ def test_what_off_cpu_cannot_do_is_refused_in_one_line(args, message):
     r = conftest.gdbsample("record", "-p", 1, "-e", conftest.KERNEL, "--off-cpu", *args, timeout=30)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().startswith(f"gdbsample: {message}") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_held_up_in_the_off_cpu_reads_the_run_goes_on(boot):
+    """gdbsample SIGSTOPped at a round's read of the task table (a proxy in front of QEMU's stub
+    sees it): the pause watchdog resumes the guest within about --max-pause, the round is lost,
+    and after SIGCONT the run goes on -- off-CPU stacks after the rescue too, exit 0."""
+    import os
+    import signal
+    import subprocess
+    import threading
+    from rspproxy import RspProxy
+    g = boot(smp=2, qmp=True)
+    start(g, "work sleep 10")
+    nm = subprocess.run(["nm", g.kernel], capture_output=True, text=True).stdout
+    table = b"m%x," % int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" tasks")), 16)
+    proc, fired, seen = {}, threading.Event(), {"c": 0}
+
+    def hook(req, n):
+        seen["c"] += req[:1] == b"c"
+        if req.startswith(table) and seen["c"] >= 20 and not fired.is_set():  # a round's, well into the run
+            fired.set()
+            os.kill(proc["p"].pid, signal.SIGSTOP)
+
+    px = RspProxy(g.gdbport, hook=hook)
+    p = proc["p"] = subprocess.Popen([conftest.GDBSAMPLE, "record", "-p", str(px.port), "-e", g.kernel, "-d", "3",
+                                      "-f", "folded", "--off-cpu", "--task-format", "comm", "--max-pause", "0.2",
+                                      "--summary-format", "kv"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert fired.wait(60), px.sent()[-400:]
+        assert conftest.wait_running(g.qmp_path, timeout=10) == "running"
+        assert p.poll() is None
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=60)
+    px.close()
+    assert p.returncode == 0, err
+    keys = kv(err)
+    assert int(keys["watchdog_rescues"]) >= 1 and int(keys["offcpu_samples"]) > 0, err
+    assert "sleep;off-cpu/blocked;task_entry;work_main;nap_sleep" in out, out
+    # no error line, a stale one from the rescue included: only warnings besides the keys
+    assert all("warning: " in line for line in err.splitlines() if line.startswith("gdbsample: ")), err
+    assert conftest.wait_running(g.qmp_path) == "running"
