@@ -98,22 +98,28 @@ def recording(recordings):
     return recordings("7.2")
 
 
+def paused_at(path, at, qemu="7.2"):
+    """A replay of the recording stopped by QEMU itself at exactly `at` instructions, to be handed
+    to gdbsample with --resume-paused: paused before FROM however slow gdbsample's start on a
+    loaded host (it was seen attaching at 495 M beside CPU hogs, and a QMP stop 0.5 s after the
+    prompt came at 307 M; a break set after the prompt, at 382 M), as it is started paused (-S)
+    and the break goes in before it runs (replay_break). The caller stops it."""
+    g = rr_guest("replay", path, gdb=True, qemu=qemu, paused=True).start()
+    assert "Error" not in conftest.hmp(g.qmp_path, f"replay_break {at}")
+    conftest.qmp(g.qmp_path, "cont")
+    deadline = time.monotonic() + 60
+    while conftest.qmp_status(g.qmp_path) == "prelaunch" and time.monotonic() < deadline:
+        time.sleep(0.05)  # cont ran it: it pauses again at the break
+    while conftest.qmp_status(g.qmp_path) != "paused" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return g
+
+
 def replay(path, *args, at=100_000_000, qemu="7.2"):
     """Replay the recording with gdbsample replay ARGS, attaching at instruction `at`;
     (CompletedProcess, QEMU's exit status or None if it still ran, the summary's keys)."""
-    g = rr_guest("replay", path, gdb=True, qemu=qemu, paused=True).start()
+    g = paused_at(path, at, qemu)
     try:
-        # Paused before FROM however slow gdbsample's start on a loaded host (it was seen attaching
-        # at 495 M beside CPU hogs, and a QMP stop 0.5 s after the prompt came at 307 M; a break
-        # set after the prompt, at 382 M): started paused, then stopped by QEMU itself at exactly
-        # `at` instructions (replay_break); handed over with --resume-paused.
-        assert "Error" not in conftest.hmp(g.qmp_path, f"replay_break {at}")
-        conftest.qmp(g.qmp_path, "cont")
-        deadline = time.monotonic() + 60
-        while conftest.qmp_status(g.qmp_path) == "prelaunch" and time.monotonic() < deadline:
-            time.sleep(0.05)  # cont ran it: it pauses again at the break
-        while conftest.qmp_status(g.qmp_path) != "paused" and time.monotonic() < deadline:
-            time.sleep(0.05)
         r = subprocess.run([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--summary-format", "kv",
                             "--resume-paused"] + [str(a) for a in args], capture_output=True, text=True, timeout=300)
         kv = dict(line.split(" ", 1) for line in r.stderr.splitlines() if " " in line and not line.startswith("gdbsample"))
@@ -253,12 +259,15 @@ def test_a_recording_that_ends_before_until_ends_the_profile(recording, tmp_path
 
 def test_a_signal_ends_the_replay_and_the_profile_is_written(recording, tmp_path):
     """SIGINT once the replay is past FROM: gdbsample stops it where it is, writes what it
-    sampled, detaches -- and the replay runs on to the recording's end (QEMU exits 0)."""
-    g = rr_guest("replay", recording, gdb=True).start()
+    sampled, detaches -- and the replay runs on to the recording's end (QEMU exits 0). The replay
+    waits at 100 M for gdbsample (paused_at): past FROM it runs only because gdbsample drives it,
+    so the signal comes after the attach (beside hogs an unpaused replay reached FROM while
+    gdbsample was still connecting, and the signal ended the connect: exit 1)."""
+    g = paused_at(recording, 100_000_000)
     try:
         out = str(tmp_path / "sig.folded")
         p = subprocess.Popen([GDBSAMPLE, "replay", "-p", str(g.gdbport), "-e", g.kernel, "--every", "1000000",
-                              "-f", "folded", "-o", out, "--summary-format", "kv"],
+                              "--resume-paused", "-f", "folded", "-o", out, "--summary-format", "kv"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while icount_of(g) < FROM and p.poll() is None and time.monotonic() < deadline:
