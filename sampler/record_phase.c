@@ -124,8 +124,13 @@ static int on_trap(struct phasing *x, const struct gdb_stopinfo *si)
 		return 0;
 	}
 	ph->cost.hits++;
-	if (phase_hit(ph, pc, cpu, t - x->start) == PHASE_OPENED && phase_sampling(ph))
-		x->p->next_ns = t + x->p->period_ns; /* the first sample a period in, as any other */
+	if (phase_hit(ph, pc, cpu, t - x->start) == PHASE_OPENED && phase_sampling(ph)) {
+		/* the next point of the run's grid (start + k periods), not a period after the open: an
+		 * occurrence shorter than a period is then sampled in proportion to its length (a
+		 * period from each open never sampled a 3 ms hotmod read at 200 Hz) */
+		int64_t k = (t - x->start) / x->p->period_ns + 1;
+		x->p->next_ns = x->start + k * x->p->period_ns;
+	}
 	if (bpc_hit(&x->cap, i, t)) {
 		ph->cost.capped = 1;
 		return 1;
