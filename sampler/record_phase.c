@@ -140,6 +140,18 @@ static int on_trap(struct phasing *x, const struct gdb_stopinfo *si)
 	return r;
 }
 
+/* A vCPU at BEGIN or END itself, not yet past it: its pc there, or an interrupt taken there
+ * (an exact frame, the interrupted pc, at it: seen on riscv64, split_b;trap_entry inside a=
+ * split_a:split_b) -- the bound's hit comes once it runs on. */
+static int on_bound(const struct phase *ph, const struct sample *s)
+{
+	if (!s->n || (s->flags & SF_USER)) return 0;
+	for (int i = 0; i < s->n; i++)
+		if ((i == 0 || unwind_is_exact(s->exact, i)) && (s->frames[i] == ph->begin || s->frames[i] == ph->end))
+			return 1;
+	return 0;
+}
+
 /* One round at a deadline, the VM stopped by us since stop_t: read, deliver, resume. 0, 1 (the
  * watchdog took over: the VM runs, the breakpoints out), 2 (the VM is held by someone else: left
  * stopped), -1. */
@@ -160,8 +172,7 @@ static int round_at(struct phasing *x, struct sinks *k, struct stats *st, int64_
 	st->dropped = ss->s.p.st.reg_errors;
 	int d = 0;
 	for (int i = 0; i < n && !d; i++) {
-		if (out[i].n && !(out[i].flags & SF_USER) &&
-		    (out[i].frames[0] == x->ph->begin || out[i].frames[0] == x->ph->end)) {
+		if (on_bound(x->ph, &out[i])) {
 			x->ph->cost.on_bound++; /* stopped on a bound: its hit comes on resume */
 			continue;
 		}

@@ -66,20 +66,25 @@ def test_samples_only_inside_the_phase(boot, arch):
     g = boot(smp=2, qmp=True, kernel=kernel, **({"config": config} if config else {}))
     pid = start_split(g)
     before = rounds(g, pid)
-    r = conftest.gdbsample("record", "-p", g.gdbport, "-e", g.kernel, "-d", 3, "-r", 200, "-f", "folded",
-                           "--task-format", "comm", "--phase", "a=split_a:split_b", "--max-hits", 100000,
-                           "--summary-format", "kv", timeout=BOUND)
+    stacks, runs = [], 0
+    while runs < 4 and sum(n for _, n in stacks) < 20:  # a starved host gives fewer: add runs (2 in one)
+        runs += 1
+        r = conftest.gdbsample("record", "-p", g.gdbport, "-e", g.kernel, "-d", 3, "-r", 200, "-f", "folded",
+                               "--task-format", "comm", "--phase", "a=split_a:split_b", "--max-hits", 100000,
+                               "--summary-format", "kv", timeout=BOUND)
+        assert r.returncode == 0, r.stderr
+        stacks += split_task_stacks(r.stdout)
+        if kv(r.stderr)["phase_rescues"] != "0":
+            break
     after = rounds(g, pid)
-    assert r.returncode == 0, r.stderr
     keys = kv(r.stderr)
     assert keys["phase"] == "a" and keys["phase_begin"] == "split_a" and keys["phase_end"] == "split_b", r.stderr
     opened, closed = int(keys["phase_occurrences"]), int(keys["phase_complete"])
     assert opened >= 5, r.stderr  # 3 s of rounds of some 20-60 ms each, even beside hogs
     assert closed in (opened, opened - 1) and int(keys["phase_incomplete"]) == opened - closed, r.stderr
-    assert opened <= after - before + 1, (opened, before, after)
+    assert opened <= after - before + runs, (opened, before, after)
     assert keys["phase_capped"] == "0", r.stderr
     assert int(keys["phase_hits"]) == opened + closed, r.stderr  # only the bound that can change it is in
-    stacks = split_task_stacks(r.stdout)
     total = sum(n for _, n in stacks)
     in_a = sum(n for f, n in stacks if "split_a" in f)
     outside = [(f, n) for f, n in stacks if "split_b" in f or "split_c" in f]
