@@ -222,6 +222,11 @@ int session_open(struct session *ss, const struct opts *o)
 			     : "no vCPU runs a kernel in the upper half, where gdbsample reads a Linux kernel's names "
 			       "from guest memory");
 	if (ss->img.syms.n && locate_kernel(ss) < 0) return -1;            /* KASLR, tables, unwinders */
+	if (ss->img.has_orc) { /* names are at this boot's addresses now */
+		const struct symtab *t = &ss->img.syms;
+		int m = (t->marks >> MARK_FORK_ASM) & 1 ? MARK_FORK_ASM : MARK_FORK;
+		ss->img.orc.fork_ret = (t->marks >> m) & 1 ? t->mark[m] : 0;
+	}
 	struct sampler_cfg cfg = { session_syms(ss), ss->nmethods, { 0 }, ss->img.has_orc ? &ss->img.orc : NULL,
 				   ss->img.has_cfi ? &ss->img.cfi : NULL, ss->klo, ss->khi, o->max_frames, NULL, 0 };
 	memcpy(cfg.order, ss->methods, sizeof cfg.order);

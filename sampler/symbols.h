@@ -35,6 +35,8 @@ enum symmark {
 	MARK_ORC_HDR_START, MARK_ORC_HDR_STOP,  /* __start_orc_header, __stop_orc_header (6.4+) */
 	MARK_BANNER,                            /* linux_banner: "Linux version ..." */
 	MARK_MODULES,                           /* modules: the loaded modules' list_head */
+	MARK_FORK_ASM, MARK_FORK,               /* ret_from_fork_asm (6.6+), ret_from_fork: where a
+						 * new task's first switch returns (x86 ORC) */
 	MARK_N
 };
 extern const char *const symmark_names[MARK_N];

@@ -202,7 +202,7 @@ static int reg(const struct uw_frame *f, int r, uint64_t *v)
  */
 enum uw_step orc_step(void *ctx, struct uw_walk *w, const struct uw_frame *c, struct uw_frame *caller)
 {
-	struct orc_table *t = ctx;
+	struct orc_table *t = ctx, *kernel = ctx;
 	struct orc_entry o;
 	uint64_t sp, nbp, at = c->exact ? c->pc : c->pc - 1;
 	if (!w->arch->is_x86) return US_NOINFO;
@@ -286,7 +286,7 @@ enum uw_step orc_step(void *ctx, struct uw_walk *w, const struct uw_frame *c, st
 		goto bad;
 	}
 	caller->pc = pc;
-	caller->exact = o.signal;
+	caller->exact = o.signal || (kernel->fork_ret && pc == kernel->fork_ret);
 	if (have_cs && (cs & 3) == 3) return US_USER; /* the frame interrupted user mode */
 	return US_OK;
 bad:

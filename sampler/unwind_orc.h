@@ -51,6 +51,10 @@ struct orc_table {
 	 * (modules.c's mods_orc; NULL: none). That table's own bias applies. */
 	struct orc_table *(*more)(void *arg, uint64_t pc);
 	void *more_arg;          /* its argument */
+	/* The guest pc a new task's first switch returns to (ret_from_fork_asm, before 6.6
+	 * ret_from_fork), 0 unknown: a return address there is exact, as the kernel's unwinder takes
+	 * it (its ORC says end of stack at the pc itself; at pc - 1 is the code before). */
+	uint64_t fork_ret;
 	struct orc_hit *cache;   /* recent lookups, direct-mapped by pc (ORC_CACHE slots) */
 	int err;                 /* sticky error code */
 	char errstr[ERR_MAX];        /* what went wrong */

@@ -236,6 +236,19 @@ static void test_steps(void)
 	CHECK(out.stop == UW_END && out.n == 3 && f[1] == T(0x1020) && f[2] == T(0x6040));
 	CHECK(out.nextents == 2 && out.ext[0].lo == STK2 + 0x800 && out.ext[1].hi == STK + 0x190);
 
+	/* A new task's first switch returns to the fork entry's first instruction, whose ORC says end
+	 * of stack; at pc - 1 is the code before it (here indirect: a wrong rule). Linux takes that
+	 * return address as exact, and so does the walk once it knows where the entry is. */
+	memset(mem, 0, sizeof mem);
+	put(STK + 0x100, T(0x6000));     /* leaf "returns" into bottom's first instruction */
+	setup(&in, T(0x1004), STK + 0x100, 0);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop != UW_END);       /* looked up at 0x5fff: the indirect rule there */
+	t.fork_ret = T(0x6000);
+	unwind_walk(&in, f, &out);
+	CHECK(out.stop == UW_END && out.n == 2 && f[1] == T(0x6000) && unwind_is_exact(out.exact, 1));
+	t.fork_ret = 0;
+
 	/* No entry for the pc (outside the table's text): no information, the walk stops. */
 	setup(&in, T(0x20000), STK + 0x100, 0);
 	unwind_walk(&in, f, &out);
