@@ -62,6 +62,14 @@ int bp_cpu_of_tid(const struct gdb *g, int tid)
 	return -1;
 }
 
+int bp_trap_pc(struct gdb *g, const struct gdb_stopinfo *si, int *cpu, uint64_t *pc)
+{
+	*cpu = si->tid >= 0 ? bp_cpu_of_tid(g, si->tid) : 0;
+	if (*cpu < 0 || !g->layout.pc) return 0;
+	int r = gdb_reg(g, *cpu, g->layout.pc->num, pc);
+	return r == -1 ? -1 : r == 0;
+}
+
 /* QEMU's TCG lets a single step run over a breakpoint (its single-step overrides them): one step,
  * the breakpoint left in. The first hit checks it -- the step's pc must have moved -- and a stub
  * that traps again there is stepped over the classic way, the breakpoint out. Every step is

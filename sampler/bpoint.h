@@ -25,6 +25,9 @@ int bp_resolve(struct session *ss, const char *who, const char *func, uint64_t *
 int bp_request(struct session *ss, int insert, uint64_t addr, int kind);
 /* The vCPU index of a stop reply's thread id, or -1. */
 int bp_cpu_of_tid(const struct gdb *g, int tid);
+/* A SIGTRAP stop reply's vCPU (*cpu) and its pc (*pc, read with `p`): 1, 0 when it names no vCPU
+ * of ours or the pc does not read (a stop not ours to judge), -1 (the connection failed: g->err). */
+int bp_trap_pc(struct gdb *g, const struct gdb_stopinfo *si, int *cpu, uint64_t *pc);
 /* vCPU cpu stopped on the breakpoint at pc: single-step it alone past it (the others stay
  * stopped), checking that the pc moved -- a step that left it on the breakpoint is done again, the
  * breakpoint out, up to 4 tries. The breakpoint is in again afterwards. 0, -1 (ss->err; ERR_RESCUED

@@ -76,15 +76,11 @@ static int disarm(struct counting *c)
 static int on_trap(struct counting *c, const struct gdb_stopinfo *si)
 {
 	struct gdb *g = &c->ss.g;
-	int cpu = si->tid >= 0 ? bp_cpu_of_tid(g, si->tid) : 0;
+	int cpu;
 	uint64_t pc;
-	if (cpu < 0 || !g->layout.pc) {
-		c->bc.foreign++;
-		return 0;
-	}
-	int r = gdb_reg(g, cpu, g->layout.pc->num, &pc);
+	int r = bp_trap_pc(g, si, &cpu, &pc);
 	if (r == -1) return fail_g(c);
-	int i = r == 0 && c->bc.armed ? bpc_find(&c->bc, pc) : -1;
+	int i = r == 1 && c->bc.armed ? bpc_find(&c->bc, pc) : -1;
 	if (i < 0) {
 		c->bc.foreign++; /* a step's stop, or a breakpoint not ours: `c` goes on */
 		return 0;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* offcpu_dwarf.c: our test kernel's task table for record --off-cpu, found through its DWARF (libdw) and its ELF symbols. */
 #include "offcpu_dwarf.h"
+#include "dwtop.h"
+#include "elfsec.h"
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
@@ -31,26 +33,21 @@ struct found {
 	int ok;
 };
 
+static int match_top(Dwarf_Die *d, void *arg)
+{
+	struct found *q = arg;
+	const char *n = dwarf_diename(d);
+	if (dwarf_tag(d) != q->tag || !n || strcmp(n, q->name) || dwarf_hasattr(d, DW_AT_declaration) ||
+	    (q->tag == DW_TAG_variable && !dwarf_hasattr(d, DW_AT_location)))
+		return 0;
+	q->die = *d;
+	return q->ok = 1;
+}
+
 /* The first top-level DIE of tag and name (a defining one: no DW_AT_declaration) in any unit. */
 static int find_top(Dwarf *dw, struct found *q)
 {
-	Dwarf_Off cu = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(dw, cu, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie, d;
-		if (dwarf_offdie(dw, cu + hsize, &cudie) && dwarf_child(&cudie, &d) == 0) {
-			do {
-				const char *n = dwarf_diename(&d);
-				if (dwarf_tag(&d) == q->tag && n && !strcmp(n, q->name) && !dwarf_hasattr(&d, DW_AT_declaration) &&
-				    (q->tag != DW_TAG_variable || dwarf_hasattr(&d, DW_AT_location))) {
-					q->die = d;
-					return q->ok = 1;
-				}
-			} while (dwarf_siblingof(&d, &d) == 0);
-		}
-		cu = next;
-	}
-	return 0;
+	return dw_each_top(dw, match_top, q);
 }
 
 static int type_of(Dwarf_Die *d, Dwarf_Die *out)
@@ -110,31 +107,17 @@ static int enumerator(Dwarf_Die *e, const char *name, int64_t *val)
 /* The 8-byte value of the data symbol name (its bytes in the ELF file). */
 static int symbol_word(Elf *elf, const char *name, uint64_t *val)
 {
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB) continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *n;
-			if (!gelf_getsym(d, (int)i, &s) || !(n = elf_strptr(elf, sh.sh_link, s.st_name)) || strcmp(n, name) ||
-			    s.st_size != 8 || s.st_shndx == SHN_UNDEF)
-				continue;
-			Elf_Scn *ds = elf_getscn(elf, s.st_shndx);
-			GElf_Shdr dh;
-			Elf_Data *dd = ds ? elf_getdata(ds, NULL) : NULL;
-			if (!ds || !gelf_getshdr(ds, &dh) || !dd || dh.sh_type != SHT_PROGBITS || s.st_value < dh.sh_addr ||
-			    s.st_value + 8 > dh.sh_addr + dd->d_size)
-				return -1;
-			const uint8_t *p = (const uint8_t *)dd->d_buf + (s.st_value - dh.sh_addr);
-			uint64_t v = 0;
-			for (int k = 7; k >= 0; k--) v = v << 8 | p[k]; /* little-endian: all three arches */
-			*val = v;
-			return 0;
-		}
-	}
-	return -1;
+	GElf_Sym s;
+	GElf_Shdr dh;
+	Elf_Scn *ds = elfsec_symbol(elf, name, &s) == 0 && s.st_size == 8 ? elf_getscn(elf, s.st_shndx) : NULL;
+	Elf_Data *dd = ds && gelf_getshdr(ds, &dh) ? elf_getdata(ds, NULL) : NULL;
+	if (!dd || dh.sh_type != SHT_PROGBITS || s.st_value < dh.sh_addr || s.st_value + 8 > dh.sh_addr + dd->d_size)
+		return -1;
+	const uint8_t *p = (const uint8_t *)dd->d_buf + (s.st_value - dh.sh_addr);
+	uint64_t v = 0;
+	for (int k = 7; k >= 0; k--) v = v << 8 | p[k]; /* little-endian: all three arches */
+	*val = v;
+	return 0;
 }
 
 int offcpu_testkernel_layout(Elf *elf, struct offcpu_layout *L, char *err, size_t cap)

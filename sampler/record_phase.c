@@ -110,15 +110,11 @@ static int on_trap(struct phasing *x, const struct gdb_stopinfo *si)
 	struct gdb *g = &ss->g;
 	struct phase *ph = x->ph;
 	int64_t t = pace_now();
-	int cpu = si->tid >= 0 ? bp_cpu_of_tid(g, si->tid) : 0;
+	int cpu;
 	uint64_t pc;
-	if (cpu < 0 || !g->layout.pc) {
-		ph->cost.foreign++;
-		return 0;
-	}
-	int r = gdb_reg(g, cpu, g->layout.pc->num, &pc);
+	int r = bp_trap_pc(g, si, &cpu, &pc);
 	if (r == -1) return fail_g(ss);
-	int i = r == 0 && x->in && pc == x->in ? bpc_find(&x->cap, pc) : -1;
+	int i = r == 1 && x->in && pc == x->in ? bpc_find(&x->cap, pc) : -1;
 	if (i < 0) {
 		ph->cost.foreign++; /* a step's stop, or a breakpoint not ours: `c` goes on */
 		return 0;

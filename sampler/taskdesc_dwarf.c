@@ -2,6 +2,7 @@
 /* taskdesc_dwarf.c: a task description (taskdesc.h) resolved to addresses and offsets through the image's DWARF (libdw). */
 #include "guestos.h"
 #include "taskdesc.h"
+#include "dwtop.h"
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <inttypes.h>
@@ -94,24 +95,6 @@ static int die_type(Dwarf_Die *d, Dwarf_Die *out)
 	return dwarf_attr_integrate(d, DW_AT_type, &a) && dwarf_formref_die(&a, out) ? 0 : -1;
 }
 
-/* Calls each(d, arg) on every top-level DIE of every unit until it returns nonzero. */
-static int each_top(Dwarf *dw, int (*each)(Dwarf_Die *, void *), void *arg)
-{
-	Dwarf_Off cu = 0, next;
-	size_t hsize;
-	while (dwarf_nextcu(dw, cu, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cudie, d;
-		if (dwarf_offdie(dw, cu + hsize, &cudie) && dwarf_child(&cudie, &d) == 0) {
-			do {
-				int r = each(&d, arg);
-				if (r) return r;
-			} while (dwarf_siblingof(&d, &d) == 0);
-		}
-		cu = next;
-	}
-	return 0;
-}
-
 struct type_q {
 	int tag;          /* DW_TAG_structure_type, DW_TAG_union_type, or 0: a typedef or any named type */
 	const char *name;
@@ -143,7 +126,7 @@ static int find_type(struct rctx *c, const char *text, Dwarf_Die *out)
 	struct type_q q = { 0, text, { 0 }, 0 };
 	if (!strncmp(text, "struct ", 7)) { q.tag = DW_TAG_structure_type; q.name = text + 7; }
 	else if (!strncmp(text, "union ", 6)) { q.tag = DW_TAG_union_type; q.name = text + 6; }
-	if (!each_top(c->dw, type_each, &q))
+	if (!dw_each_top(c->dw, type_each, &q))
 		return fail(c, "`%s`: no such type in the image's DWARF (or only declared there)", text);
 	if (peel(&q.found, out) < 0 || !is_aggregate(out))
 		return fail(c, "`%s` is not a struct or union", text);
@@ -158,7 +141,7 @@ static int complete(struct rctx *c, Dwarf_Die *t)
 	if (!dwarf_hasattr(t, DW_AT_declaration)) return 0;
 	if (!n) return fail(c, "an anonymous struct is only declared in the image's DWARF");
 	struct type_q q = { tag_of(t), n, { 0 }, 0 };
-	if (!each_top(c->dw, type_each, &q)) return fail(c, "`%s` is only declared in the image's DWARF, never defined", n);
+	if (!dw_each_top(c->dw, type_each, &q)) return fail(c, "`%s` is only declared in the image's DWARF, never defined", n);
 	*t = q.found;
 	return 0;
 }
@@ -198,7 +181,7 @@ static int var_each(Dwarf_Die *d, void *arg)
 static int find_var(struct rctx *c, const char *name, uint64_t *addr, Dwarf_Die *type)
 {
 	struct var_q q = { name, 0, 0, { 0 }, 0 };
-	each_top(c->dw, var_each, &q);
+	dw_each_top(c->dw, var_each, &q);
 	if (!q.n)
 		return fail(c, q.declared ? "`%s` has no fixed address in the image's DWARF (not a global, or "
 				"optimised out)" : "`%s`: no such global variable in the image's DWARF", name);

@@ -101,3 +101,35 @@ class RspProxy:
 
     def close(self):
         self.lsock.close()
+
+
+def run_stopped(gdb_port, argv, when, while_stopped, fired_timeout=60, timeout=60):
+    """gdbsample's argv (its -p given as "{port}") run against gdb_port through a proxy and
+    SIGSTOPped in the proxy's thread at the first request for which when(req, n) is true -- the
+    way to leave it stopped mid-stop, for its guard to act. while_stopped(proxy) then runs (the
+    test's checks on the guest), gdbsample is continued on every path and waited for.
+    (returncode, stdout, stderr); AssertionError if the request never came."""
+    import os
+    import signal
+    import subprocess
+    fired, proc = threading.Event(), {}
+
+    def hook(req, n):
+        if not fired.is_set() and when(req, n):
+            fired.set()
+            os.kill(proc["p"].pid, signal.SIGSTOP)
+
+    px = RspProxy(gdb_port, hook=hook)
+    try:
+        p = proc["p"] = subprocess.Popen([a.format(port=px.port) for a in argv], stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert fired.wait(fired_timeout), px.sent()[-400:]
+            while_stopped(px)
+            assert p.poll() is None
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+            out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    finally:
+        px.close()

@@ -238,34 +238,23 @@ def test_held_up_between_the_attach_slices_the_attach_goes_on(linux61_modules, t
     watchdog (QMP says running while gdbsample is stopped); SIGCONT: it stops the VM again, reads
     on, names the modules and samples. Before, that read's refusal ended the attach (exit 1: the
     retries test_kaslr_20_of_20 needed on a loaded host)."""
-    import signal
-    import threading
-    from rspproxy import RspProxy
+    from rspproxy import run_stopped
     g = linux61_modules
     m = core_map(g, str(tmp_path))
-    proc, fired, resumed = {}, threading.Event(), threading.Event()
+    resumed = {"c": False}
 
-    def hook(req, n):
-        if req == b"c":
-            resumed.set()
-        elif req[:1] == b"m" and resumed.is_set() and not fired.is_set():
-            fired.set()
-            os.kill(proc["p"].pid, signal.SIGSTOP)
+    def when(req, n):
+        resumed["c"] = resumed["c"] or req == b"c"
+        return req[:1] == b"m" and resumed["c"]  # the first read after the first resume
 
-    px = RspProxy(g.gdb_port, hook=hook)
-    p = proc["p"] = subprocess.Popen([GDBSAMPLE, "-p", str(px.port), "-e", g.vmlinuz, "-e", m, "-r", "100", "-d", "1",
-                                      "--max-pause", "0.2", "--summary-format", "kv"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert fired.wait(120), px.sent()[:40]
+    def while_stopped(px):
         # the watchdog's limit is 0.2 s; allow a loaded host 10 s
         assert conftest.wait_running(g.qmp_path, timeout=10) == "running"
-        assert p.poll() is None
-    finally:
-        os.kill(p.pid, signal.SIGCONT)
-    out, err = p.communicate(timeout=120)
-    px.close()
-    assert p.returncode == 0, err
+
+    rc, out, err = run_stopped(g.gdb_port, [GDBSAMPLE, "-p", "{port}", "-e", g.vmlinuz, "-e", m, "-r", "100", "-d", "1",
+                                            "--max-pause", "0.2", "--summary-format", "kv"], when, while_stopped,
+                               fired_timeout=120, timeout=120)
+    assert rc == 0, err
     kv = dict(line.split(" ", 1) for line in err.splitlines() if " " in line and not line.startswith("gdbsample"))
     # ours at least; beside hogs and a busy suite a second came (rescue 2), as the sibling test allows
     assert int(kv.get("watchdog_rescues", 0)) >= 1 and int(kv.get("read_stops", 0)) >= 2, err

@@ -215,32 +215,19 @@ def test_held_up_while_locating_the_kernel_the_attach_goes_on(boot, kind, nth):
     before, the refused request ended the attach ("the pause watchdog resumed the guest while
     gdbsample was held up", exit 1; seen in CI once a slow attach had let the VM run between two
     slices, and the test above had stopped gdbsample in the next)."""
-    from rspproxy import RspProxy
+    from rspproxy import run_stopped
     g = boot(smp=2, qmp=True)
     g.work("chain 6")
-    proc, fired = {}, threading.Event()
 
-    def hook(req, n):
-        if req[:1] == kind and n == nth and not fired.is_set():
-            fired.set()
-            os.kill(proc["p"].pid, signal.SIGSTOP)
-
-    px = RspProxy(g.gdbport, hook=hook)
-    p = proc["p"] = subprocess.Popen([GDBSAMPLE, "-p", str(px.port), "-e", g.kernel, "-r", "200", "-d", "1",
-                                      "--max-pause", "0.2", "--summary-format", "kv"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
-    try:
-        assert fired.wait(60), px.sent()
+    def while_stopped(px):
         assert b"c" not in px.sent(), px.sent()  # still the attach: no round has resumed the VM
         # the watchdog's limit is 0.2 s; allow a loaded host 10 s
         assert conftest.wait_running(g.qmp_path, timeout=10) == "running", px.sent()
-        assert p.poll() is None
-    finally:
-        os.kill(p.pid, signal.SIGCONT)
-    out, err = p.communicate(timeout=60)
-    px.close()
-    assert p.returncode == 0, err
+
+    rc, out, err = run_stopped(g.gdbport, [GDBSAMPLE, "-p", "{port}", "-e", g.kernel, "-r", "200", "-d", "1",
+                                           "--max-pause", "0.2", "--summary-format", "kv"],
+                               lambda req, n: req[:1] == kind and n == nth, while_stopped)
+    assert rc == 0, err
     # ours at least; beside hogs a second came (a 369 ms attach stop past the 0.2 s limit)
     assert rescues(err) >= 1 and out.startswith("profiled ") and "chain6" in out, (out, err)
     assert conftest.wait_running(g.qmp_path) == "running"

@@ -4,6 +4,7 @@
 #include "../../sampler/offcpu.h"
 #include "../../sampler/bytes.h"
 #include "../../sampler/files.h"
+#include "../../sampler/elfsec.h"
 #include "../../sampler/offcpu_dwarf.h"
 #include <gelf.h>
 #include <stdlib.h>
@@ -147,21 +148,10 @@ static void test_budget(void)
 
 static uint64_t symbol(Elf *e, const char *name, uint64_t *size)
 {
-	Elf_Scn *s = NULL;
-	while ((s = elf_nextscn(e, s))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_SYMTAB) continue;
-		Elf_Data *d = elf_getdata(s, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym y;
-			const char *n;
-			if (gelf_getsym(d, (int)i, &y) && (n = elf_strptr(e, sh.sh_link, y.st_name)) && !strcmp(n, name)) {
-				if (size) *size = y.st_size;
-				return y.st_value;
-			}
-		}
-	}
-	return 0;
+	GElf_Sym y;
+	if (elfsec_symbol(e, name, &y) < 0) return 0;
+	if (size) *size = y.st_size;
+	return y.st_value;
 }
 
 /* Each architecture's build of our kernel: the table (MAX_TASKS = 64 tasks), the members at

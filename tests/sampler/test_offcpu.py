@@ -91,37 +91,25 @@ def test_held_up_in_the_off_cpu_reads_the_run_goes_on(boot):
     """gdbsample SIGSTOPped at a round's read of the task table (a proxy in front of QEMU's stub
     sees it): the pause watchdog resumes the guest within about --max-pause, the round is lost,
     and after SIGCONT the run goes on -- off-CPU stacks after the rescue too, exit 0."""
-    import os
-    import signal
     import subprocess
-    import threading
-    from rspproxy import RspProxy
+    from rspproxy import run_stopped
     g = boot(smp=2, qmp=True)
     start(g, "work sleep 10")
     nm = subprocess.run(["nm", g.kernel], capture_output=True, text=True).stdout
     table = b"m%x," % int(next(line.split()[0] for line in nm.splitlines() if line.endswith(" tasks")), 16)
-    proc, fired, seen = {}, threading.Event(), {"c": 0}
+    seen = {"c": 0}
 
-    def hook(req, n):
+    def when(req, n):
         seen["c"] += req[:1] == b"c"
-        if req.startswith(table) and seen["c"] >= 20 and not fired.is_set():  # a round's, well into the run
-            fired.set()
-            os.kill(proc["p"].pid, signal.SIGSTOP)
+        return req.startswith(table) and seen["c"] >= 20  # a round's, well into the run
 
-    px = RspProxy(g.gdbport, hook=hook)
-    p = proc["p"] = subprocess.Popen([conftest.GDBSAMPLE, "record", "-p", str(px.port), "-e", g.kernel, "-d", "3",
-                                      "-f", "folded", "--off-cpu", "--task-format", "comm", "--max-pause", "0.2",
-                                      "--summary-format", "kv"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert fired.wait(60), px.sent()[-400:]
+    def while_stopped(px):
         assert conftest.wait_running(g.qmp_path, timeout=10) == "running"
-        assert p.poll() is None
-    finally:
-        os.kill(p.pid, signal.SIGCONT)
-    out, err = p.communicate(timeout=60)
-    px.close()
-    assert p.returncode == 0, err
+
+    rc, out, err = run_stopped(g.gdbport, [conftest.GDBSAMPLE, "record", "-p", "{port}", "-e", g.kernel, "-d", "3",
+                                           "-f", "folded", "--off-cpu", "--task-format", "comm", "--max-pause",
+                                           "0.2", "--summary-format", "kv"], when, while_stopped)
+    assert rc == 0, err
     keys = kv(err)
     assert int(keys["watchdog_rescues"]) >= 1 and int(keys["offcpu_samples"]) > 0, err
     assert "sleep;off-cpu/blocked;task_entry;work_main;nap_sleep" in out, out

@@ -5,6 +5,7 @@
 #include "../../sampler/guestos.h"
 #include "../../sampler/taskdesc.h"
 #include "../../sampler/task.h"
+#include "../../sampler/elfsec.h"
 #include "../../sampler/files.h"
 #include <gelf.h>
 #include <stdlib.h>
@@ -26,18 +27,8 @@ static Elf *open_elf(const char *path, uint8_t **buf)
 /* A symbol's address from the image's symbol table (what the DWARF must agree with). */
 static uint64_t sym(Elf *e, const char *name)
 {
-	Elf_Scn *s = NULL;
-	while ((s = elf_nextscn(e, s))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_SYMTAB) continue;
-		Elf_Data *d = elf_getdata(s, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym y;
-			const char *n = gelf_getsym(d, (int)i, &y) ? elf_strptr(e, sh.sh_link, y.st_name) : NULL;
-			if (n && !strcmp(n, name)) return y.st_value;
-		}
-	}
-	return 0;
+	GElf_Sym y;
+	return elfsec_symbol(e, name, &y) == 0 ? y.st_value : 0;
 }
 
 /* Parse and resolve text; 0 on success (os filled), -1 with err. */
