@@ -49,6 +49,8 @@ const char cli_usage[] =
 	"  --off-cpu          record: every task that is not running too, each stop -- its saved stack\n"
 	"                     under off-cpu/blocked or off-cpu/runnable, weighed by the wall time it\n"
 	"                     waited (-f folded or svg; our test kernel's tasks, through its DWARF)\n"
+	"  --off-cpu-slice N  task table entries each stop reads (default 4): every task is seen each\n"
+	"                     tasks/N stops, weighed by the time between; more costs more pause\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
@@ -170,7 +172,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC, OPT_OFFCPU };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC, OPT_OFFCPU, OPT_OFFCPU_SLICE };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -204,6 +206,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "phase", required_argument, 0, OPT_PHASE },
 		{ "phase-occurrence", required_argument, 0, OPT_PHASEOCC },
 		{ "off-cpu", no_argument, 0, OPT_OFFCPU },
+		{ "off-cpu-slice", required_argument, 0, OPT_OFFCPU_SLICE },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "summary", no_argument, 0, OPT_SUMMARY },
 		{ "summary-format", required_argument, 0, OPT_SUMFMT },
@@ -396,6 +399,13 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			break;
 		}
 		case OPT_OFFCPU: o->offcpu = 1; break;
+		case OPT_OFFCPU_SLICE: {
+			uint64_t v;
+			if (textnum_decz(optarg, 4096, &v) || v < 1)
+				return bad(o, "--off-cpu-slice: bad value '%.40s' (1-4096 task table entries a stop)%s", optarg, "");
+			o->offcpu_slice = (uint32_t)v;
+			break;
+		}
 		case OPT_PHASEOCC:
 			if (textnum_decz(optarg, 1000000000, &o->phase_occurrence) || o->phase_occurrence < 1)
 				return bad(o, "--phase-occurrence: bad value '%.40s' (1-1000000000)%s", optarg, "");
@@ -446,6 +456,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			  (o->format != FMT_FOLDED && o->format != FMT_SVG)))
 		return bad(o, "--off-cpu is for record -f folded or -f svg, with the kernel image (-e) and its tasks%s%s",
 			   o->phase ? ", not with --phase" : "", "");
+	if (o->offcpu_slice && !o->offcpu) return bad(o, "--off-cpu-slice needs --off-cpu%s%s", "", "");
 	if (o->phase_occurrence && !o->phase) return bad(o, "--phase-occurrence needs --phase%s%s", "", "");
 	if (o->phase && o->cmd != CMD_RECORD)
 		return bad(o, "--phase is for record (%s)%s", o->cmd == CMD_REPLAY ? "a replay's breakpoints are its instruction counts" :

@@ -31,6 +31,7 @@ struct opts {
 	const char *phase;       /* --phase NAME=BEGIN:END (phase.h), or NULL */
 	uint64_t phase_occurrence; /* --phase-occurrence N: sample only the Nth (0: every one) */
 	int offcpu;              /* --off-cpu: the tasks that are not running too (offcpu.h) */
+	uint32_t offcpu_slice;   /* --off-cpu-slice: table entries a stop reads (0: OFFCPU_SLICE) */
 	double duration;         /* -d seconds, 0 = until SIGINT/SIGTERM */
 	double connect_timeout;  /* --connect-timeout seconds: connecting, handshake and locating the kernel */
 	double max_pause;        /* --max-pause seconds: the watchdog resumes a VM stopped longer (0 = off) */

@@ -25,16 +25,19 @@ int offcpu_open(struct session *ss, struct offcpu **out, char *err, size_t cap)
 	struct offcpu *oc = malloc(sizeof *oc);
 	uint8_t *table = malloc((size_t)L.count * L.stride);
 	uint8_t *stacks = malloc((size_t)OFFCPU_BUDGET);
-	if (!oc || !table || !stacks) {
+	struct sample *kept = calloc(L.count ? L.count : 1, sizeof *kept);
+	if (!oc || !table || !stacks || !kept) {
 		free(oc);
 		free(table);
 		free(stacks);
+		free(kept);
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	offcpu_init(oc, &L, OFFCPU_BUDGET, ss->o->rate > 0 ? 1000000000LL / ss->o->rate : 10000000);
+	offcpu_init(oc, &L, OFFCPU_BUDGET, ss->o->offcpu_slice ? ss->o->offcpu_slice : OFFCPU_SLICE, ss->o->rate > 0 ? 1000000000LL / ss->o->rate : 10000000);
 	oc->table_buf = table;
 	oc->stack_buf = stacks;
+	oc->kept_buf = kept;
 	*out = oc;
 	return 0;
 }
@@ -44,6 +47,7 @@ void offcpu_close(struct offcpu *oc)
 	if (!oc) return;
 	free(oc->table_buf);
 	free(oc->stack_buf);
+	free(oc->kept_buf);
 	free(oc);
 }
 
@@ -89,7 +93,11 @@ int offcpu_take(struct session *ss, struct offcpu *oc, int64_t now, struct sampl
 		in.chunks[0] = (struct unwind_chunk){ q->addr, q->len, q->data };
 		memset(s, 0, offsetof(struct sample, frames));
 		unwind_walk(&in, s->frames, &uo);
-		if (uo.n < 1) continue;
+		uint64_t hi = 0;
+		for (int e = 0; e < uo.nextents; e++)
+			if (uo.ext[e].hi > hi) hi = uo.ext[e].hi;
+		int more = uo.stop == UW_UNREAD && uo.need_reg < 0 && uo.need >= q->addr + q->len;
+		if (offcpu_walked(oc, &hit[h], hi, more) || uo.n < 1) continue;
 		s->n = (uint8_t)uo.n;
 		memcpy(s->exact, uo.exact, sizeof s->exact);
 		if (uo.stop != UW_END) s->flags |= SF_UNRELIABLE;
@@ -98,9 +106,24 @@ int offcpu_take(struct session *ss, struct offcpu *oc, int64_t now, struct sampl
 		s->has_task = 1;
 		s->task = t->id;
 		oc->st.stops_by[uo.stop]++;
+		oc->kept_buf[hit[h].slot] = *s; /* for the end: the time after its last visit */
+		oc->t[hit[h].slot].kept = 1;
 		n++;
 	}
 	return n;
+}
+
+int offcpu_finish(struct offcpu *oc, int64_t now, struct sample *out, int cap)
+{
+	struct offcpu_hit hit[OFFCPU_REQS];
+	int nh = offcpu_flush(oc, now, hit, cap < OFFCPU_REQS ? cap : OFFCPU_REQS);
+	for (int h = 0; h < nh; h++) {
+		out[h] = oc->kept_buf[hit[h].slot];
+		out[h].weight = hit[h].weight;
+		out[h].offcpu = (uint8_t)hit[h].cls;
+		oc->st.stops_by[UW_END] += (out[h].flags & SF_UNRELIABLE) == 0;
+	}
+	return nh;
 }
 
 void offcpu_summary(const struct offcpu *oc, struct summary *t)
@@ -118,6 +141,8 @@ void offcpu_summary(const struct offcpu *oc, struct summary *t)
 	summary_u64(t, "offcpu_weight", NULL, s->weight);
 	summary_u64(t, "offcpu_stale", NULL, s->stale);
 	summary_u64(t, "offcpu_deferred", NULL, s->deferred);
+	summary_u64(t, "offcpu_short_reads", NULL, s->short_reads);
+	summary_u64(t, "offcpu_held", NULL, s->held);
 	summary_u64(t, "offcpu_unreadable", NULL, s->unreadable);
 	summary_u64(t, "offcpu_dropped_ns", NULL, s->dropped_ns);
 	summary_u64(t, "offcpu_walk_end", NULL, s->stops_by[UW_END]);

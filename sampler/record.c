@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* record.c: the sampling loop shared by `record` and `top`. */
 #include "record.h"
+#include "offcpu_io.h"
 #include "err.h"
 
 volatile sig_atomic_t record_stop;
@@ -178,6 +179,18 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 	}
 	st->end_ns = pace_now();
 	if (end && st->end_ns > end && !rc) st->end_ns = end;
+	if (ss->oc && !rc && !record_sinks_gone(k)) { /* --off-cpu: the time since each task's last visit */
+		int got;
+		while ((got = offcpu_finish(ss->oc, st->end_ns, ss->ocs, OFFCPU_PER_ROUND)) > 0) {
+			int d = 0;
+			for (int i = 0; i < got && !d; i++) {
+				ss->ocs[i].t_ns = (uint64_t)(st->end_ns - start);
+				d = record_deliver_offcpu(ss, k, &ss->ocs[i]);
+			}
+			if (d < 0) rc = -1;
+			if (d) break;
+		}
+	}
 	st->rescues = ss->rescues;
 	st->rescue_max_ns = ss->rescue_max_ns;
 	st->rescued_samples = ss->rescued_rounds;

@@ -76,14 +76,30 @@ static int disarm(struct phasing *x)
 static int after_rescue(struct phasing *x, int recovered)
 {
 	struct session *ss = x->ss;
-	if (!recovered && session_recover(ss) < 0) return fail_g(ss);
-	x->ph->cost.rescues++;
-	guard_enter(&ss->guard);
-	if (gdb_stop(&ss->g) < 0 || gdb_sync(&ss->g) < 0) return fail_g(ss);
+	for (int tries = 0;; tries++) { /* a starved host may be held up again on the way: 3 tries */
+		if (!recovered && session_recover(ss) < 0) return fail_g(ss);
+		x->ph->cost.rescues++;
+		guard_enter(&ss->guard);
+		if (gdb_stop(&ss->g) == 0 && gdb_sync(&ss->g) == 0) break;
+		if (ss->g.err != ERR_RESCUED || tries == 2) return fail_g(ss);
+		recovered = 0;
+	}
 	guard_breakpoints(&ss->guard, NULL, 0, x->kind);
 	bpc_set_armed(&x->cap, 0, pace_now());
 	x->in = 0;
 	return 0;
+}
+
+/* After a failed request: if the watchdog took over meanwhile (the VM resumed, the breakpoints
+ * out), recovered from as after_rescue: 1 (the loop goes on, *stop_t the new stop); 0 another
+ * failure; -1 the recovery failed. */
+static int rescued(struct phasing *x, int64_t *stop_t)
+{
+	if (x->ss->g.err != ERR_RESCUED) return 0;
+	x->ss->err = 0;
+	int r = after_rescue(x, 0);
+	*stop_t = pace_now();
+	return r < 0 ? -1 : 1;
 }
 
 /* The VM runs: wait for a stop reply until wake_ns (in slices, looking at record_stop). 0 stopped
@@ -214,6 +230,8 @@ int record_phase_loop(struct session *ss, struct sinks *k, struct stats *st, str
 			x.in = 0;
 		}
 		if (arm(&x) < 0) {
+			int r = rescued(&x, &stop_t);
+			if (r == 1) continue;
 			rc = -1;
 			break;
 		}
@@ -239,7 +257,9 @@ int record_phase_loop(struct session *ss, struct sinks *k, struct stats *st, str
 		record_tick_if_due(k, st, p, now, tick_every, &next_tick);
 		guard_enter(&ss->guard); /* from here the VM may stop at a hit: the watchdog times it */
 		if (!resumed && gdb_cont(g) < 0) {
-			rc = fail_g(ss);
+			int r = rescued(&x, &stop_t);
+			if (r == 1) continue;
+			rc = r < 0 ? -1 : fail_g(ss);
 			break;
 		}
 		int64_t wake = pace_now() + beat;

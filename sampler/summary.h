@@ -9,7 +9,7 @@
 
 #define SUMMARY_MAX 400          /* rows at most (a run has ~120) */
 #define SUMMARY_POOL 32768       /* bytes for the rows' keys, labels and text values */
-#define SUMMARY_JSON_VERSION 6   /* docs/json.md, section summary: its schema_version */
+#define SUMMARY_JSON_VERSION 7   /* docs/json.md, section summary: its schema_version */
 
 enum { SV_U64, SV_I64, SV_REAL, SV_STR, SV_TEXT, SV_NULL }; /* SV_TEXT: label only, no value;
 							  * SV_NULL: absent from this run (JSON null) */

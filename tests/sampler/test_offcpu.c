@@ -72,7 +72,7 @@ static void test_weights(void)
 	struct offcpu_hit hit[16];
 	int nreq;
 	layout(&L);
-	offcpu_init(&oc, &L, 16384, 10 * MS);
+	offcpu_init(&oc, &L, 16384, 0, 10 * MS);
 	entry(table, 0, 1, "idle/0", RUNNABLE, 0, 0x100100);   /* idle: left out */
 	entry(table, 1, 3, "shell", SLEEPING, 1, 0x203f00);
 	entry(table, 2, 4, "split", RUNNING, 2, 0x300800);
@@ -98,7 +98,7 @@ static void test_stale(void)
 	uint8_t table[256];
 	struct offcpu_hit hit[16];
 	layout(&L);
-	offcpu_init(&oc, &L, 16384, 10 * MS);
+	offcpu_init(&oc, &L, 16384, 0, 10 * MS);
 	for (int i = 0; i < 4; i++) entry(table, i, 0, "", FREE, 0, 0);
 	entry(table, 1, 3, "w", SLEEPING, 1, 0x200f00);
 	stop(&oc, table, 100 * MS, hit, NULL, -1);
@@ -130,7 +130,7 @@ static void test_budget(void)
 	uint8_t table[256];
 	struct offcpu_hit hit[16];
 	layout(&L);
-	offcpu_init(&oc, &L, 0x100, 10 * MS); /* room for one 0x100-byte stack a stop */
+	offcpu_init(&oc, &L, 0x100, 0, 10 * MS); /* room for one 0x100-byte stack a stop */
 	entry(table, 0, 2, "a", SLEEPING, 1, 0x100000 + 16384 - 0x100);
 	entry(table, 1, 3, "b", SLEEPING, 1, 0x200000 + 16384 - 0x100);
 	entry(table, 2, 4, "c", SLEEPING, 1, 0x300000 + 16384 - 0x100);
@@ -144,6 +144,126 @@ static void test_budget(void)
 	}
 	for (int i = 0; i < 4; i++) CHECK(got[i] >= 36 && got[i] <= 40); /* each its 40 periods, the last few still owed */
 	CHECK(oc.st.deferred == 40 * 3);
+}
+
+/* One stop: plan, "read" the slice it asked for out of the whole table, decode. */
+static int stop_slice(struct offcpu *oc, uint8_t *table, int64_t now, struct offcpu_hit *hit, struct offcpu_req *req,
+		      int *nreq_out)
+{
+	int nreq = offcpu_plan(oc, req, 16);
+	for (int i = 0; i < nreq; i++) req[i].data = req[i].slot < 0 ? table + (req[i].addr - 0x1000) : stackbytes;
+	*nreq_out = nreq;
+	return offcpu_decode(oc, req, nreq, now, hit, 16);
+}
+
+/* Two entries a stop: the first stop a census of the whole table, then the slices take turns
+ * (0-1, 2-3, 0-1, ...), each entry's time owed from its own previous visit, so a sleeper seen
+ * every other stop weighs the two periods between; at the end each sleeper is given the time since
+ * its last visit under the stack that visit walked (never walked: the time is dropped, counted). */
+static void test_slices(void)
+{
+	static struct offcpu oc;
+	struct offcpu_layout L;
+	uint8_t table[256];
+	struct offcpu_hit hit[16];
+	struct offcpu_req req[16];
+	int nreq;
+	layout(&L);
+	offcpu_init(&oc, &L, 16384, 2, 10 * MS);
+	entry(table, 0, 2, "a", RUNNING, 1, 0x103f00);
+	entry(table, 1, 3, "b", SLEEPING, 1, 0x203f00);
+	entry(table, 2, 4, "c", SLEEPING, 1, 0x303f00);
+	entry(table, 3, 0, "", FREE, 0, 0);
+	CHECK(stop_slice(&oc, table, 100 * MS, hit, req, &nreq) == 0 && nreq == 1);
+	CHECK(req[0].addr == 0x1000 && req[0].len == 256); /* the census: all four */
+	CHECK(stop_slice(&oc, table, 110 * MS, hit, req, &nreq) == 1 && nreq == 2); /* 0-1: b's stack */
+	CHECK(req[0].addr == 0x1000 && req[0].len == 128 && hit[0].slot == 1 && hit[0].weight == 1);
+	CHECK(stop_slice(&oc, table, 120 * MS, hit, req, &nreq) == 1 && nreq == 2); /* 2-3: c's */
+	CHECK(req[0].addr == 0x1080 && req[0].len == 128 && hit[0].slot == 2 && hit[0].weight == 2);
+	CHECK(stop_slice(&oc, table, 130 * MS, hit, req, &nreq) == 1 && hit[0].slot == 1 && hit[0].weight == 2);
+	CHECK(stop_slice(&oc, table, 140 * MS, hit, req, &nreq) == 1 && hit[0].slot == 2 && hit[0].weight == 2);
+	CHECK(stop_slice(&oc, table, 150 * MS, hit, req, &nreq) == 1 && hit[0].slot == 1 && hit[0].weight == 2);
+	/* the end, at 165 ms: each sleeper is given its time since its last visit under that visit's
+	 * stack -- once one was walked (kept); here none was: c's 25 ms since 140, b's 15 since 150
+	 * dropped, counted */
+	CHECK(offcpu_flush(&oc, 165 * MS, hit, 16) == 0 && oc.st.dropped_ns == (uint64_t)(40 * MS));
+	stop_slice(&oc, table, 170 * MS, hit, req, &nreq);  /* 2-3: c owes 5 ms, given as 1 period */
+	oc.t[hit[0].slot].kept = 1;                           /* as offcpu_io.c does for each walk it keeps */
+	stop_slice(&oc, table, 180 * MS, hit, req, &nreq);  /* 0-1: b owes 15, given as 2 */
+	oc.t[hit[0].slot].kept = 1;
+	uint64_t w0 = oc.st.weight;
+	/* at 195: b -5 + 15 ms (1 period), c -5 + 25 (2); cap 1 a call, then the rest */
+	CHECK(offcpu_flush(&oc, 195 * MS, hit, 1) == 1 && hit[0].slot == 1 && hit[0].weight == 1 && !hit[0].stack);
+	CHECK(offcpu_flush(&oc, 195 * MS, hit, 16) == 1 && hit[0].slot == 2 && hit[0].weight == 2);
+	CHECK(offcpu_flush(&oc, 195 * MS, hit, 16) == 0 && oc.st.held == 2 && oc.st.weight == w0 + 3);
+	/* a slice of 3 over 4 entries: the census, then 0-2, then 3 alone, then 0-2 */
+	offcpu_init(&oc, &L, 16384, 3, 10 * MS);
+	stop_slice(&oc, table, 100 * MS, hit, req, &nreq);
+	CHECK(req[0].addr == 0x1000 && req[0].len == 256);
+	stop_slice(&oc, table, 110 * MS, hit, req, &nreq);
+	CHECK(req[0].addr == 0x1000 && req[0].len == 192);
+	stop_slice(&oc, table, 120 * MS, hit, req, &nreq);
+	CHECK(req[0].addr == 0x10c0 && req[0].len == 64);
+	stop_slice(&oc, table, 130 * MS, hit, req, &nreq);
+	CHECK(req[0].addr == 0x1000 && nreq == 3);
+}
+
+/* A task that comes and goes: each visit's state takes the interval before it, so blocked and
+ * runnable time add up to the time it was not running, none dropped for a change of state; on-CPU
+ * visits give nothing (the vCPUs' samples have that time). */
+static void test_changing_state(void)
+{
+	static struct offcpu oc;
+	struct offcpu_layout L;
+	uint8_t table[256];
+	struct offcpu_hit hit[16];
+	struct offcpu_req req[16];
+	int nreq;
+	static const int seq[] = { SLEEPING, RUNNABLE, SLEEPING, RUNNING, SLEEPING, SLEEPING, RUNNABLE, RUNNABLE };
+	uint64_t by[OC_NCLASS] = { 0 };
+	layout(&L);
+	offcpu_init(&oc, &L, 16384, 0, 10 * MS);
+	for (int i = 0; i < 4; i++) entry(table, i, 0, "", FREE, 0, 0);
+	entry(table, 1, 3, "w", SLEEPING, 1, 0x203f00);
+	stop_slice(&oc, table, 100 * MS, hit, req, &nreq);
+	for (int k = 0; k < 8; k++) {
+		entry(table, 1, 3, "w", seq[k], 1, 0x203f00);
+		int n = stop_slice(&oc, table, (110 + 10 * k) * MS, hit, req, &nreq);
+		for (int h = 0; h < n; h++) by[hit[h].cls] += hit[h].weight;
+	}
+	CHECK(by[OC_BLOCKED] == 4 && by[OC_RUNNABLE] == 3 && oc.st.dropped_ns == 0);
+}
+
+/* How far a stack is read: the whole window (here to the stack's top) until a walk says how far it
+ * goes, then that plus the margin; a walk that wanted more than a shortened read is taken back --
+ * its weight owed again, the whole window read next time. */
+static void test_span(void)
+{
+	static struct offcpu oc;
+	struct offcpu_layout L;
+	uint8_t table[256];
+	struct offcpu_hit hit[16];
+	struct offcpu_req req[16];
+	int nreq;
+	layout(&L);
+	offcpu_init(&oc, &L, 16384, 0, 10 * MS);
+	for (int i = 0; i < 4; i++) entry(table, i, 0, "", FREE, 0, 0);
+	entry(table, 1, 3, "w", SLEEPING, 1, 0x200000);        /* 16 KiB above it: the window's worth */
+	stop_slice(&oc, table, 100 * MS, hit, req, &nreq);
+	CHECK(stop_slice(&oc, table, 110 * MS, hit, req, &nreq) == 1 && hit[0].stack->len == OFFCPU_WINDOW);
+	CHECK(offcpu_walked(&oc, &hit[0], 0x200000 + 300, 0) == 0);
+	CHECK(stop_slice(&oc, table, 120 * MS, hit, req, &nreq) == 1 && hit[0].stack->len == 368); /* 300 + 64, to 16 */
+	CHECK(offcpu_walked(&oc, &hit[0], 0x200000 + 368, 1) == 1); /* wanted more: taken back */
+	CHECK(oc.st.short_reads == 1 && oc.st.samples == 1 && oc.st.weight == 1);
+	CHECK(stop_slice(&oc, table, 130 * MS, hit, req, &nreq) == 1 && hit[0].stack->len == OFFCPU_WINDOW);
+	CHECK(hit[0].weight == 2); /* the period taken back, and this one */
+	/* a new sp forgets the span */
+	CHECK(offcpu_walked(&oc, &hit[0], 0x200000 + 100, 0) == 0);
+	entry(table, 1, 3, "w", SLEEPING, 1, 0x200100);
+	stop_slice(&oc, table, 140 * MS, hit, req, &nreq);          /* read at the old sp: stale */
+	CHECK(oc.st.stale == 1);
+	CHECK(stop_slice(&oc, table, 150 * MS, hit, req, &nreq) == 1 && hit[0].stack->len == OFFCPU_WINDOW &&
+	      hit[0].stack->addr == 0x200100);
 }
 
 static uint64_t symbol(Elf *e, const char *name, uint64_t *size)
@@ -202,4 +322,7 @@ void test_offcpu(void)
 	test_weights();
 	test_stale();
 	test_budget();
+	test_slices();
+	test_changing_state();
+	test_span();
 }

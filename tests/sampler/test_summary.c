@@ -30,7 +30,7 @@ static void test_renderings(void)
 	CHECK_STR(out, "rescues 1\nrounds 2\nlate_ns 1500000\nfraction 0.01230\nwhat a \"quoted\"\tname\\\ngone 7\n");
 	out[0] = 0;
 	summary_json(&t, out, sizeof out);
-	CHECK_STR(out, "{\"schema\": \"gdbsample summary\", \"schema_version\": 6, \"summary\": {\"fraction\": 0.01230, "
+	CHECK_STR(out, "{\"schema\": \"gdbsample summary\", \"schema_version\": 7, \"summary\": {\"fraction\": 0.01230, "
 		       "\"gone\": 7, \"late_ns\": 1500000, \"rescues\": 1, \"rounds\": 2, "
 		       "\"what\": \"a \\\"quoted\\\"\\u0009name\\\\\"}}\n");
 	CHECK(summary_find(&t, "rounds") && summary_find(&t, "rounds")->v.u == 2);
@@ -46,7 +46,7 @@ static void test_renderings(void)
 	CHECK_STR(out, "name caf\xc3\xa9 \xf0\x9f\x98\x80 \xff\n");
 	out[0] = 0;
 	summary_json(&t, out, sizeof out);
-	CHECK_STR(out, "{\"schema\": \"gdbsample summary\", \"schema_version\": 6, \"summary\": {\"image\": null, "
+	CHECK_STR(out, "{\"schema\": \"gdbsample summary\", \"schema_version\": 7, \"summary\": {\"image\": null, "
 		       "\"name\": \"caf\\u00e9 \\ud83d\\ude00 \\ufffd\", \"zero\": 0}}\n");
 	/* a full table loses rows visibly, never silently */
 	summary_init(&t);

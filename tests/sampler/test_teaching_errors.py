@@ -142,7 +142,7 @@ def test_quiet_is_quiet_and_summary_formats():
         s.close()
     assert r.returncode == 0, r
     doc = json.loads(r.stderr)  # the whole of stderr is one JSON object
-    assert doc["schema"] == "gdbsample summary" and doc["schema_version"] == 6, doc
+    assert doc["schema"] == "gdbsample summary" and doc["schema_version"] == 7, doc
     sm = doc["summary"]
     assert sm["vcpus"] == 1 and sm["rate_requested_hz"] == 20 and sm["attach"] == "gdbstub", sm
     assert isinstance(sm["samples"], int) and sm["samples"] > 0 and isinstance(sm["pause_p50_us"], (int, float)), sm
