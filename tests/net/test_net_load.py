@@ -17,7 +17,8 @@ NETLOAD = os.path.join(conftest.ROOT, "tools", "netload")
 GDBSAMPLE = os.path.join(conftest.BUILD, "gdbsample")
 # the receive path: ring -> stack -> listener (virtio_net_wait, where the net task sleeps, is not work)
 RX_FUNCS = {"virtio_net_poll", "net_input", "ip_input", "udp_input", "sink_input", "checksum", "rx_give"}
-HOST_LINE_TO = re.compile(r"netload: to-guest sent (\d+) packets, (\d+) bytes in (\d+) ms")
+HOST_LINE_TO = re.compile(r"netload: to-guest sent (\d+) packets, (\d+) bytes in (\d+) ms \((\d+) pkt/s\), "
+                          r"max lateness ([\d.]+) ms")
 HOST_LINE_FROM = re.compile(r"netload: from-guest received (\d+) packets, (\d+) bytes, (\d+) lost \([\d.]+%\), "
                             r"(\d+) short, (\d+) duplicates, (\d+) malformed, ")
 
@@ -34,6 +35,10 @@ def g(boot):
 # loaded well past two hogs the thread may wait ~45 % of the run, and while it waits the socket
 # buffer overflows: 35.6 % was lost so at 44 % waited. So contended runs allow the larger of 25 %
 # and the share waited plus the quiet loss -- what a stack that drops nothing itself can lose.
+# And the sender itself can stall: netload's own `max lateness` is how long it fell behind, after
+# which it sends what it owes at once -- a burst of lateness x rate packets that the socket buffer
+# may not hold (a quiet make test: 110 ms late, 550 packets at once, 287 lost, QEMU's threads
+# waiting 8.6 %). Those packets are allowed lost on top.
 LOSS_QUIET, LOSS_CONTENDED = 0.01, 0.25
 
 
@@ -64,11 +69,12 @@ def test_to_guest_counts_agree_within_the_reported_loss(g):
     host, guest, waited = netload(g, "to-guest", 512, 5000, 3)
     m = HOST_LINE_TO.match(host)
     assert m, host
-    sent, sent_bytes = int(m[1]), int(m[2])
+    sent, sent_bytes, late_ms = int(m[1]), int(m[2]), float(m[5])
     s = udpshell.parse_sink_line(guest)
     assert sent == 15000 and sent_bytes == sent * 512
     assert s["packets"] <= sent and s["bytes"] == s["packets"] * 512
-    assert s["lost"] <= sent - s["packets"] <= loss_bound(waited) * sent, (host, guest, waited)
+    burst = late_ms / 1000 * 5000  # what the sender owed at once after its longest stall
+    assert s["lost"] <= sent - s["packets"] <= loss_bound(waited) * sent + burst, (host, guest, waited)
     assert s["duplicates"] == 0 and s["malformed"] == 0
     assert 4000 <= s["rate"] <= 6000, guest  # the guest's own clock saw the offered rate
 
