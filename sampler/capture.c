@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* capture.c: the binary capture format -- versioned header, CRC-checked chunks of samples. */
 #include "capture.h"
+#include "offcpu.h"
 #include "bytes.h"
 #include "err.h"
 #include "pace.h"
@@ -24,6 +25,7 @@
  *     v2: flags bit 7 set = then u16 extension bytes, and that many bytes of records
  *     (u8 type, u8 length, data): type 1 = the indexes (u8 each) of exact frames;
  *     v3: type 2 (length 32) = the task: s32 pid, s32 tgid, u64 task pointer, comm[16].
+ *     v6: type 3 (length 5) = off-CPU: u8 state (1 runnable, 2 blocked), u32 weight (periods).
  *   the summary payload: UTF-8 "key value\n" lines, written once at the end.
  *   v4: type 3 chunks (before the summary) list the guest's kernel modules, UTF-8 lines, hex
  *   numbers: "m NAME LO HI [LO HI]" (a module and its text ranges), then its symbols
@@ -45,7 +47,8 @@ void capture_header_encode(uint8_t out[CAPTURE_HEADER_SIZE], const struct captur
 {
 	memset(out, 0, CAPTURE_HEADER_SIZE);
 	memcpy(out, CAPTURE_MAGIC, 8);
-	put_le16(out + 8, h->version == CAPTURE_VERSION ? CAPTURE_VERSION : CAPTURE_VERSION_PLAIN);
+	put_le16(out + 8, h->version == CAPTURE_VERSION || h->version == CAPTURE_VERSION_PHASES ? h->version
+										       : CAPTURE_VERSION_PLAIN);
 	put_le16(out + 10, CAPTURE_HEADER_SIZE);
 	put_le16(out + 12, h->arch);
 	put_le16(out + 14, h->ncpu);
@@ -174,6 +177,14 @@ static int capw_add(struct writer *w, const struct sample *s)
 		put_le64(t + 10, s->task.ptr);
 		memcpy(t + 18, s->task.comm, TASK_COMM_LEN);
 		xl += 2u + CAPX_TASK_LEN;
+	}
+	if (s->offcpu == OC_RUNNABLE || s->offcpu == OC_BLOCKED) {
+		uint8_t *o = x + xl;
+		o[0] = CAPX_OFFCPU;
+		o[1] = CAPX_OFFCPU_LEN;
+		o[2] = s->offcpu == OC_RUNNABLE ? CAPO_RUNNABLE : CAPO_BLOCKED;
+		put_le32(o + 3, s->weight);
+		xl += 2u + CAPX_OFFCPU_LEN;
 	}
 	if (xl) {
 		p[10] |= CAPS_EXT;
@@ -339,6 +350,8 @@ int capture_next(struct capture_reader *r, struct sample *s)
 	memset(s->exact, 0, sizeof s->exact);
 	s->has_task = 0;
 	memset(&s->task, 0, sizeof s->task);
+	s->offcpu = 0;
+	s->weight = 1;
 	uint32_t len = 12 + 8u * s->n;
 	if (r->h.version >= 2 && (s->flags & CAPS_EXT)) {
 		uint32_t left = r->len - r->pos - len, xl;
@@ -358,6 +371,10 @@ int capture_next(struct capture_reader *r, struct sample *s)
 				s->task.tgid = (int32_t)le32(x + 6);
 				s->task.ptr = le64(x + 10);
 				memcpy(s->task.comm, x + 18, TASK_COMM_LEN);
+			} else if (x[0] == CAPX_OFFCPU && x[1] == CAPX_OFFCPU_LEN && r->h.version >= 6 &&
+				   (x[2] == CAPO_RUNNABLE || x[2] == CAPO_BLOCKED)) {
+				s->offcpu = x[2] == CAPO_RUNNABLE ? OC_RUNNABLE : OC_BLOCKED;
+				s->weight = (uint32_t)le32(x + 3);
 			}
 		len += 2 + xl;
 		s->flags &= ~CAPS_EXT;

@@ -9,8 +9,9 @@
 #include "writer.h"
 
 #define CAPTURE_MAGIC "GDBSAMP"    /* 8 bytes with the NUL */
-#define CAPTURE_VERSION 5          /* the newest read; written with a phases chunk (else 4) */
-#define CAPTURE_VERSION_PLAIN 4    /* written without one, so a v4 reader reads it */
+#define CAPTURE_VERSION 6          /* the newest read; written with off-CPU samples (record --off-cpu) */
+#define CAPTURE_VERSION_PHASES 5   /* written with a phases chunk (record --phase) */
+#define CAPTURE_VERSION_PLAIN 4    /* written with neither, so a v4 reader reads it */
 #define CAPTURE_HEADER_SIZE 128
 #define CAPTURE_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" little-endian */
 #define CAPTURE_CHUNK_HEADER 20
@@ -20,13 +21,16 @@ enum { CHUNK_SAMPLES = 1, CHUNK_SUMMARY = 2, CHUNK_MODULES = 3, CHUNK_PHASES = 4
 enum { CAPF_IDLE_KEPT = 1, CAPF_KASLR = 2, CAPF_ICOUNT = 4 }; /* header flag bits (CAPF_KASLR: kaslr_offset is
 								 * known; CAPF_ICOUNT: sample times are instruction counts, a replay's) */
 #define CAPS_EXT 0x80                   /* sample flag bit (v2): an extension block follows the frames */
-enum { CAPX_EXACT = 1, CAPX_TASK = 2 };  /* extension records: exact (interrupted) frame indexes;
-					  * the task (v3) */
+enum { CAPX_EXACT = 1, CAPX_TASK = 2, CAPX_OFFCPU = 3 }; /* extension records: exact (interrupted)
+					  * frame indexes; the task (v3); off-CPU state and weight (v6) */
 #define CAPX_TASK_LEN 32
+#define CAPX_OFFCPU_LEN 5                /* u8 state (CAPO_*), u32 weight in sample periods */
+enum { CAPO_RUNNABLE = 1, CAPO_BLOCKED = 2 }; /* the file's off-CPU states (offcpu.h's OC_* mapped) */
 
 /* The decoded header. */
 struct capture_header {
-	uint16_t version;       /* as read; written: CAPTURE_VERSION_PLAIN, or 5 when set so (a phases chunk follows) */
+	uint16_t version;       /* as read; written: CAPTURE_VERSION_PLAIN, or 5 (a phases chunk follows) or 6
+				 * (off-CPU samples) when set so */
 	uint16_t arch;          /* ARCH_* */
 	uint16_t ncpu;          /* vCPUs sampled */
 	uint16_t flags;         /* CAPF_* */

@@ -48,7 +48,8 @@ const char cli_usage[] =
 	"  --phase-occurrence N  sample only the phase's Nth occurrence; the run ends when it closes\n"
 	"  --off-cpu          record: every task that is not running too, each stop -- its saved stack\n"
 	"                     under off-cpu/blocked or off-cpu/runnable, weighed by the wall time it\n"
-	"                     waited (-f folded or svg; our test kernel's tasks, through its DWARF)\n"
+	"                     waited (-f folded, svg or capture; our test kernel's tasks, through\n"
+	"                     its DWARF)\n"
 	"  --off-cpu-slice N  task table entries each stop reads (default 4): every task is seen each\n"
 	"                     tasks/N stops, weighed by the time between; more costs more pause\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
@@ -453,8 +454,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (!o->max_hits) o->max_hits = 1000;
 	if (o->cmd != CMD_COUNT && !o->phase && have_maxhits) return bad(o, "--max-hits is for count and --phase%s%s", "", "");
 	if (o->offcpu && (o->cmd != CMD_RECORD || o->phase || !o->nelf || o->os == OS_NONE ||
-			  (o->format != FMT_FOLDED && o->format != FMT_SVG)))
-		return bad(o, "--off-cpu is for record -f folded or -f svg, with the kernel image (-e) and its tasks%s%s",
+			  (o->format != FMT_FOLDED && o->format != FMT_SVG && o->format != FMT_CAPTURE)))
+		return bad(o, "--off-cpu is for record -f folded, svg or capture, with the kernel image (-e) and its tasks%s%s",
 			   o->phase ? ", not with --phase" : "", "");
 	if (o->offcpu_slice && !o->offcpu) return bad(o, "--off-cpu-slice needs --off-cpu%s%s", "", "");
 	if (o->phase_occurrence && !o->phase) return bad(o, "--phase-occurrence needs --phase%s%s", "", "");

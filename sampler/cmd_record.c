@@ -22,7 +22,8 @@ static void capture_header_fill(struct capture_header *h, const struct session *
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	memset(h, 0, sizeof *h);
-	h->version = o->phase ? CAPTURE_VERSION : CAPTURE_VERSION_PLAIN; /* v5: a phases chunk follows */
+	h->version = o->offcpu ? CAPTURE_VERSION : o->phase ? CAPTURE_VERSION_PHASES : CAPTURE_VERSION_PLAIN; /* v6: off-CPU
+	 * samples; v5: a phases chunk follows */
 	h->arch = (uint16_t)ss->g.layout.arch->id;
 	h->ncpu = (uint16_t)ss->ncpu;
 	h->flags = CAPF_IDLE_KEPT | (o->cmd == CMD_REPLAY ? CAPF_ICOUNT : 0);

@@ -126,7 +126,9 @@ int phase_done(const struct phase *ph)
 
 void phase_finish(struct phase *ph, int64_t t)
 {
-	if (ph->open) close_occ(ph, -1, t, 0);
+	/* the run's end is capped at -d's, and a hit handled just past it may have opened the phase
+	 * later: it ends where it began, never before (a loaded run wrote such an occurrence) */
+	if (ph->open) close_occ(ph, -1, t > ph->open_since ? t : ph->open_since, 0);
 }
 
 char *phase_text(const struct phase *ph, size_t *len)

@@ -58,14 +58,17 @@ int record_deliver(struct session *ss, struct sinks *k, struct stats *st, const 
 	return 0;
 }
 
-/* An off-CPU stack (record --off-cpu) to the text writer: not a vCPU sample, so it counts in
- * none of the run's sample counters (offcpu_summary has its own). 0, -1, 1 as record_deliver. */
+/* An off-CPU stack (record --off-cpu) to the writers (the capture, the text): not a vCPU sample,
+ * so it counts in none of the run's sample counters (offcpu_summary has its own). 0, -1, 1 as
+ * record_deliver. */
 int record_deliver_offcpu(struct session *ss, struct sinks *k, const struct sample *s)
 {
-	if (!task_filter_match(&ss->o->filter, &s->task, s->has_task) || !k->text) return 0;
-	if (k->text->add(k->text, s) < 0) {
+	if (!task_filter_match(&ss->o->filter, &s->task, s->has_task)) return 0;
+	struct writer *w[2] = { k->all, k->text };
+	for (int i = 0; i < 2; i++) {
+		if (!w[i] || w[i]->add(w[i], s) >= 0) continue;
 		if (record_sinks_gone(k)) return 1;
-		ERR_SET(ss, k->text->err, "%s", k->text->errstr);
+		ERR_SET(ss, w[i]->err, "%s", w[i]->errstr);
 		return -1;
 	}
 	return 0;

@@ -103,12 +103,13 @@ class RspProxy:
         self.lsock.close()
 
 
-def run_stopped(gdb_port, argv, when, while_stopped, fired_timeout=60, timeout=60):
+def run_stopped(gdb_port, argv, when, while_stopped, fired_timeout=60, timeout=60, sent=None):
     """gdbsample's argv (its -p given as "{port}") run against gdb_port through a proxy and
     SIGSTOPped in the proxy's thread at the first request for which when(req, n) is true -- the
     way to leave it stopped mid-stop, for its guard to act. while_stopped(proxy) then runs (the
     test's checks on the guest), gdbsample is continued on every path and waited for.
-    (returncode, stdout, stderr); AssertionError if the request never came."""
+    (returncode, stdout, stderr); AssertionError if the request never came. sent (a list): the
+    requests the proxy saw, appended, for a failure's message."""
     import os
     import signal
     import subprocess
@@ -132,4 +133,6 @@ def run_stopped(gdb_port, argv, when, while_stopped, fired_timeout=60, timeout=6
             out, err = p.communicate(timeout=timeout)
         return p.returncode, out, err
     finally:
+        if sent is not None:
+            sent.extend(px.sent())
         px.close()

@@ -57,7 +57,7 @@ HEADER_FLAG_IDLE_KEPT = 1                 # header flags bit 0: idle samples are
 HEADER_FLAG_KASLR = 2                     # header flags bit 1 (v2): the KASLR offset is known
 HEADER_FLAG_ICOUNT = 4                    # header flags bit 2: sample times are instruction counts (replay)
 MAGIC = b"GDBSAMP\0"
-VERSIONS = (1, 2, 3, 4, 5)                # versions this reader knows
+VERSIONS = (1, 2, 3, 4, 5, 6)             # versions this reader knows
 HEADER_SIZE = 128
 CHUNK_MAGIC = 0x4B4E4843                  # "CHNK" little-endian
 CHUNK_HEADER = struct.Struct("<IIIII")    # magic, type, payload length, records, CRC
@@ -68,6 +68,8 @@ CHUNK_PHASES = 4                          # v5
 CHUNK_MAX = 1 << 20                       # largest payload a reader accepts
 EXT_EXACT = 1                             # extension record: indexes of exact frames
 EXT_TASK = 2                              # v3 extension record: the current task (TASK, 32 bytes)
+EXT_OFFCPU = 3                            # v6 extension record: off-CPU state (u8) and weight (u32)
+OFFCPU_STATES = {1: "runnable", 2: "blocked"}  # the record's state byte
 MAX_CPUS = 4096                           # vCPUs (header) and vCPU indexes (samples) are below this
 TIME_MAX = (1 << 63) - 1                  # largest sample time: a CLOCK_MONOTONIC difference, s64
 ARCHES = {1: "x86_64", 2: "aarch64", 3: "riscv64"}
@@ -98,8 +100,11 @@ _CONTROLS = {c: "\\x%02x" % c for c in [*range(32), *range(127, 160)] if c != 9}
 
 # exact: indexes of the frames that are interrupted pcs (named by their own address), not return
 # addresses; empty for version 1 and most samples. task: the Task current on the vCPU (v3), None
-# when the sample has no task record.
-Sample = collections.namedtuple("Sample", "time_ns cpu flags frames exact task", defaults=(NO_EXACT, None))
+# when the sample has no task record. offcpu (v6): None for a vCPU's sample, else "blocked" or
+# "runnable" -- a task that was not running, frames[0] where it resumes, cpu meaningless (0);
+# weight: the sample periods it stands for (1 for a vCPU's sample).
+Sample = collections.namedtuple("Sample", "time_ns cpu flags frames exact task offcpu weight",
+                                defaults=(NO_EXACT, None, None, 1))
 # A guest task: pid and tgid (s32), comm (str, sanitized: printable ASCII, other bytes as \xNN, up
 # to the first NUL), ptr (the guest address of its task struct).
 Task = collections.namedtuple("Task", "pid tgid comm ptr")
@@ -174,10 +179,12 @@ def parse_task(raw):
 
 def parse_extension(data, n, version=2):
     """An extension block -> (frozenset of exact frame indexes (1..n-1; others are ignored), Task
-    or None). Unknown record types, and v3 task records whose length is not 32, are skipped; a
-    record running past the block ends it (as the C reader). Before v3 type 2 is unknown."""
-    exact = task = None
-    tasks = version >= 3
+    or None, off-CPU state or None, weight). Unknown record types, v3 task records whose length
+    is not 32 and v6 off-CPU records whose length is not 5 or state unknown, are skipped; a record
+    running past the block ends it (as the C reader). Before v3 type 2 is unknown, before v6 type 3."""
+    exact = task = offcpu = None
+    weight = 1
+    tasks, offcpus = version >= 3, version >= 6
     pos, end = 0, len(data)
     while pos + 2 <= end:
         rtype, rlen = data[pos], data[pos + 1]
@@ -188,8 +195,11 @@ def parse_extension(data, n, version=2):
             exact = idx if exact is None else exact | idx
         elif rtype == EXT_TASK and tasks and rlen == TASK.size:
             task = parse_task(data[pos + 2:pos + 2 + rlen])   # a second one would replace it
+        elif rtype == EXT_OFFCPU and offcpus and rlen == 5 and data[pos + 2] in OFFCPU_STATES:
+            offcpu = OFFCPU_STATES[data[pos + 2]]
+            weight = int.from_bytes(data[pos + 3:pos + 7], "little")
         pos += 2 + rlen
-    return (frozenset(exact) if exact else NO_EXACT), task
+    return (frozenset(exact) if exact else NO_EXACT), task, offcpu, weight
 
 
 _frame_structs = {}
@@ -223,7 +233,7 @@ def parse_samples(payload, records, version=1):
         if fs is None:
             fs = structs[n] = struct.Struct("<%dQ" % n)
         if not flags & ext:
-            append(new(Sample, (t, cpu, flags, fs.unpack_from(payload, pos + 12), none, None)))
+            append(new(Sample, (t, cpu, flags, fs.unpack_from(payload, pos + 12), none, None, None, 1)))
             pos = nxt
             continue
         if end - nxt < 2 or end - nxt - 2 < payload[nxt] | payload[nxt + 1] << 8:
@@ -232,11 +242,12 @@ def parse_samples(payload, records, version=1):
             xend = nxt + 36
             raw = payload[nxt + 4:xend]
             task = cache.get(raw) or parse_task(raw)
-            append(new(Sample, (t, cpu, flags & strip, fs.unpack_from(payload, pos + 12), none, task)))
+            append(new(Sample, (t, cpu, flags & strip, fs.unpack_from(payload, pos + 12), none, task, None, 1)))
         else:
             xend = nxt + 2 + (payload[nxt] | payload[nxt + 1] << 8)
-            exact, task = parse_extension(payload[nxt + 2:xend], n, version)
-            append(new(Sample, (t, cpu, flags & strip, fs.unpack_from(payload, pos + 12), exact, task)))
+            exact, task, offcpu, weight = parse_extension(payload[nxt + 2:xend], n, version)
+            append(new(Sample, (t, cpu, flags & strip, fs.unpack_from(payload, pos + 12), exact, task, offcpu,
+                                weight)))
         pos = xend
     if len(out) != records:
         raise ValueError("chunk holds %d samples but its header says %d" % (len(out), records))

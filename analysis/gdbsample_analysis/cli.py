@@ -6,7 +6,7 @@ import importlib
 import signal
 import sys
 
-from . import demangle, inputs, output
+from . import demangle, filters, inputs, output
 from .capture import CaptureError
 from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROG, Failure
 from .folded import FoldedError
@@ -81,7 +81,11 @@ def main(argv=None):
             raise UsageError("give a command: " + ", ".join(COMMANDS) + " (-h for help)")
         inputs.check_one_stdin(*(getattr(args, a, None) for a in INPUT_ARGS))  # stdin is read once
         demangle.enabled = not getattr(args, "no_demangle", False)
-        return args.run(args)                                      # the subcommand's exit code
+        code = args.run(args)                                      # the subcommand's exit code
+        note = filters.left_out_note()                             # what the selection left unsaid
+        if note:
+            sys.stderr.write("%s: %s\n" % (PROG, note))
+        return code
     except UsageError as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return EXIT_USAGE
@@ -104,6 +108,7 @@ def main(argv=None):
         sys.stderr.write("%s: terminated\n" % PROG)
         return 128 + signal.SIGTERM
     finally:
+        filters.left_out.clear()
         output.abort_all()                                         # unfinished outputs: removed
         demangle.enabled = True                                    # --no-demangle is this run's only
         if old_term is not None:

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """filters.py: which samples a subcommand uses -- vCPUs, a time window, idle or not, tasks (v3),
-a phase's occurrences (v5)."""
+a phase's occurrences (v5), on- or off-CPU (v6)."""
 import decimal
 import re
 
@@ -10,6 +10,9 @@ from .phases import Timeline
 
 _UNITS = {"": 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 PID_MAX = (1 << 31) - 1     # pids and tgids are s32; a negative one is never selected
+STATES = ("on-cpu", "blocked", "runnable")  # --state's names: a vCPU's sample, or an off-CPU one's state
+STATE_SETS = {"all": STATES, "off-cpu": ("blocked", "runnable")}
+left_out = []               # Filters that left off-CPU samples out unasked: cli.main says so once
 MATCHES_KEPT = 1 << 16      # distinct tasks whose --pid/--comm verdict is remembered at once
 
 
@@ -92,7 +95,28 @@ def phase_only(args, path):
                       % path, EXIT_USAGE)
 
 
-def add_arguments(p):
+def parse_states(text):
+    """--state 'blocked,runnable' / 'off-cpu' / 'all' -> frozenset of STATES."""
+    out = set()
+    for part in text.split(","):
+        part = part.strip()
+        if part in STATE_SETS:
+            out.update(STATE_SETS[part])
+        elif part in STATES:
+            out.add(part)
+        else:
+            raise Failure("--state: bad state %.40r (on-cpu, off-cpu, blocked, runnable or all, comma-separated)"
+                          % part, EXIT_USAGE)
+    return frozenset(out)
+
+
+def add_arguments(p, off_cpu=False):
+    """The selection's flags; off_cpu: the command shows off-CPU samples too (--state)."""
+    if off_cpu:
+        p.add_argument("--state", metavar="LIST", default="on-cpu",
+                       help="which samples: on-cpu (the vCPUs', default), and the off-CPU stacks of "
+                            "gdbsample record --off-cpu by their task's state -- blocked, runnable, off-cpu "
+                            "(both) -- or all; comma-separated")
     p.add_argument("--cpu", metavar="LIST", help="only these vCPUs, e.g. 0,2-3 (default all)")
     p.add_argument("--from", dest="t_from", metavar="T",
                    help="only samples at or after T since the capture started (ns, or with ns/us/ms/s; "
@@ -135,12 +159,18 @@ class Filter:
             raise Failure("--phase-occurrence needs --phase NAME (the phase whose occurrence it counts)",
                           EXIT_USAGE)
         self.timeline = None                      # after check(): the chosen occurrences (a Timeline)
+        self.states = parse_states(getattr(args, "state", None) or "on-cpu")
+        self.state_given = getattr(args, "state", "on-cpu") != "on-cpu"
+        self.offcpu_left = 0          # off-CPU samples --state left out
         self.matches = {}             # Task -> kept by --pid/--comm (a cache)
         self.idle_seen = 0            # idle samples inside the cpu/time selection
         self.kept = 0                 # samples delivered
 
     def check(self, cap):
         """Refuse vCPUs the capture does not have, and --pid/--comm on a capture without tasks."""
+        if self.state_given and self.states != {"on-cpu"} and cap.version < 6:
+            raise Failure("--state: %s holds no off-CPU samples (capture version %d: they come in version 6, "
+                          "from gdbsample record --off-cpu)" % (cap.name, cap.version), EXIT_USAGE)
         if self.cpus is not None and cap.ncpus and max(self.cpus) >= cap.ncpus:
             raise Failure("--cpu: the capture has vCPUs 0-%d only" % (cap.ncpus - 1), EXIT_USAGE)
         if self.t_units and getattr(cap, "icount", False):
@@ -208,8 +238,17 @@ class Filter:
         cpus, lo, hi, idle = self.cpus, self.t_from, self.t_until, self.idle
         task_ok = self.task_matches if self.by_task else None
         in_phase = self.timeline.holds if self.timeline is not None else None
+        on_cpu, states = "on-cpu" in self.states, self.states
+        if not self.state_given and self not in left_out:
+            left_out.append(self)
         for s in samples:
-            if cpus is not None and s.cpu not in cpus:
+            if s.offcpu is not None:  # a task that was not running: no vCPU (cpu 0 means nothing)
+                if s.offcpu not in states:
+                    self.offcpu_left += 1
+                    continue
+            elif not on_cpu:
+                continue
+            elif cpus is not None and s.cpu not in cpus:
                 continue
             if lo is not None and s.time_ns < lo:
                 continue
@@ -225,3 +264,14 @@ class Filter:
                     continue
             self.kept += 1
             yield s
+
+
+def left_out_note():
+    """One line for the off-CPU samples the commands' filters left out unasked (they show only
+    the vCPUs' samples unless --state says otherwise), or None; forgets them."""
+    n = sum(f.offcpu_left for f in left_out)
+    left_out.clear()
+    if not n:
+        return None
+    return ("%d off-CPU sample%s (gdbsample record --off-cpu) left out: fold and flamegraph show them "
+            "with --state all" % (n, "" if n == 1 else "s"))

@@ -204,7 +204,7 @@ def add_arguments(p):
     p.add_argument("--diff", metavar="BASE", help="colour by change from BASE (capture or folded)")
     p.add_argument("--group-by-cpu", action="store_true", help="a cpuN root frame for captures")
     add_task_format_argument(p)
-    filters.add_arguments(p)
+    filters.add_arguments(p, off_cpu=True)
 
 
 _DIFF_LINE = re.compile(r"(.+) ([0-9]{1,18}) ([0-9]{1,18})")  # counts below folded.COUNT_MAX

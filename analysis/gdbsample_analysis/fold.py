@@ -33,7 +33,7 @@ def add_arguments(p):
     p.add_argument("-e", "--elf", metavar="ELF", help="kernel ELF or System.map/nm map (without it, frames are hex)")
     common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
-    filters.add_arguments(p)
+    filters.add_arguments(p, off_cpu=True)
     p.add_argument("--group-by-cpu", action="store_true",
                    help="a cpuN root frame (after the task's with --task-format), as gdbsample -f folded "
                         "--task-format cpu")
@@ -138,36 +138,39 @@ def mode_frame(flags, by_task):
 
 
 def count_raw(samples, by_cpu, by_task=False):
-    """Samples -> {(cpu or None, task or None, frames, exact): count}; memory grows with distinct
-    stacks only. by_task: keyed by task too. frames is a str (mode_frame) for a sample shown as
-    one named frame: firmware, or user mode under a task."""
+    """Samples -> {(cpu or None, task or None, state, frames, exact): count}; memory grows with
+    distinct stacks only. by_task: keyed by task too. state: None for a vCPU's sample, else an
+    off-CPU sample's ("blocked", "runnable": v6), which counts its weight and has no vCPU. frames
+    is a str (mode_frame) for a sample shown as one named frame: firmware, or user mode under a
+    task."""
     raw = {}
     get = raw.get
-    if not by_task:                  # tasks not shown: the fast loops
-        for s in samples:
-            k = (s.cpu if by_cpu else None, None, s.frames, s.exact)
-            if s.flags & FLAG_FIRMWARE:
-                k = (k[0], None, FIRMWARE_FRAME, None)
-            raw[k] = get(k, 0) + 1
-        return raw
     for s in samples:
-        label = mode_frame(s.flags, True)
+        if s.offcpu is not None:     # record --off-cpu: a task that was not running, its periods
+            k = (None, s.task if by_task else None, s.offcpu, s.frames, s.exact)
+            raw[k] = get(k, 0) + s.weight
+            continue
+        label = mode_frame(s.flags, by_task)
+        cpu = s.cpu if by_cpu else None
         if label:
-            k = (s.cpu if by_cpu else None, s.task, label, None)
+            k = (cpu, s.task if by_task else None, None, label, None)
         else:
-            k = (s.cpu if by_cpu else None, s.task, s.frames, s.exact)
+            k = (cpu, s.task if by_task else None, None, s.frames, s.exact)
         raw[k] = get(k, 0) + 1
     return raw
 
 
 def name_stacks(raw, namer, cpu_root, task_fmt="none"):
-    """{(cpu, task, frames, exact): count} -> {folded stack text: count}, root first: the task
-    (task_fmt in TASK_ROOTS), then cpuN (cpu_root)."""
+    """{(cpu, task, state, frames, exact): count} -> {folded stack text: count}, root first: the
+    task (task_fmt in TASK_ROOTS), then cpuN (cpu_root) -- or, for an off-CPU stack, its state
+    (off-cpu/blocked, off-cpu/runnable) as gdbsample record --off-cpu folds it."""
     out = {}
     by_task = task_fmt in TASK_ROOTS
-    for (cpu, task, frames, exact), count in raw.items():
+    for (cpu, task, state, frames, exact), count in raw.items():
         parts = [task_frame(task, task_fmt)] if by_task else []
-        if cpu_root:
+        if state is not None:
+            parts.append("off-cpu/" + state)
+        elif cpu_root:
             parts.append("cpu%d" % cpu)
         if isinstance(frames, str):     # mode_frame's one frame
             parts.append(frames)
@@ -221,13 +224,15 @@ def run(args):
         out.write(format_folded(name_stacks(raw, namer, cpu_root, fmt)))
         out.commit()                                                # complete: into place
         return common.loss_status(cap)
+    if flt.states != {"on-cpu"}:
+        raise Failure("--split-by-cpu: off-CPU samples ran on no vCPU; leave --state out", EXIT_USAGE)
     raw = count_raw(flt.apply(cap.samples()), True, by_task)
     per = {c: {} for c in cpus}
-    for (cpu, task, frames, exact), n in raw.items():
+    for (cpu, task, state, frames, exact), n in raw.items():
         if cpu in per:
-            per[cpu][(None, task, frames, exact)] = n
+            per[cpu][(None, task, state, frames, exact)] = n
         else:  # a sample from a vCPU beyond the header's count: its own file
-            per[cpu] = {(None, task, frames, exact): n}
+            per[cpu] = {(None, task, state, frames, exact): n}
             outs[cpu] = output.Output(output.split_path(args.output, cpu), inputs)
     for cpu in sorted(per):
         outs[cpu].write(format_folded(name_stacks(per[cpu], namer, False, fmt)))

@@ -40,7 +40,7 @@ def add_arguments(p):
 
 
 SCHEMA = "gdbsample-analyze info"   # docs/json.md: the object's "schema" and its version
-SCHEMA_VERSION = 2                  # 2: "phases" (capture version 5)
+SCHEMA_VERSION = 3                  # 2: "phases" (capture version 5); 3: "offcpu" (version 6)
 
 
 class PhaseCounts:
@@ -71,11 +71,20 @@ class PhaseCounts:
 
 def count(cap):
     """One pass: per-vCPU [samples, idle, irqoff, user, partial, with exact frames, with a task],
-    frame total, first time, the distinct tasks (pid, tgid, comm), PhaseCounts."""
+    frame total, first time, the distinct tasks (pid, tgid, comm), PhaseCounts, and the off-CPU
+    stacks (v6) {state: [stacks, periods]} -- no vCPU's, so in no vCPU's counts."""
     per, frames, first, tasks = {}, 0, None, set()
+    offcpu = {"blocked": [0, 0], "runnable": [0, 0]}
     phases = PhaseCounts(cap)
     add_phase = phases.add if phases.lines else None
     for s in cap.samples():
+        if s.offcpu is not None:
+            o = offcpu[s.offcpu]
+            o[0] += 1
+            o[1] += s.weight
+            if s.task is not None:
+                tasks.add(s.task)
+            continue
         c = per.get(s.cpu)
         if c is None:
             c = per[s.cpu] = [0, 0, 0, 0, 0, 0, 0]
@@ -99,7 +108,7 @@ def count(cap):
             first = s.time_ns
         if add_phase is not None:
             add_phase(s.time_ns)
-    return per, frames, first, {(t.pid, t.tgid, t.comm) for t in tasks}, phases
+    return per, frames, first, {(t.pid, t.tgid, t.comm) for t in tasks}, phases, offcpu
 
 
 def hex_addr(value):
@@ -127,7 +136,7 @@ def phases_json(cap, counts):
             for i, p in enumerate(cap.phases)]
 
 
-def describe_json(cap, per, frames, first, tasks=(), phases=None):
+def describe_json(cap, per, frames, first, tasks=(), phases=None, offcpu=None):
     """The info facts as one JSON object (docs/json.md, "info"), keys sorted, ending in a newline."""
     sm = cap.summary
     total = sum(c[0] for c in per.values())
@@ -157,6 +166,8 @@ def describe_json(cap, per, frames, first, tasks=(), phases=None):
             {"name": m.name, "ranges": [[hex_addr(lo), hex_addr(hi)] for lo, hi in m.ranges],
              "symbols": len(m.syms)} for m in cap.modules],
         "phases": phases_json(cap, phases),
+        "offcpu": None if cap.version < 6 or offcpu is None else {
+            k: {"stacks": v[0], "periods": v[1]} for k, v in sorted(offcpu.items())},
         "summary": {k: json_value(v) for k, v in sm.items()} if sm else None,
         "summary_invalid": [k for k, _ in cap.summary_bad],
         "integrity": {"intact": bool(cap.intact), "chunks_good": cap.chunks_ok, "problem": cap.problem,
@@ -280,7 +291,7 @@ def phase_lines(cap, sm, counts):
     return L
 
 
-def describe(cap, per, frames, first, tasks=(), phases=None):
+def describe(cap, per, frames, first, tasks=(), phases=None, offcpu=None):
     """The info text."""
     sm = cap.summary
     total = sum(c[0] for c in per.values())
@@ -317,6 +328,10 @@ def describe(cap, per, frames, first, tasks=(), phases=None):
         L.append("  cpu%-7d %d samples: %d idle, %d interrupts off, %d user, %d partial walks"
                  % (cpu, c[0], c[1], c[2], c[3], c[4]))
     L.extend(task_line(cap, sm, per, tasks))
+    if cap.version >= 6 and offcpu is not None:
+        L.append("off-CPU     %d stacks of tasks not running (record --off-cpu): blocked %d standing for %d "
+                 "periods, runnable %d for %d" % (offcpu["blocked"][0] + offcpu["runnable"][0], offcpu["blocked"][0],
+                                                 offcpu["blocked"][1], offcpu["runnable"][0], offcpu["runnable"][1]))
     L.extend(phase_lines(cap, sm, phases))
     if sm:
         L.append("dropped     %s (vCPU samples whose registers could not be read)" % sm.get("dropped", "?"))
@@ -346,8 +361,8 @@ def describe(cap, per, frames, first, tasks=(), phases=None):
 def run(args):
     out = output.Output(args.output, [args.capture])    # not the capture; a bad path fails early
     cap = common.open_capture(args.capture)
-    per, frames, first, tasks, phases = count(cap)      # one streaming pass
+    per, frames, first, tasks, phases, offcpu = count(cap)  # one streaming pass
     common.summary_notes(cap)                           # invalid summary numbers: a warning each
-    out.write((describe_json if args.json else describe)(cap, per, frames, first, tasks, phases))
+    out.write((describe_json if args.json else describe)(cap, per, frames, first, tasks, phases, offcpu))
     out.commit()
     return common.EXIT_OK if cap.intact else common.EXIT_DAMAGED

@@ -155,7 +155,7 @@ class Builder:
 
 
 # A sample with the wall time it stands for (Filter.apply reads the fields it needs by name).
-WallSample = collections.namedtuple("WallSample", "time_ns cpu flags frames exact task wall")
+WallSample = collections.namedtuple("WallSample", "time_ns cpu flags frames exact task offcpu weight wall")
 
 
 def with_wall(samples, period_ns):
@@ -164,6 +164,9 @@ def with_wall(samples, period_ns):
     next one arrives, so the order is per vCPU, not global."""
     pending = {}
     for s in samples:
+        if s.offcpu is not None:  # record --off-cpu's: on no vCPU, its weight its own (and left out)
+            yield WallSample(*s, 0)
+            continue
         prev = pending.get(s.cpu)
         if prev is not None:
             yield WallSample(*prev, max(0, s.time_ns - prev.time_ns))

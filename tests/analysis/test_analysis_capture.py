@@ -40,7 +40,7 @@ def test_header_samples_and_summary(tmp_path):
 @pytest.mark.parametrize("damage, message", [
     (lambda h: b"GDBSAMQ\0" + h[8:], "not a gdbsample capture"),
     (lambda h: h[:60] + bytes([h[60] ^ 1]) + h[61:], "header checksum mismatch"),
-    (lambda h: capgen.header(version=6), "unsupported capture version 6"),
+    (lambda h: capgen.header(version=7), "unsupported capture version 7"),
     (lambda h: capgen.header(version=0), "unsupported capture version 0"),
 ])
 def test_bad_header_is_refused(tmp_path, damage, message):

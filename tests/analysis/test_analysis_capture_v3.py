@@ -46,9 +46,9 @@ def test_byte_101_means_nothing_before_version_3(tmp_path, version):
     assert (c.version, c.task_os, c.task_os_id) == (version, None, 0)
 
 
-def test_version_6_is_refused(tmp_path):
-    path = write(tmp_path, capgen.header(version=6))
-    with pytest.raises(CaptureError, match="unsupported capture version 6 .*versions 1, 2, 3, 4 and 5$"):
+def test_version_7_is_refused(tmp_path):
+    path = write(tmp_path, capgen.header(version=7))
+    with pytest.raises(CaptureError, match="unsupported capture version 7 .*versions 1, 2, 3, 4, 5 and 6$"):
         Capture(path)
     r = run("info", path)
     assert r.returncode == 1 and one_line_error(r)
@@ -121,7 +121,8 @@ def test_fast_and_general_paths_agree():
 
 def test_sample_keeps_its_positional_form():
     s = Sample(1, 0, 0, (K,))
-    assert s.exact == frozenset() and s.task is None and s == (1, 0, 0, (K,), frozenset(), None)
+    assert s.exact == frozenset() and s.task is None and s == (1, 0, 0, (K,), frozenset(), None, None, 1)
+    assert s.offcpu is None and s.weight == 1  # v6's fields: a vCPU's sample, standing for one
     assert Sample(1, 0, 0, (K,), frozenset({1})).task is None
 
 

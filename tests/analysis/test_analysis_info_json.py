@@ -37,7 +37,7 @@ def test_every_key_is_documented_and_every_documented_key_is_written(cap):
     assert r.returncode == 0, r.stderr
     written = set(doc) - {"schema", "schema_version"}
     assert written == documented_keys()
-    assert (doc["schema"], doc["schema_version"]) == ("gdbsample-analyze info", 2)
+    assert (doc["schema"], doc["schema_version"]) == ("gdbsample-analyze info", 3)
 
 
 def test_numbers_are_the_text_infos():

@@ -368,7 +368,7 @@ def test_info_json_gives_the_numbers(tmp_path):
     r = run("info", "--json", "ph.cap", cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["schema_version"] == 2 and doc["capture"]["version"] == 5
+    assert doc["schema_version"] == 3 and doc["capture"]["version"] == 5 and doc["offcpu"] is None
     work, other = doc["phases"]
     assert (work["name"], work["begin"], work["end"], work["samples_outside"]) == \
         ("work", "0xffffffff81234560", "0xffffffff812345a0", 6)

@@ -76,7 +76,9 @@ def test_to_guest_counts_agree_within_the_reported_loss(g):
     burst = late_ms / 1000 * 5000  # what the sender owed at once after its longest stall
     assert s["lost"] <= sent - s["packets"] <= loss_bound(waited) * sent + burst, (host, guest, waited)
     assert s["duplicates"] == 0 and s["malformed"] == 0
-    assert 4000 <= s["rate"] <= 6000, guest  # the guest's own clock saw the offered rate
+    # the guest's own clock saw the offered rate: the sequence numbers it saw (received or counted
+    # lost) over its window -- its received rate alone falls with the loss (3739 pkt/s at 23.8 %)
+    assert 4000 <= (s["packets"] + s["lost"]) * 1000 / max(1, s["ms"]) <= 6000, guest
 
 
 def test_from_guest_counts_agree_within_the_reported_loss(g):

@@ -2,6 +2,7 @@
 /* test_capture.c: capture writer/reader round trip, a truncated file and a flipped bit. */
 #include "check.h"
 #include "../../sampler/capture.h"
+#include "../../sampler/offcpu.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -114,6 +115,50 @@ static void test_roundtrip(void)
 	unlink(path);
 }
 
+/* v6: off-CPU samples carry their state and weight (extension record 3, after the task); a v6
+ * file is written only when asked (record --off-cpu), and its on-CPU samples read back with
+ * weight 1. A v5 file's type 3 record (none is written) is skipped as unknown. */
+static void test_offcpu_records(void)
+{
+	char path[] = "/tmp/gdbsample-test-XXXXXX";
+	int fd = mkstemp(path);
+	struct capture_header h = { .arch = 1, .ncpu = 2, .rate_hz = 100, .max_frames = 64, .task_os = 2,
+				    .version = CAPTURE_VERSION };
+	struct writer *w = capture_writer_new(fd, &h);
+	struct sample on = mk(3, 1, 0, 4), blocked = mk(6, 0, 0, 7), runnable = mk(9, 0, 0, 5);
+	blocked.offcpu = OC_BLOCKED;
+	blocked.weight = 37;
+	runnable.offcpu = OC_RUNNABLE;
+	runnable.weight = 70000;
+	CHECK(w->add(w, &on) == 0 && w->add(w, &blocked) == 0 && w->add(w, &runnable) == 0);
+	struct run_info ri = { .summary = "samples 1\n" };
+	CHECK(w->finish(w, &ri) == 0);
+	w->free(w);
+	close(fd);
+	struct capture_reader r;
+	struct sample s;
+	CHECK(capture_open(&r, path) == 0 && r.h.version == 6);
+	CHECK(capture_next(&r, &s) == 1 && s.offcpu == 0 && s.weight == 1 && s.has_task);
+	CHECK(capture_next(&r, &s) == 1 && s.offcpu == OC_BLOCKED && s.weight == 37 && s.n == 7 && s.has_task &&
+	      s.task.pid == 7);
+	CHECK(capture_next(&r, &s) == 1 && s.offcpu == OC_RUNNABLE && s.weight == 70000 && s.task.pid == 10);
+	CHECK(capture_next(&r, &s) == 0);
+	capture_close(&r);
+	/* the same bytes under a version 5 header: the record is not v5's, skipped */
+	FILE *f = fopen(path, "r+b");
+	uint8_t hd[CAPTURE_HEADER_SIZE];
+	CHECK(fread(hd, 1, sizeof hd, f) == sizeof hd);
+	h.version = CAPTURE_VERSION_PHASES;
+	capture_header_encode(hd, &h);
+	fseek(f, 0, SEEK_SET);
+	fwrite(hd, 1, sizeof hd, f);
+	fclose(f);
+	CHECK(capture_open(&r, path) == 0 && r.h.version == 5);
+	CHECK(capture_next(&r, &s) == 1 && capture_next(&r, &s) == 1 && s.offcpu == 0 && s.weight == 1 && s.n == 7);
+	capture_close(&r);
+	unlink(path);
+}
+
 static void test_header_literal(void)
 {
 	uint8_t b[CAPTURE_HEADER_SIZE];
@@ -134,4 +179,5 @@ void test_capture(void)
 {
 	test_header_literal();
 	test_roundtrip();
+	test_offcpu_records();
 }

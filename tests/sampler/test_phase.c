@@ -68,6 +68,15 @@ static void test_occurrences(void)
 	CHECK(len == strlen(t));
 	free(t);
 	phase_free(&ph);
+	/* a hit handled just past the run's (capped) end opened the phase after it: it ends where it
+	 * began, never before */
+	phase_parse(&ph, "a=f:g", why, sizeof why);
+	ph.begin = 0x100;
+	ph.end = 0x200;
+	CHECK(phase_hit(&ph, 0x100, 0, 3005) == PHASE_OPENED);
+	phase_finish(&ph, 3000);
+	CHECK(ph.nocc == 1 && ph.occ[0].begin_ns == 3005 && ph.occ[0].end_ns == 3005 && ph.sampled_ns == 0);
+	phase_free(&ph);
 }
 
 /* --phase-occurrence 2: only the second is sampled, and once it closes nothing more can be. */

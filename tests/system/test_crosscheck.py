@@ -118,7 +118,11 @@ def test_per_pid_profiles_agree_with_gdbsample_filtered_to_the_pid(three_tasks):
     res = three_tasks
     assert len(res.per_pid) == 3
     for pid, d in res.per_pid.items():
-        assert d["status"] == 0 and d["text"].strip().endswith("verdict: consistent"), (d["work"], d["text"])
+        # consistent; or, where unequal vCPU progress or the host's measured wait blurs the pair,
+        # inconclusive (compare's design, issue 23: never "differs" for contention) -- seen so
+        # beside two hogs and a third load. A filter that took another task's samples differs.
+        verdict = d["text"].strip().rsplit("verdict: ", 1)[-1]
+        assert (d["status"], verdict) in ((0, "consistent"), (4, "inconclusive")), (d["work"], d["text"])
     by_work = {d["work"]: pid for pid, d in res.per_pid.items()}
     for work, pid in by_work.items():
         d = res.per_pid[pid]
