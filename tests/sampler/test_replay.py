@@ -16,6 +16,7 @@ import subprocess
 import time
 
 import conftest
+import crosscheck
 import pytest
 import vmconfig
 from guest import Guest
@@ -208,6 +209,7 @@ def test_replay_shares_match_a_live_runs(recording, boot):
     g.send("work split 5 3 2\n")
     g.read_until("\n> ")
     live = dict.fromkeys(SPLIT, 0)
+    window = crosscheck.WaitWindow(g.proc.pid)
     for _ in range(10):  # a loaded host gives fewer samples a run: add runs until 800
         lr = conftest.gdbsample("record", "-p", g.gdbport, "-e", g.kernel, "-r", 500, "-d", 2, "-f", "folded",
                                 timeout=120)
@@ -220,11 +222,18 @@ def test_replay_shares_match_a_live_runs(recording, boot):
     print("\nreplay " + " ".join(f"{k} {v / n1:.3f}" for k, v in rep.items()) + f" of {n1}; live " +
           " ".join(f"{k} {v / n2:.3f}" for k, v in live.items()) + f" of {n2}")
     assert n1 >= 800 and n2 >= 800, (rep, live)
+    # A live run's stops come in wall time: while its vCPU thread waits for a host core they are
+    # no longer uniform in guest time, a bias rather than noise (9.3 pp on split_c beside two hogs
+    # and a busy suite). Contended (crosscheck.CONTENDED of the window), the bound is the 12 pp the
+    # project credits contention with (compare's HOST_CONTENDED_PP).
+    waited = window.waited()
+    assert waited is not None, "no schedstat for QEMU's vCPU threads"
     for name in SPLIT:
         p1, p2 = rep[name] / n1, live[name] / n2
         pooled = (rep[name] + live[name]) / (n1 + n2)
         sd = (pooled * (1 - pooled) * (1 / n1 + 1 / n2)) ** 0.5
-        assert abs(p1 - p2) <= 4 * sd, (name, p1, p2, sd, rep, live)
+        bound = 4 * sd if waited < crosscheck.CONTENDED else max(4 * sd, 0.12)
+        assert abs(p1 - p2) <= bound, (name, p1, p2, sd, waited, rep, live)
 
 
 def test_a_recording_that_ends_before_until_ends_the_profile(recording, tmp_path):
