@@ -10,8 +10,8 @@ from .phases import Timeline
 
 _UNITS = {"": 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 PID_MAX = (1 << 31) - 1     # pids and tgids are s32; a negative one is never selected
-STATES = ("on-cpu", "blocked", "runnable")  # --state's names: a vCPU's sample, or an off-CPU one's state
-STATE_SETS = {"all": STATES, "off-cpu": ("blocked", "runnable")}
+STATES = ("on-cpu", "blocked", "uninterruptible", "runnable")  # --state's names: a vCPU's sample, or an off-CPU one's state
+STATE_SETS = {"all": STATES, "off-cpu": ("blocked", "uninterruptible", "runnable")}
 left_out = []               # Filters that left off-CPU samples out unasked: cli.main says so once
 MATCHES_KEPT = 1 << 16      # distinct tasks whose --pid/--comm verdict is remembered at once
 
@@ -105,7 +105,8 @@ def parse_states(text):
         elif part in STATES:
             out.add(part)
         else:
-            raise Failure("--state: bad state %.40r (on-cpu, off-cpu, blocked, runnable or all, comma-separated)"
+            raise Failure("--state: bad state %.40r (on-cpu, off-cpu, blocked, uninterruptible, runnable or all, "
+                          "comma-separated)"
                           % part, EXIT_USAGE)
     return frozenset(out)
 
@@ -115,8 +116,8 @@ def add_arguments(p, off_cpu=False):
     if off_cpu:
         p.add_argument("--state", metavar="LIST", default="on-cpu",
                        help="which samples: on-cpu (the vCPUs', default), and the off-CPU stacks of "
-                            "gdbsample record --off-cpu by their task's state -- blocked, runnable, off-cpu "
-                            "(both) -- or all; comma-separated")
+                            "gdbsample record --off-cpu by their task's state -- blocked, uninterruptible "
+                            "(Linux's D), runnable, off-cpu (the three) -- or all; comma-separated")
     p.add_argument("--cpu", metavar="LIST", help="only these vCPUs, e.g. 0,2-3 (default all)")
     p.add_argument("--from", dest="t_from", metavar="T",
                    help="only samples at or after T since the capture started (ns, or with ns/us/ms/s; "

@@ -74,7 +74,7 @@ def count(cap):
     frame total, first time, the distinct tasks (pid, tgid, comm), PhaseCounts, and the off-CPU
     stacks (v6) {state: [stacks, periods]} -- no vCPU's, so in no vCPU's counts."""
     per, frames, first, tasks = {}, 0, None, set()
-    offcpu = {"blocked": [0, 0], "runnable": [0, 0]}
+    offcpu = {"blocked": [0, 0], "uninterruptible": [0, 0], "runnable": [0, 0]}
     phases = PhaseCounts(cap)
     add_phase = phases.add if phases.lines else None
     for s in cap.samples():
@@ -330,8 +330,10 @@ def describe(cap, per, frames, first, tasks=(), phases=None, offcpu=None):
     L.extend(task_line(cap, sm, per, tasks))
     if cap.version >= 6 and offcpu is not None:
         L.append("off-CPU     %d stacks of tasks not running (record --off-cpu): blocked %d standing for %d "
-                 "periods, runnable %d for %d" % (offcpu["blocked"][0] + offcpu["runnable"][0], offcpu["blocked"][0],
-                                                 offcpu["blocked"][1], offcpu["runnable"][0], offcpu["runnable"][1]))
+                 "periods, uninterruptible %d for %d, runnable %d for %d"
+                 % (sum(v[0] for v in offcpu.values()), offcpu["blocked"][0], offcpu["blocked"][1],
+                    offcpu["uninterruptible"][0], offcpu["uninterruptible"][1], offcpu["runnable"][0],
+                    offcpu["runnable"][1]))
     L.extend(phase_lines(cap, sm, phases))
     if sm:
         L.append("dropped     %s (vCPU samples whose registers could not be read)" % sm.get("dropped", "?"))

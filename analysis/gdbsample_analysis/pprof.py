@@ -27,6 +27,11 @@ interval as it happened, so late or skipped deadlines lengthen it; the last samp
 whose successor is unknown, stands for one period of the requested rate. The filters choose
 which samples count, not the intervals: a sample left out (idle, another task, outside
 --from/--until) still ends the interval of the one before it.
+Off-CPU stacks (a version 6 capture of record --off-cpu, chosen with --state): no `cpu` label but
+a `state` one (off-cpu/blocked, off-cpu/uninterruptible, off-cpu/runnable); their samples value is
+their weight (the sample periods they stand for) and their wall value that many periods of the
+requested rate -- so -sample_index=wall -tagroot=comm,state is the tasks' wall-clock profile, on-
+and off-CPU, as `fold --state all` folds it.
 From folded stacks: one sample per line, value [count], frames by name only (no address,
 no mapping), task roots staying frames.
 Same input, same bytes: samples sorted by stack text, then vCPU and task; ids given in that
@@ -57,7 +62,7 @@ def add_arguments(p):
                    help="kernel ELF (names, and lines from DWARF) or System.map/nm map, for a capture")
     common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout, unless a terminal)")
-    filters.add_arguments(p)
+    filters.add_arguments(p, off_cpu=True)
 
 
 def schema_path():
@@ -164,8 +169,8 @@ def with_wall(samples, period_ns):
     next one arrives, so the order is per vCPU, not global."""
     pending = {}
     for s in samples:
-        if s.offcpu is not None:  # record --off-cpu's: on no vCPU, its weight its own (and left out)
-            yield WallSample(*s, 0)
+        if s.offcpu is not None:  # record --off-cpu's: on no vCPU, the periods it stands for
+            yield WallSample(*s, s.weight * (period_ns if not callable(period_ns) else 0))
             continue
         prev = pending.get(s.cpu)
         if prev is not None:
@@ -248,14 +253,15 @@ def from_capture(pb, cap, syms, flt, elf):
         mm.filename = b.s("[%s]" % mod.name)
         mm.has_functions = True
     tasks = cap.task_os is not None
-    agg = {}                                     # (frames, exact, cpu, task) -> [count, wall]
+    agg = {}                                     # (frames, exact, cpu, task, state) -> [count, wall]
     for s in flt.apply(with_wall(cap.samples(), period)):
-        key = (s.frames, s.exact, s.cpu, s.task if tasks else None)
+        off = s.offcpu is not None
+        key = (s.frames, s.exact, None if off else s.cpu, s.task if tasks else None, s.offcpu)
         e = agg.get(key)
         if e is None:
-            agg[key] = [1, s.wall]
+            agg[key] = [s.weight if off else 1, s.wall]
         else:
-            e[0] += 1
+            e[0] += s.weight if off else 1
             e[1] += s.wall
     if callable(period):
         prof.period = period()
@@ -263,15 +269,16 @@ def from_capture(pb, cap, syms, flt, elf):
     prof.duration_nanos = int(cap.summary.get("duration_ns", cap.last_time_ns or 0))
     frames = Frames(b, syms, cap.kernel_lo, cap.kernel_hi, mod_ids)
     rows = []
-    for (stack, exact, cpu, task), (n, wall) in agg.items():
+    for (stack, exact, cpu, task, state), (n, wall) in agg.items():
         names = tuple(frames.namer.frames(stack[i], is_return(i, exact))[0] for i in range(len(stack) - 1, -1, -1))
-        order = (";".join(names).encode("utf-8", "surrogateescape"), stack, sorted(exact), cpu,
+        order = (";".join(names).encode("utf-8", "surrogateescape"), stack, sorted(exact),
+                 (0, cpu) if state is None else (1, state),
                  (0,) if task is None else (1, task.pid, task.tgid, task.comm, task.ptr))
-        rows.append((order, stack, exact, cpu, task, n, wall))
+        rows.append((order, stack, exact, cpu, task, state, n, wall))
     rows.sort(key=lambda r: r[0])
-    for _, stack, exact, cpu, task, n, wall in rows:
+    for _, stack, exact, cpu, task, state, n, wall in rows:
         ids = [frames.location(a, is_return(i, exact)) for i, a in enumerate(stack)]   # leaf first
-        labels = [("cpu", "%d" % cpu)]
+        labels = [("cpu", "%d" % cpu)] if state is None else [("state", "off-cpu/" + state)]
         if tasks and task is not None:
             labels += [("comm", task.comm), ("pid", "%d" % task.pid), ("tgid", "%d" % task.tgid)]
         elif tasks:

@@ -19,6 +19,11 @@ attribution (version 3) each stack starts with its task's frame, named as `fold`
 (--task-format, default comm: the task is the root of every flame, per vCPU), and a user-mode
 sample is that frame and `[user]` (with --task-format none, its pc, as without tasks); a firmware
 sample (riscv64 M-mode) is `[firmware]` under any root, as `fold` shows it.
+Off-CPU stacks (a version 6 capture of record --off-cpu, chosen with --state) ran on no vCPU: they
+go, with the on-CPU samples of the same task, to one more profile per task, named `TASK (wall)`
+(TASK as --task-format comm-pid names it), in time order -- the task's wall clock: each on-CPU
+sample weighs one sample period, each off-CPU stack its periods, under `off-cpu/STATE` as `fold`
+shows it. Tasks are ordered by pid, then comm.
 
 Memory: one streaming pass; distinct stacks are interned once and per sample only a time and a
 stack id are kept, in compact arrays (12 bytes a sample, no objects per sample), since the output
@@ -45,7 +50,7 @@ def add_arguments(p):
                    help="kernel ELF (names, and file/line from DWARF) or System.map/nm map")
     common.add_offset_argument(p)
     p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (default stdout)")
-    filters.add_arguments(p)
+    filters.add_arguments(p, off_cpu=True)
     add_task_format_argument(p, TASK_ROOTS + ("none",))
 
 
@@ -60,8 +65,11 @@ class Timeline:
 class Collector:
     """Streams samples into per-vCPU timelines of interned stacks."""
 
-    def __init__(self, keep_idle, task_fmt="none"):
+    def __init__(self, keep_idle, task_fmt="none", walls=False, period_ns=0):
         self.keep_idle = keep_idle       # idle samples keep their frames (else an empty stack)
+        self.walls = walls               # off-CPU stacks asked for: a wall profile per task too
+        self.period_ns = period_ns or 1  # what an on-CPU sample and an off-CPU period stand for
+        self.tasks = {}                  # Task -> [(time, stack id, weight ns)] (walls only)
         self.task_fmt = task_fmt if task_fmt in TASK_ROOTS else None  # the task root's format
         self.roots = {}                  # Task or None -> its root frame name
         self.labelled = FLAG_FIRMWARE | (FLAG_USER if self.task_fmt else 0)  # shown as one frame
@@ -69,9 +77,26 @@ class Collector:
         self.stack_keys = []             # stack id -> (root or None, frames or mode_frame's str, exact)
         self.cpus = {}                   # vCPU -> Timeline
 
-    EMPTY = (None, (), ())
+    EMPTY = (None, (), (), None)
+
+    def intern(self, key):
+        sid = self.stack_ids.get(key)
+        if sid is None:
+            sid = self.stack_ids[key] = len(self.stack_keys)
+            self.stack_keys.append(key)
+        return sid
 
     def add(self, s):
+        if s.offcpu is not None:         # a task that was not running: its wall profile only
+            root = task_frame(s.task, "comm-pid")
+            sid = self.intern((root, s.frames, s.exact, "off-cpu/" + s.offcpu))
+            self.tasks.setdefault(s.task, []).append((s.time_ns, sid, s.weight * self.period_ns))
+            return
+        if self.walls and s.task is not None and not s.flags & FLAG_IDLE:
+            root = task_frame(s.task, "comm-pid")
+            frames = mode_frame(s.flags, True) if s.flags & (FLAG_FIRMWARE | FLAG_USER) else s.frames
+            sid = self.intern((root, frames, None if isinstance(frames, str) else s.exact, None))
+            self.tasks.setdefault(s.task, []).append((s.time_ns, sid, self.period_ns))
         if not self.keep_idle and s.flags & FLAG_IDLE:
             key = self.EMPTY
         else:
@@ -81,13 +106,10 @@ class Collector:
                 if root is None:
                     root = self.roots[s.task] = task_frame(s.task, self.task_fmt)
             if s.flags & self.labelled:
-                key = (root, mode_frame(s.flags, self.task_fmt is not None), None)
+                key = (root, mode_frame(s.flags, self.task_fmt is not None), None, None)
             else:
-                key = (root, s.frames, s.exact)
-        sid = self.stack_ids.get(key)
-        if sid is None:
-            sid = self.stack_ids[key] = len(self.stack_keys)
-            self.stack_keys.append(key)
+                key = (root, s.frames, s.exact, None)
+        sid = self.intern(key)
         tl = self.cpus.get(s.cpu)
         if tl is None:
             tl = self.cpus[s.cpu] = Timeline()
@@ -127,9 +149,11 @@ class FrameTable:
 
     def stack(self, key):
         """A stack key (root frame name or None, frames pc first or mode_frame's one name,
-        exact frame indexes) -> frame keys, root first."""
-        root, frames, exact = key
+        exact frame indexes, off-CPU state frame or None) -> frame keys, root first."""
+        root, frames, exact, state = key
         out = [self.named(root)] if root is not None else []
+        if state is not None:
+            out.append(self.named(state))
         if isinstance(frames, str):
             return out + [self.named(frames)]
         return out + [self.frame(frames[i], is_return(i, exact)) for i in range(len(frames) - 1, -1, -1)]
@@ -199,6 +223,17 @@ def write_file(out, name, collector, syms):
         out.write('],\n"weights":[')
         write_items(out, map(str, itertools.chain(lead, w)))
         out.write("]}")
+    walls = sorted(collector.tasks.items(), key=lambda kv: (kv[0].pid, kv[0].tgid, kv[0].comm, kv[0].ptr))
+    for k, (task, line) in enumerate(walls):
+        line = sorted(line, key=lambda e: e[0])       # stable: a stop's samples keep their order
+        start = line[0][0]
+        out.write('%s\n{"type":"sampled","name":%s,"unit":"nanoseconds","startValue":%d,'
+                  '"endValue":%d,\n"samples":[' % ("," if cpus or k else "", dump(task_frame(task, "comm-pid") + " (wall)"),
+                                                  start, start + sum(e[2] for e in line)))
+        write_items(out, (stack_text[e[1]] for e in line))
+        out.write('],\n"weights":[')
+        write_items(out, (str(e[2]) for e in line))
+        out.write("]}")
     out.write("]}\n")
 
 
@@ -210,7 +245,8 @@ def run(args):
     fmt = task_format(args.task_format, cap)                     # comm if the capture has tasks
     syms = common.load_symbols(args.elf) if args.elf else None  # sorted table, once
     syms = common.symbols_for(syms, cap, args.kaslr_offset)      # the capture's KASLR offset
-    col = Collector(flt.idle, fmt)
+    walls = bool(flt.states - {"on-cpu"})                       # --state asks for off-CPU stacks
+    col = Collector(flt.idle, fmt, walls, 1000000000 // cap.rate_hz if cap.rate_hz else 0)
     flt.idle = True   # idle samples reach the collector, which empties their stacks unless --idle
     for s in flt.apply(cap.samples()):                           # one streaming pass
         col.add(s)

@@ -143,9 +143,93 @@ def test_info_counts_off_cpu_stacks_apart_from_the_vcpus(tmp_path):
     cap, _ = write(tmp_path)
     r = run("info", "--json", cap)
     doc = json.loads(r.stdout)
-    assert doc["offcpu"] == {"blocked": {"stacks": 5, "periods": 50}, "runnable": {"stacks": 1, "periods": 3}}
+    assert doc["offcpu"] == {"blocked": {"stacks": 5, "periods": 50}, "runnable": {"stacks": 1, "periods": 3},
+                             "uninterruptible": {"stacks": 0, "periods": 0}}
     assert doc["samples"]["total"] == 3 and [c["cpu"] for c in doc["cpus"]] == [1]  # spin's, on vCPU 1
     assert [t["comm"] for t in doc["tasks"]["list"]] == ["shell", "sleep", "spin"]
     text = run("info", cap).stdout
     assert "off-CPU     6 stacks of tasks not running (record --off-cpu): blocked 5 standing for 50 periods, " \
-           "runnable 1 for 3" in text
+           "uninterruptible 0 for 0, runnable 1 for 3" in text
+
+
+def test_uninterruptible_is_a_state_of_its_own(tmp_path):
+    """Linux's D (state byte 3): read, folded under off-cpu/uninterruptible, selected alone or with
+    off-cpu, counted by info."""
+    import json
+    path = tmp_path / "d.cap"
+    disk = (6, 6, 0xffff888000040000, b"disk")
+    body = [capgen.record(0, 0, 0, (K + 0x300, K + 0x210), (), version=6, task=disk, extra=offcpu(3, 7)),
+            capgen.record(0, 1, 0, (K + 0x110,), (), version=6, task=SPIN)]
+    path.write_bytes(capgen.header(version=6, ncpus=2, task_os=capgen.TASK_OS_TESTKERNEL)
+                     + capgen.chunk(1, b"".join(body), len(body), 6))
+    mp = tmp_path / "k.map"
+    mp.write_text(MAP)
+    got = list(Capture(str(path)).samples())
+    assert (got[0].offcpu, got[0].weight) == ("uninterruptible", 7)
+    want = {"disk;off-cpu/uninterruptible;nap;swtch": 7}
+    assert folded(run("fold", str(path), "-e", str(mp), "--state", "uninterruptible").stdout) == want
+    assert folded(run("fold", str(path), "-e", str(mp), "--state", "off-cpu").stdout) == want
+    assert folded(run("fold", str(path), "-e", str(mp), "--state", "blocked").stdout) == {}
+    doc = json.loads(run("info", "--json", str(path)).stdout)
+    assert doc["offcpu"]["uninterruptible"] == {"stacks": 1, "periods": 7}
+
+
+def test_pprof_gives_off_cpu_stacks_a_state_and_their_wall_time(tmp_path):
+    """pprof --state all: an off-CPU stack is a sample with a `state` label and no `cpu` one, its
+    samples value its weight and its wall value that many periods (10 ms at the capture's 100 Hz);
+    the default leaves them out, as every command does."""
+    import importlib.util
+    import gzip
+    import os
+    import conftest
+    pb2 = os.path.join(conftest.BUILD, "pprof", "profile_pb2.py")
+    if not os.path.exists(pb2):
+        pytest.fail(f"{pb2} is missing: run `make`")
+    spec = importlib.util.spec_from_file_location("offcpu_profile_pb2", pb2)
+    pb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pb)
+    cap, mp = write(tmp_path)
+    got = {}
+    for state in ("all", "on-cpu"):
+        out = tmp_path / ("p-%s.pb.gz" % state)
+        r = run("pprof", cap, "-e", mp, "--state", state, "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        prof = pb.Profile()
+        prof.ParseFromString(gzip.decompress(out.read_bytes()))
+        st = list(prof.string_table)
+        fn = {f.id: st[f.name] for f in prof.function}
+        loc = {lc.id: fn[lc.line[0].function_id] for lc in prof.location}
+        rows = {}
+        for s in prof.sample:
+            labels = dict((st[lb.key], st[lb.str]) for lb in s.label)
+            key = (labels["comm"], labels.get("state") or "cpu" + labels["cpu"],
+                   ";".join(loc[i] for i in reversed(s.location_id)))
+            rows[key] = [a + b for a, b in zip(rows.get(key, [0, 0]), s.value)]
+        got[state] = rows
+    assert got["all"][("sleep", "off-cpu/blocked", "main;nap;swtch")] == [30, 300000000]
+    assert got["all"][("shell", "off-cpu/runnable", "main;swtch")] == [3, 30000000]
+    assert got["all"][("spin", "cpu1", "main;spin")][0] == 3
+    assert set(got["on-cpu"]) == {("spin", "cpu1", "main;spin")}
+
+
+def test_speedscope_adds_a_wall_profile_per_task(tmp_path):
+    """speedscope --state all: the vCPUs' profiles as before, then one `comm-pid (wall)` profile a
+    task, in pid order: its on-CPU samples a period each and its off-CPU stacks their periods,
+    under off-cpu/STATE, in time order."""
+    import json
+    cap, mp = write(tmp_path)
+    out = tmp_path / "s.json"
+    r = run("speedscope", cap, "-e", mp, "--state", "all", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    names = [p["name"] for p in doc["profiles"]]
+    assert names == ["cpu1", "shell-3 (wall)", "sleep-4 (wall)", "spin-5 (wall)"], names
+    frames = [f["name"] for f in doc["shared"]["frames"]]
+    shell = doc["profiles"][1]
+    stacks = [";".join(frames[i] for i in s) for s in shell["samples"]]
+    assert stacks == ["shell-3;off-cpu/blocked;main;swtch"] * 2 + ["shell-3;off-cpu/runnable;main;swtch"]
+    assert shell["weights"] == [100000000, 100000000, 30000000]
+    spin = doc["profiles"][3]
+    assert spin["weights"] == [10000000] * 3 and shell["endValue"] - shell["startValue"] == 230000000
+    r = run("speedscope", cap, "-e", mp, "-o", str(tmp_path / "plain.json"))
+    assert [p["name"] for p in json.loads((tmp_path / "plain.json").read_text())["profiles"]] == ["cpu1"]
