@@ -438,16 +438,41 @@ int gdb_mem(struct gdb *g, int cpu, uint64_t addr, uint8_t *out, int len)
 
 #define BLOCK_BATCH 32 /* `m` requests per write in gdb_read_block (~1 KB of requests) */
 
+/* The next reply that is not a stray stop reply: 0, or -1 (g->err set). */
+static int next_reply(struct gdb *g, const char *what)
+{
+	for (;;) {
+		enum gdb_ev ev = gdb_next(g, gdb_req_ms(g));
+		if (ev == GDB_EV_ERROR) return -1;
+		if (ev == GDB_EV_TIMEOUT) {
+			ERR_SET(g, ERR_TIMEOUT, "no reply to %s from %s", what, g->conn.where);
+			return -1;
+		}
+		if (ev == GDB_EV_PACKET && rsp_is_stop(g->dec.pkt, g->dec.len)) {
+			g->st.stray_stops++;
+			continue;
+		}
+		return ev == GDB_EV_PACKET ? 0 : 1;
+	}
+}
+
+/* The vCPU's Hg goes in the first write, before the `m`s: one round trip for a few blocks, not
+ * two (a refused Hg still has every reply read, to stay in step, and fails the read). */
 int gdb_read_blocks(struct gdb *g, int cpu, struct gdb_block *b, int nb)
 {
-	char buf[BLOCK_BATCH * 40], req[64];
-	int unmapped = 0, blk = 0;
+	char buf[BLOCK_BATCH * 40 + 64], req[64];
+	int unmapped = 0, blk = 0, hg = 1, refused = 0;
 	size_t off = 0;
-	if (select_cpu(g, cpu) < 0) return -1;
+	if (nb < 1) return select_cpu(g, cpu) < 0 ? -1 : 0;
 	for (int i = 0; i < nb; i++) b[i].ok = 1;
 	while (blk < nb) { /* up to BLOCK_BATCH `m`s a write, across the blocks, in order */
 		size_t boff = 0, at[BLOCK_BATCH], n[BLOCK_BATCH];
 		int which[BLOCK_BATCH], k = 0;
+		char hgreq[32];
+		if (hg) {
+			gdb_hg(g, cpu, hgreq, sizeof hgreq);
+			if (rsp_append(buf, sizeof buf, &boff, hgreq) < 0) return -1;
+		}
 		for (; k < BLOCK_BATCH && blk < nb; k++) {
 			n[k] = b[blk].len - off < GDB_MEM_MAX ? b[blk].len - off : GDB_MEM_MAX;
 			at[k] = off;
@@ -458,21 +483,20 @@ int gdb_read_blocks(struct gdb *g, int cpu, struct gdb_block *b, int nb)
 			if (off >= b[blk].len) blk++, off = 0;
 		}
 		if (gdb_write(g, buf, boff) < 0) return -1;
-		for (int i = 0; i < k;) { /* every reply is read, even after an error, to stay in step */
-			enum gdb_ev ev = gdb_next(g, gdb_req_ms(g));
-			if (ev == GDB_EV_ERROR) return -1;
-			if (ev == GDB_EV_TIMEOUT) {
-				ERR_SET(g, ERR_TIMEOUT, "no reply to a memory read from %s", g->conn.where);
-				return -1;
-			}
-			if (ev == GDB_EV_PACKET && rsp_is_stop(g->dec.pkt, g->dec.len)) {
-				g->st.stray_stops++;
-				continue;
-			}
-			if (ev != GDB_EV_PACKET || gdb_parse_mem(g->dec.pkt, g->dec.len, b[which[i]].out + at[i], n[i]) < 0)
-				unmapped = 1, b[which[i]].ok = 0;
-			i++;
+		if (hg) {
+			int rc = next_reply(g, hgreq);
+			if (rc < 0) return -1;
+			refused = rc > 0 || strcmp(g->dec.pkt, "OK");
+			if (refused) ERR_SET(g, ERR_PROTO, "%s refused: %.20s", hgreq, rc > 0 ? "" : g->dec.pkt);
+			hg = 0;
 		}
+		for (int i = 0; i < k; i++) { /* every reply is read, even after an error, to stay in step */
+			int rc = next_reply(g, "a memory read");
+			if (rc < 0) return -1;
+			if (rc > 0 || gdb_parse_mem(g->dec.pkt, g->dec.len, b[which[i]].out + at[i], n[i]) < 0)
+				unmapped = 1, b[which[i]].ok = 0;
+		}
+		if (refused) return -1;
 	}
 	return unmapped ? -2 : 0;
 }
