@@ -23,13 +23,14 @@
  * migrating to a pipe). Nothing for this long: it stopped answering. */
 #define REPLY_TIMEOUT_MS 30000
 
-enum { SL_HG, SL_G, SL_P, SL_M, SL_HGV }; /* SL_HGV: Hg to another vCPU for via_kernel reads */
+enum { SL_HG, SL_G, SL_P, SL_M, SL_HGV, SL_XHG, SL_XM }; /* SL_HGV: Hg to another vCPU for via_kernel
+							     * reads; SL_X*: the caller's own reads */
 
 /* What one request in a batch was. */
 struct slot {
 	int kind;   /* SL_* */
-	int vi;     /* index into s->v */
-	int wi;     /* window index for SL_M */
+	int vi;     /* index into s->v (SL_XM: the caller's block) */
+	int wi;     /* window index for SL_M (SL_XM: the offset in its block) */
 };
 
 int sampler_init(struct sampler *s, struct gdb *g, const struct sampler_cfg *cfg, const int *cpus, int ncpus)
@@ -126,12 +127,49 @@ full:
 	return -1;
 }
 
+/* Append the caller's reads (s->xb) behind an Hg to their vCPU; -1 if the batch has no room for
+ * them all (then none go: the caller reads them itself). */
+static int queue_extra(struct sampler *s, char *buf, size_t cap, size_t *off, struct slot *slots, int *ns, int room)
+{
+	char req[64];
+	size_t start = *off;
+	int nstart = *ns;
+	gdb_hg(s->g, s->xcpu, req, sizeof req);
+	if (room < 1 || rsp_append(buf, cap, off, req) < 0) goto full;
+	slots[(*ns)++] = (struct slot){ SL_XHG, 0, 0 };
+	for (int i = 0; i < s->nxb; i++) {
+		s->xb[i].ok = 1;
+		for (size_t at = 0; at < s->xb[i].len; at += GDB_MEM_MAX) {
+			size_t n = s->xb[i].len - at < GDB_MEM_MAX ? s->xb[i].len - at : GDB_MEM_MAX;
+			snprintf(req, sizeof req, "m%llx,%zx", (unsigned long long)(s->xb[i].addr + at), n);
+			if (*ns - nstart >= room || rsp_append(buf, cap, off, req) < 0) goto full;
+			slots[(*ns)++] = (struct slot){ SL_XM, i, (int)at };
+		}
+	}
+	return 0;
+full:
+	*off = start;
+	*ns = nstart;
+	return -1;
+}
+
 /* Apply one reply event to its slot. */
 static void apply(struct sampler *s, const struct slot *sl, enum gdb_ev ev)
 {
-	struct vcpu *v = &s->v[sl->vi];
 	const char *p = s->g->dec.pkt;
 	size_t len = s->g->dec.len;
+	if (sl->kind == SL_XHG) { /* refused: the reads behind it went through another vCPU */
+		if (ev != GDB_EV_PACKET || !(len == 2 && p[0] == 'O' && p[1] == 'K'))
+			for (int i = 0; i < s->nxb; i++) s->xb[i].ok = 0;
+		return;
+	}
+	if (sl->kind == SL_XM) {
+		struct gdb_block *b = &s->xb[sl->vi];
+		size_t n = b->len - (size_t)sl->wi < GDB_MEM_MAX ? b->len - (size_t)sl->wi : GDB_MEM_MAX;
+		if (ev != GDB_EV_PACKET || gdb_parse_mem(p, len, b->out + sl->wi, n) < 0) b->ok = 0;
+		return;
+	}
+	struct vcpu *v = &s->v[sl->vi];
 	if (ev != GDB_EV_PACKET) {
 		s->st.rejected++;
 		if (sl->kind == SL_HG) v->hg_ok = 0;
@@ -235,9 +273,11 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 {
 	static char buf[GDB_REQ_MAX * 2];
 	static int order[GDB_MAX_CPUS];
-	struct slot slots[SAMPLE_GROUP * (8 + UNWIND_MAX_CHUNKS) + 8]; /* Hg g p p, and windows */
+	struct slot slots[SAMPLE_GROUP * (8 + UNWIND_MAX_CHUNKS) + 8 + SAMPLE_EXTRA_MAX + 1]; /* Hg g p p, and
+										 * windows; the caller's */
 	int elide = -1, stopped_by_us = s->g->running;
 	*nout = 0;
+	s->x_sent = 0;
 	s->stopped_at_ns = 0;
 	s->p.now_ns = pace_now();
 	for (int i = 0, k = 1; i < s->nv; i++) {
@@ -272,6 +312,8 @@ int sampler_take(struct sampler *s, struct sample *out, int *nout)
 				inbatch++;
 			}
 			first = k;
+			if (with_stop && s->nxb > 0 && queue_extra(s, buf, sizeof buf, &off, slots, &ns, SAMPLE_EXTRA_MAX) == 0)
+				s->x_sent = 1; /* behind the vCPUs' requests, in the stop's own write */
 			if (!ns && !with_stop) continue;
 			s->st.trips++;
 			if (trip(s, buf, off, slots, ns, with_stop, &stop_tid) < 0) return -1;

@@ -12,6 +12,7 @@
 
 #define SAMPLE_MAX_TRIPS 4      /* round trips per sample: 1 normally, more on a missed prediction */
 #define SAMPLE_GROUP 16         /* vCPUs per pipelined write (bounds unread reply bytes) */
+#define SAMPLE_EXTRA_MAX 256    /* `m` requests of the caller's own reads one stop carries at most */
 
 /* The sampler: the connection, the plan, and what one round trip learned about the stop. */
 struct sampler {
@@ -24,6 +25,12 @@ struct sampler {
 					 * VM is stopped from then on for sure); 0 if none came */
 	int nv;                         /* vCPUs sampled */
 	struct vcpu *v;                 /* their state */
+	/* The caller's own reads, known before the stop (record --off-cpu's predicted ones): sent
+	 * in the stop's first write behind the vCPUs' requests, through vCPU index xcpu -- no round
+	 * trip of their own. Set before sampler_take; x_sent says they went (each block's ok its
+	 * fate), else the caller reads them itself. */
+	struct gdb_block *xb;
+	int nxb, xcpu, x_sent;
 	int err;                        /* sticky error code */
 	char errstr[ERR_MAX];           /* what went wrong */
 };

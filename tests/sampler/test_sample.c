@@ -376,6 +376,43 @@ static void test_idle_not_reread(void)
 	syms_free(&t);
 }
 
+/* The caller's own reads (record --off-cpu's, predicted before the stop) ride in the stop's
+ * write behind the vCPUs' requests: an Hg to their vCPU, an `m` per GDB_MEM_MAX bytes, no trip of
+ * their own; a block the stub refuses comes back not ok, the others filled. */
+static void test_extra_reads_ride_in_the_stops_write(void)
+{
+	struct fake f;
+	struct sampler s;
+	struct sample out[2];
+	uint8_t a[16], b[3000], c[8];
+	int n, cpus[2] = { 0, 1 };
+	stub_cross = 1;
+	build();
+	fake_start(&f, 1, 1);
+	CHECK(sampler_init(&s, f.g, &(struct sampler_cfg){ .syms = NULL, .klo = 0xffff800000000000ull, .khi = ~0ull, .max_frames = 64 }, cpus, 2) == 0);
+	struct gdb_block x[3] = { { STACK1 + 0x100, sizeof a, a, 0 }, { STACK1 + 0x200, sizeof b, b, 0 },
+				  { STACK1 + STACKLEN, sizeof c, c, 0 } }; /* the last past the stack: E14 */
+	s.xb = x;
+	s.nxb = 3;
+	s.xcpu = 1;
+	s.g->running = 1;
+	CHECK(sampler_take(&s, out, &n) == 0 && n == 2 && s.x_sent == 1);
+	CHECK(x[0].ok && x[1].ok && !x[2].ok);
+	CHECK(!memcmp(a, mem[1] + 0x100, sizeof a) && !memcmp(b, mem[1] + 0x200, sizeof b));
+	uint64_t trips = s.st.trips;
+	s.nxb = 0;
+	CHECK(sampler_resume(&s) == 0 && sampler_take(&s, out, &n) == 0 && s.x_sent == 0);
+	CHECK(s.st.trips - trips == 1); /* predicted windows: one trip, none added by the reads before */
+	sampler_free(&s);
+	char *log = fake_stop(&f);
+	char want[256];
+	snprintf(want, sizeof want, "Hgp1.2\nm%llx,10\nm%llx,800\nm%llx,3b8\nm%llx,8\n",
+		 (unsigned long long)(STACK1 + 0x100), (unsigned long long)(STACK1 + 0x200),
+		 (unsigned long long)(STACK1 + 0xa00), (unsigned long long)(STACK1 + STACKLEN));
+	CHECK(strstr(log, want) != NULL);
+	if (!strstr(log, want)) fprintf(stderr, "request log:\n%s\nwanted:\n%s\n", log, want);
+}
+
 void test_sample(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -385,4 +422,5 @@ void test_sample(void)
 	test_stale_window_after_a_task_switch();
 	test_wrong_stop_vcpu();
 	test_idle_not_reread();
+	test_extra_reads_ride_in_the_stops_write();
 }
