@@ -149,6 +149,7 @@ bench: deps all
 	$(PY) bench/replay_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 	$(PY) bench/count_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
 	$(PY) bench/offcpu_bench.py --gdbsample $(BUILD)/gdbsample --out docs/benchmarks.md
+	$(PY) bench/offcpu_linux_bench.py --gdbsample $(BUILD)/gdbsample --linux-build $(BUILD)/linux --out docs/benchmarks.md
 	$(PY) bench/module_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --linux-build $(BUILD)/linux \
 	  --out docs/benchmarks.md
 	$(PY) bench/kfind_bench.py --gdbsample $(BUILD)/gdbsample --linux-build $(BUILD)/linux --out docs/benchmarks.md

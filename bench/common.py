@@ -116,6 +116,18 @@ def rtt(exe, port, mode="floor", count=200, k=512, gap_us=None):
     return int(m.group(1)), int(m.group(2))
 
 
+def span(xs, fmt="{:.0f}"):
+    """A table cell: the median of xs, then [lowest-highest], each formatted with fmt."""
+    import statistics
+    return f"{fmt.format(statistics.median(xs))} [{fmt.format(min(xs))}-{fmt.format(max(xs))}]"
+
+
+def pause_base(runs, name="record (on-CPU only)"):
+    """The median pause p50 of the baseline runs[name] (summaries), what the ratios divide by."""
+    import statistics
+    return statistics.median(r["pause_p50_us"] for r in runs[name])
+
+
 def percentile(values, p):
     """The p-th percentile (0-100) of values: the value at rank round(p/100 * (n-1)) in order."""
     v = sorted(values)

@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from common import ROOT  # noqa: E402
+from common import ROOT, span  # noqa: E402
 from guest import Guest  # noqa: E402
 
 log = common.logger("offcpu_bench")
@@ -40,13 +40,9 @@ def one(a, g, extra):
     return kv
 
 
-def span(xs, fmt="{:.0f}"):
-    return f"{fmt.format(statistics.median(xs))} [{fmt.format(min(xs))}-{fmt.format(max(xs))}]"
-
-
 def render(res, a):
     begin, end = common.markers("offcpu-bench")
-    base = statistics.median(r["pause_p50_us"] for r in res["runs"]["record (on-CPU only)"])
+    base = common.pause_base(res["runs"])
     lines = [begin, "## Off-CPU stacks and phase breakpoints: their cost (issue 25, bench/offcpu_bench.py)", "",
              f"The test kernel (x86_64, QEMU 7.2 TCG, `-smp 2`), {res['tasks']} tasks in its table: "
              f"{SLEEPERS} in `work sleep 5` and `work split 5 3 2`. `record -r {RATE}` for {SECS} s, "
@@ -66,15 +62,15 @@ def render(res, a):
     lines += ["", "Target (issue 25): the pause with --off-cpu at most 1.5x without, at about 200 tasks. A "
               "stop reads one slice of the task table (`--off-cpu-slice`, 4 entries of 168 bytes by "
               "default) and the saved stacks of that slice's tasks its previous visit found waiting, each "
-              "as far as the task's last walk went (a few hundred bytes), in one round trip after the "
-              "vCPUs' reads: at most five `m` packets, whatever the number of tasks -- more tasks are "
-              "each seen less often (here every 16 stops; every 64 with a slice of 1), not read at a "
-              "higher cost; the first stop reads the whole table once. So the ratio at 60 tasks is the "
-              "ratio at 200; what it costs is one more round trip and QEMU's answer to each packet -- the "
-              "trip itself is most of it (a slice of 1, two packets, still costs ~1.5x), so the 1.5x "
-              "target needs the off-CPU reads in the vCPUs' own trip (their addresses are known before "
-              "the stop: the prediction), which is not built yet. The test kernel's table has 64 slots; Linux guests' "
-              "task lists are not read by --off-cpu yet. A phase bound costs a stop reply, a `p` for "
+              "as far as the task's last walk went (a few hundred bytes), sent behind the "
+              "vCPUs' requests, in their own write (their addresses are known before the stop: the "
+              "prediction), so they take no round trip of their own: at most five `m` packets, whatever "
+              "the number of tasks -- more tasks are each seen less often (here every 16 stops; every 64 "
+              "with a slice of 1), not read at a higher cost; the first stop reads the whole table once. "
+              "So the ratio at 60 tasks is the ratio at 200: what it costs is QEMU's answer to each "
+              "packet. (Before the reads rode in the vCPUs' write, a trip of their own -- and an `Hg` "
+              "trip before it -- made it 1.74-1.91x.) The test kernel's table has 64 slots; a Linux "
+              "guest's ~200 tasks: the offcpu-linux-bench section. A phase bound costs a stop reply, a `p` for "
               "the pc and two breakpoint swaps (no single step) while the guest stands still: the cost "
               "column; the guest's slowdown beyond that (QEMU retranslating around breakpoints) is the "
               "count bench's subject.", end]

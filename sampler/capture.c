@@ -178,11 +178,11 @@ static int capw_add(struct writer *w, const struct sample *s)
 		memcpy(t + 18, s->task.comm, TASK_COMM_LEN);
 		xl += 2u + CAPX_TASK_LEN;
 	}
-	if (s->offcpu == OC_RUNNABLE || s->offcpu == OC_BLOCKED) {
+	if (s->offcpu == OC_RUNNABLE || s->offcpu == OC_BLOCKED || s->offcpu == OC_UNINTERRUPTIBLE) {
 		uint8_t *o = x + xl;
 		o[0] = CAPX_OFFCPU;
 		o[1] = CAPX_OFFCPU_LEN;
-		o[2] = s->offcpu == OC_RUNNABLE ? CAPO_RUNNABLE : CAPO_BLOCKED;
+		o[2] = s->offcpu == OC_RUNNABLE ? CAPO_RUNNABLE : s->offcpu == OC_BLOCKED ? CAPO_BLOCKED : CAPO_UNINTERRUPTIBLE;
 		put_le32(o + 3, s->weight);
 		xl += 2u + CAPX_OFFCPU_LEN;
 	}
@@ -372,8 +372,8 @@ int capture_next(struct capture_reader *r, struct sample *s)
 				s->task.ptr = le64(x + 10);
 				memcpy(s->task.comm, x + 18, TASK_COMM_LEN);
 			} else if (x[0] == CAPX_OFFCPU && x[1] == CAPX_OFFCPU_LEN && r->h.version >= 6 &&
-				   (x[2] == CAPO_RUNNABLE || x[2] == CAPO_BLOCKED)) {
-				s->offcpu = x[2] == CAPO_RUNNABLE ? OC_RUNNABLE : OC_BLOCKED;
+				   (x[2] == CAPO_RUNNABLE || x[2] == CAPO_BLOCKED || x[2] == CAPO_UNINTERRUPTIBLE)) {
+				s->offcpu = x[2] == CAPO_RUNNABLE ? OC_RUNNABLE : x[2] == CAPO_BLOCKED ? OC_BLOCKED : OC_UNINTERRUPTIBLE;
 				s->weight = (uint32_t)le32(x + 3);
 			}
 		len += 2 + xl;

@@ -25,7 +25,7 @@ enum { CAPX_EXACT = 1, CAPX_TASK = 2, CAPX_OFFCPU = 3 }; /* extension records: e
 					  * frame indexes; the task (v3); off-CPU state and weight (v6) */
 #define CAPX_TASK_LEN 32
 #define CAPX_OFFCPU_LEN 5                /* u8 state (CAPO_*), u32 weight in sample periods */
-enum { CAPO_RUNNABLE = 1, CAPO_BLOCKED = 2 }; /* the file's off-CPU states (offcpu.h's OC_* mapped) */
+enum { CAPO_RUNNABLE = 1, CAPO_BLOCKED = 2, CAPO_UNINTERRUPTIBLE = 3 }; /* the file's off-CPU states (offcpu.h's OC_* mapped) */
 
 /* The decoded header. */
 struct capture_header {

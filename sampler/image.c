@@ -2,6 +2,7 @@
 /* image.c: the guest kernel as given with -e -- an ELF, a compressed vmlinuz, a symbol map, or an
  * image and a map together: names, text, and whichever unwind tables the image carries. */
 #include "image.h"
+#include "offcpu_linux.h"
 #include "arch.h"
 #include "elfsec.h"
 #include "err.h"
@@ -25,6 +26,8 @@ static void image_btf(struct image *im, const uint8_t *btf, size_t len)
 {
 	im->has_btf = 1;
 	mods_layout_btf(&im->modl, btf, len);
+	if (im->want & IMG_WANT_OFFCPU)
+		im->ocl_ok = offcpu_linux_btf(btf, len, &im->ocl, im->ocl_why, sizeof im->ocl_why) == 0;
 }
 
 /* The ELF's own tables: ORC (.orc_unwind_ip, .orc_unwind, .orc_header) and CFI. */
@@ -306,7 +309,9 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 	int nkos = 0;
 	memset(im, 0, sizeof *im);
 	im->want_os = want_os;
+	im->want = want;
 	im->desc = desc;
+	snprintf(im->ocl_why, sizeof im->ocl_why, "no BTF in the image (a Linux kernel built with CONFIG_DEBUG_INFO_BTF has it)");
 	snprintf(im->os.why, sizeof im->os.why, "a symbol map has no types to find the task layout in (BTF "
 		 "or DWARF): give the kernel image (-e vmlinuz) too");
 	elf_version(EV_CURRENT);

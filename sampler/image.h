@@ -9,6 +9,7 @@
 #include "guestos.h"
 #include "kofile.h"
 #include "modules.h"
+#include "offcpu.h"
 #include "symbols.h"
 #include "unwind_cfi.h"
 #include "unwind_orc.h"
@@ -16,7 +17,7 @@
 #define IMAGE_MAX_FILES 16 /* -e given at most: a kernel image, a map, and .ko files or directories */
 
 /* What to load besides names and text. */
-enum { IMG_WANT_ORC = 1, IMG_WANT_CFI = 2 };
+enum { IMG_WANT_ORC = 1, IMG_WANT_CFI = 2, IMG_WANT_OFFCPU = 4 }; /* OFFCPU: the task list's layout from BTF */
 
 struct image {
 	struct symtab syms;         /* names (.symtab or a map) and text (ELF); relocated once the
@@ -46,6 +47,10 @@ struct image {
 	struct guestos os;          /* who runs on each vCPU (os.os == OS_NONE: off, os.why why) */
 	int has_btf;                /* the image has .BTF (a Linux kernel) */
 	struct mod_layout modl;     /* struct module's layout from it (modl.ok, else modl.why) */
+	int want;                   /* IMG_WANT_* given to image_load */
+	int ocl_ok;                 /* IMG_WANT_OFFCPU: ocl holds task_struct's layout from BTF ... */
+	struct offcpu_layout ocl;   /* (offcpu_linux.h; placed by the symbols at --off-cpu's start) */
+	char ocl_why[256];          /* ...else why not */
 	struct koset kos;           /* .ko files and directories given (kofile.h) */
 	int only_kos;               /* every -e was a .ko or a directory: the kernel is the guest's */
 	char what[256];             /* what was loaded, for the report: "vmlinuz-6.1 (xz) + kallsyms" */

@@ -537,3 +537,37 @@ int locate_kernel(struct session *ss)
 	}
 	return choose_methods(ss);
 }
+
+int session_slice_stop(struct session *ss)
+{
+	if (ss->held || !ss->g.running) { /* paused before we came, or stopped already: read as it is */
+		slice_begin(&ss->sl, pace_now(), ss->sl.cpu);
+		return 0;
+	}
+	ss->sl.rescued = 0;
+	if (slice_restop(&ss->sl, 1) < 0) {
+		ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "%s", ss->g.errstr);
+		return -1;
+	}
+	return 0;
+}
+
+int session_slice_blocks(struct session *ss, struct gdb_block *b, int n)
+{
+	for (;;) {
+		if (ss->sl.may_run && pace_now() - ss->sl.stopped_ns >= SLICE_NS && slice_restop(&ss->sl, 0) < 0) break;
+		if (gdb_read_blocks(&ss->g, ss->sl.cpu, b, n) != -1) return 0;
+		if (!ss->sl.may_run || !rescued(ss) || slice_restop(&ss->sl, 1) < 0) break;
+	}
+	ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "%s", ss->g.errstr);
+	return -1;
+}
+
+int session_slice_release(struct session *ss)
+{
+	if (slicer_release(ss) < 0) {
+		ERR_SET(ss, ss->g.err ? ss->g.err : ERR_PROTO, "%s", ss->g.errstr);
+		return -1;
+	}
+	return 0;
+}

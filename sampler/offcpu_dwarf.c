@@ -17,15 +17,6 @@
  * swtch_resume_pc, a .rodata word holding where a switched-out task resumes (switch.S). Every
  * offset, size and value comes from the image, none is written here.
  */
-static int fail(char *err, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, cap, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 struct found {
 	const char *name;
 	int tag;
@@ -125,7 +116,7 @@ int offcpu_testkernel_layout(Elf *elf, struct offcpu_layout *L, char *err, size_
 	memset(L, 0, sizeof *L);
 	L->idle_kind = -1;
 	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-	if (!dw) return fail(err, cap, "the image has no DWARF");
+	if (!dw) return offcpu_fail(err, cap, "the image has no DWARF");
 	int rc = -1;
 	struct found tasks = { "tasks", DW_TAG_variable, { 0 }, 0 }, st = { "task_state", DW_TAG_enumeration_type, { 0 }, 0 },
 		     kind = { "task_kind", DW_TAG_enumeration_type, { 0 }, 0 };
@@ -137,18 +128,18 @@ int offcpu_testkernel_layout(Elf *elf, struct offcpu_layout *L, char *err, size_
 	uint32_t u, pid_size, sp_size, lo_size, sz_size;
 	if (!find_top(dw, &tasks) || type_of(&tasks.die, &arr) < 0 || dwarf_tag(&arr) != DW_TAG_array_type ||
 	    type_of(&arr, &elem) < 0 || dwarf_tag(&elem) != DW_TAG_structure_type) {
-		fail(err, cap, "no task table (an array `tasks` of struct task) in its DWARF");
+		offcpu_fail(err, cap, "no task table (an array `tasks` of struct task) in its DWARF");
 		goto out;
 	}
 	if (!dwarf_attr(&tasks.die, DW_AT_location, &a) || dwarf_getlocation(&a, &ops, &nops) != 0 || nops != 1 ||
 	    ops[0].atom != DW_OP_addr) {
-		fail(err, cap, "the task table `tasks` has no fixed address in its DWARF");
+		offcpu_fail(err, cap, "the task table `tasks` has no fixed address in its DWARF");
 		goto out;
 	}
 	L->table = ops[0].number;
 	int stride = dwarf_bytesize(&elem);
 	if (stride <= 0 || dwarf_aggregate_size(&arr, &total) != 0 || total % (Dwarf_Word)stride) {
-		fail(err, cap, "the task table's size is not in its DWARF");
+		offcpu_fail(err, cap, "the task table's size is not in its DWARF");
 		goto out;
 	}
 	L->stride = (uint32_t)stride;
@@ -161,7 +152,7 @@ int offcpu_testkernel_layout(Elf *elf, struct offcpu_layout *L, char *err, size_
 	    member(&elem, "stack", &L->stack_off, &lo_size, NULL) < 0 || lo_size != 8 ||
 	    member(&elem, "stack_size", &L->stack_size_off, &sz_size, NULL) < 0 || sz_size != 8 ||
 	    L->state_size > 8 || L->kind_size > 8) {
-		fail(err, cap, "struct task lacks pid, name, state, kind, rsp, stack or stack_size as the test kernel has them");
+		offcpu_fail(err, cap, "struct task lacks pid, name, state, kind, rsp, stack or stack_size as the test kernel has them");
 		goto out;
 	}
 	static const struct { const char *name; int cls; } states[] = {
@@ -169,23 +160,23 @@ int offcpu_testkernel_layout(Elf *elf, struct offcpu_layout *L, char *err, size_
 		{ "TASK_SLEEPING", OC_BLOCKED }, { "TASK_BLOCKED", OC_BLOCKED },
 	};
 	if (!find_top(dw, &st) || !find_top(dw, &kind)) {
-		fail(err, cap, "no enum task_state or task_kind in its DWARF");
+		offcpu_fail(err, cap, "no enum task_state or task_kind in its DWARF");
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
 		int64_t v;
 		if (enumerator(&st.die, states[i].name, &v) < 0 || v < 0 || v >= (int64_t)sizeof L->cls) {
-			fail(err, cap, "enum task_state has no %s below 16", states[i].name);
+			offcpu_fail(err, cap, "enum task_state has no %s below 16", states[i].name);
 			goto out;
 		}
 		L->cls[v] = (uint8_t)states[i].cls;
 	}
 	if (enumerator(&kind.die, "KIND_IDLE", &L->idle_kind) < 0) {
-		fail(err, cap, "enum task_kind has no KIND_IDLE");
+		offcpu_fail(err, cap, "enum task_kind has no KIND_IDLE");
 		goto out;
 	}
 	if (symbol_word(elf, "swtch_resume_pc", &L->resume_pc) < 0) {
-		fail(err, cap, "no swtch_resume_pc (where a switched-out task resumes) in its symbols");
+		offcpu_fail(err, cap, "no swtch_resume_pc (where a switched-out task resumes) in its symbols");
 		goto out;
 	}
 	rc = 0;

@@ -2,10 +2,25 @@
 /* offcpu_io.c: record --off-cpu's reads in a stop -- the task table and the saved stacks in one trip -- and their walks. */
 #include "offcpu_io.h"
 #include "offcpu_dwarf.h"
+#include "offcpu_linux.h"
+#include "pace.h"
 #include <stdlib.h>
 #include <string.h>
 
-#define OFFCPU_REQS 64 /* reads one stop makes at most: the table and 63 stacks */
+
+int offcpu_image_check(const struct image *im, char *err, size_t cap)
+{
+	if (im->os.os == OS_LINUX && !im->ocl_ok) {
+		snprintf(err, cap, "%s", im->ocl_why);
+		return -1;
+	}
+	if (im->os.os != OS_LINUX && (im->os.os != OS_TESTKERNEL || !im->elf)) {
+		snprintf(err, cap, "--off-cpu follows the tasks of our test kernel (its DWARF) or of a Linux kernel "
+			 "(its BTF): give its image with -e (%s)", im->os.why[0] ? im->os.why : "this one is neither");
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * A switched-out task of our test kernel resumes at swtch_resume_pc with its saved sp, where
@@ -13,31 +28,98 @@
  * started there, over the saved stack read in the stop -- through the same unwinders, symbols and
  * range as the vCPUs' samples.
  */
+/* The tasks of a Linux guest (its BTF, read at load, and symbols): the layout, or -1 with one
+ * line in err. */
+static int linux_layout(struct session *ss, struct offcpu_layout *L, char *err, size_t cap)
+{
+	if (!ss->img.ocl_ok) {
+		snprintf(err, cap, "%s", ss->img.ocl_why);
+		return -1;
+	}
+	*L = ss->img.ocl;
+	return offcpu_linux_place(L, &ss->img.syms, err, cap);
+}
+
+/* A Linux guest's list walked once (the census), in stops of the session's slicer: a task a
+ * trip, since nothing predicts the next link yet. 0, or -1 (ss->err). */
+static int census(struct session *ss, struct offcpu *oc, char *err, size_t cap)
+{
+	struct offcpu_req req[OFFCPU_REQS];
+	struct gdb_block b[OFFCPU_REQS];
+	if (session_slice_stop(ss) < 0) goto fail;
+	for (int trips = 0; oc->census; trips++) {
+		if (trips > 4 * OFFCPU_MAX_TASKS) { /* a list that never closes: not followed */
+			session_slice_release(ss);
+			snprintf(err, cap, "--off-cpu: the task list from init_task did not close after %d reads", trips);
+			return -1;
+		}
+		int nreq = offcpu_plan(oc, req, OFFCPU_REQS);
+		for (int i = 0; i < nreq; i++)
+			b[i] = (struct gdb_block){ req[i].addr, req[i].len, oc->table_buf + req[i].dst, 0 };
+		if (session_slice_blocks(ss, b, nreq) < 0) goto fail;
+		for (int i = 0; i < nreq; i++) req[i].data = b[i].ok ? b[i].out : NULL;
+		oc->st.census_reads++;
+		if (offcpu_decode(oc, req, nreq, pace_now(), NULL, 0) < 0 && oc->st.unreadable > 16) {
+			session_slice_release(ss);
+			snprintf(err, cap, "--off-cpu: the task list cannot be read at init_task (0x%llx)",
+				 (unsigned long long)oc->L.table);
+			return -1;
+		}
+	}
+	if (session_slice_release(ss) < 0) goto fail;
+	return 0;
+fail:
+	snprintf(err, cap, "--off-cpu: reading the task list: %s", ss->errstr);
+	return -1;
+}
+
+/*
+ * A switched-out task of our test kernel resumes at swtch_resume_pc with its saved sp, where
+ * swtch's CFI reads its saved area (kernel/arch/.../switch.S); a Linux task at the instruction
+ * after __switch_to_asm's store of its rsp, where ORC reads the six pushes (offcpu_linux.c): so
+ * each walk is an ordinary one, started there, over the saved stack read in the stop -- through
+ * the same unwinders, symbols and range as the vCPUs' samples.
+ */
 int offcpu_open(struct session *ss, struct offcpu **out, char *err, size_t cap)
 {
 	struct offcpu_layout L;
-	if (ss->img.os.os != OS_TESTKERNEL || !ss->img.elf) {
-		snprintf(err, cap, "--off-cpu follows our test kernel's tasks (its DWARF); %s",
-			 ss->img.os.os == OS_LINUX ? "a Linux guest's task list is not read yet" : "this image is not it");
+	if (ss->img.os.os == OS_LINUX) {
+		if (linux_layout(ss, &L, err, cap) < 0) return -1;
+	} else if (ss->img.os.os != OS_TESTKERNEL || !ss->img.elf) {
+		snprintf(err, cap, "--off-cpu follows the tasks of our test kernel (its DWARF) or of Linux (its BTF); "
+			 "this image is neither");
+		return -1;
+	} else if (offcpu_testkernel_layout(ss->img.elf, &L, err, cap) < 0) {
 		return -1;
 	}
-	if (offcpu_testkernel_layout(ss->img.elf, &L, err, cap) < 0) return -1;
+	int list = L.mode == OL_LIST;
+	size_t entries = list ? (size_t)OFFCPU_MAX_VISITS * L.stride : (size_t)L.count * L.stride;
+	size_t kept_n = list ? OFFCPU_MAX_TASKS : L.count ? L.count : 1;
 	struct offcpu *oc = malloc(sizeof *oc);
-	uint8_t *table = malloc((size_t)L.count * L.stride);
-	uint8_t *stacks = malloc((size_t)OFFCPU_BUDGET);
-	struct sample *kept = calloc(L.count ? L.count : 1, sizeof *kept);
-	if (!oc || !table || !stacks || !kept) {
+	uint8_t *table = malloc(entries ? entries : 1);
+	uint32_t budget = list ? OFFCPU_LIST_WINDOW : OFFCPU_BUDGET;
+	uint8_t *stacks = malloc(budget);
+	struct sample *kept = calloc(kept_n, sizeof *kept);
+	struct gdb_block *blocks = calloc(OFFCPU_REQS, sizeof *blocks);
+	if (!oc || !table || !stacks || !kept || !blocks) {
 		free(oc);
 		free(table);
 		free(stacks);
 		free(kept);
+		free(blocks);
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	offcpu_init(oc, &L, OFFCPU_BUDGET, ss->o->offcpu_slice ? ss->o->offcpu_slice : OFFCPU_SLICE, ss->o->rate > 0 ? 1000000000LL / ss->o->rate : 10000000);
+	offcpu_init(oc, &L, budget, ss->o->offcpu_slice ? ss->o->offcpu_slice : list ? OFFCPU_LIST_SLICE : OFFCPU_SLICE, ss->o->rate > 0 ? 1000000000LL / ss->o->rate : 10000000);
 	oc->table_buf = table;
 	oc->stack_buf = stacks;
 	oc->kept_buf = kept;
+	oc->blocks = blocks;
+	oc->cpu = ss->sl.cpu >= 0 ? ss->sl.cpu : ss->cpus[0];
+	if (list && census(ss, oc, err, cap) < 0) {
+		offcpu_close(oc);
+		return -1;
+	}
 	*out = oc;
 	return 0;
 }
@@ -48,24 +130,45 @@ void offcpu_close(struct offcpu *oc)
 	free(oc->table_buf);
 	free(oc->stack_buf);
 	free(oc->kept_buf);
+	free(oc->blocks);
 	free(oc);
 }
 
-int offcpu_take(struct session *ss, struct offcpu *oc, int64_t now, struct sample *out, int cap)
+int offcpu_prepare(struct offcpu *oc)
 {
-	struct offcpu_req req[OFFCPU_REQS];
-	struct gdb_block b[OFFCPU_REQS];
-	struct offcpu_hit hit[OFFCPU_REQS];
-	int nreq = offcpu_plan(oc, req, OFFCPU_REQS);
-	if (nreq < 1) return 0;
+	oc->nreq = offcpu_plan(oc, oc->req, OFFCPU_REQS);
 	size_t used = 0;
-	for (int i = 0; i < nreq; i++) {
-		uint8_t *dst = req[i].slot < 0 ? oc->table_buf : oc->stack_buf + used;
-		if (req[i].slot >= 0) used += req[i].len;
-		b[i] = (struct gdb_block){ req[i].addr, req[i].len, dst, 0 };
+	for (int i = 0; i < oc->nreq; i++) {
+		uint8_t *dst = oc->req[i].slot < 0 ? oc->table_buf + oc->req[i].dst : oc->stack_buf + used;
+		if (oc->req[i].slot >= 0) used += oc->req[i].len;
+		oc->blocks[i] = (struct gdb_block){ oc->req[i].addr, oc->req[i].len, dst, 0 };
 	}
-	if (gdb_read_blocks(&ss->g, ss->cpus[0], b, nreq) == -1)
-		return -1; /* the error stays in ss->g: a rescue is recovered from there (session_sample) */
+	return oc->nreq;
+}
+
+int offcpu_take(struct session *ss, struct offcpu *oc, int sent, int cpu, int user, int64_t now, struct sample *out, int cap)
+{
+	struct offcpu_hit hit[OFFCPU_REQS];
+	struct offcpu_req *req = oc->req;
+	struct gdb_block *b = oc->blocks;
+	int nreq = oc->nreq, none = 1;
+	oc->nreq = 0;
+	if (nreq < 1) return 0;
+	for (int i = 0; sent && i < nreq; i++) none &= !b[i].ok;
+	if (!sent || (none && user && cpu >= 0 && cpu != oc->cpu)) {
+		/* not carried by the vCPUs' trip, or read through a vCPU in user mode (KPTI): a trip
+		 * of its own through one in kernel mode */
+		if (cpu < 0) {
+			oc->st.no_kernel_cpu++;
+			return 0;
+		}
+		oc->own_trips++;
+		if (gdb_read_blocks(&ss->g, cpu, b, nreq) == -1)
+			return -1; /* the error stays in ss->g: a rescue is recovered from there (session_sample) */
+	} else {
+		oc->merged++;
+	}
+	if (cpu >= 0) oc->cpu = cpu;
 	for (int i = 0; i < nreq; i++) req[i].data = b[i].ok ? b[i].out : NULL;
 	int nh = offcpu_decode(oc, req, nreq, now, hit, cap < OFFCPU_REQS ? cap : OFFCPU_REQS);
 	const struct plan *p = &ss->s.p;
@@ -100,12 +203,15 @@ int offcpu_take(struct session *ss, struct offcpu *oc, int64_t now, struct sampl
 		if (offcpu_walked(oc, &hit[h], hi, more) || uo.n < 1) continue;
 		s->n = (uint8_t)uo.n;
 		memcpy(s->exact, uo.exact, sizeof s->exact);
-		if (uo.stop != UW_END) s->flags |= SF_UNRELIABLE;
+		/* as a vCPU's walk (plan.c): the stack's end, the user-mode context a syscall or an
+		 * interrupt left (a task switched out on its way back to user mode), or --max-frames */
+		int whole = uo.stop == UW_END || uo.stop == UW_USER || uo.stop == UW_MAXFRAMES;
+		if (!whole) s->flags |= SF_UNRELIABLE;
 		s->offcpu = (uint8_t)hit[h].cls;
 		s->weight = hit[h].weight;
 		s->has_task = 1;
 		s->task = t->id;
-		oc->st.stops_by[uo.stop]++;
+		oc->st.stops_by[whole ? UW_END : uo.stop]++;
 		oc->kept_buf[hit[h].slot] = *s; /* for the end: the time after its last visit */
 		oc->t[hit[h].slot].kept = 1;
 		n++;
@@ -135,7 +241,7 @@ void offcpu_summary(const struct offcpu *oc, struct summary *t)
 		 (unsigned long long)s->samples, (unsigned long long)s->weight, (unsigned long long)s->stops,
 		 (unsigned long long)s->stale, (unsigned long long)s->deferred, (unsigned long long)s->unreadable);
 	summary_text(t, line);
-	summary_u64(t, "offcpu_tasks_table", NULL, oc->L.count);
+	summary_u64(t, "offcpu_tasks_table", NULL, oc->L.mode == OL_LIST ? 0 : oc->L.count);
 	summary_u64(t, "offcpu_stops", NULL, s->stops);
 	summary_u64(t, "offcpu_samples", NULL, s->samples);
 	summary_u64(t, "offcpu_weight", NULL, s->weight);
@@ -146,5 +252,17 @@ void offcpu_summary(const struct offcpu *oc, struct summary *t)
 	summary_u64(t, "offcpu_unreadable", NULL, s->unreadable);
 	summary_u64(t, "offcpu_dropped_ns", NULL, s->dropped_ns);
 	summary_u64(t, "offcpu_walk_end", NULL, s->stops_by[UW_END]);
+	summary_u64(t, "offcpu_no_kernel_cpu", NULL, s->no_kernel_cpu);
+	summary_u64(t, "offcpu_in_vcpu_trip", NULL, oc->merged);
+	summary_u64(t, "offcpu_own_trips", NULL, oc->own_trips);
+	if (oc->L.mode == OL_LIST) { /* a list's upkeep */
+		uint32_t live = 0;
+		for (uint32_t i = 0; i < oc->nslots; i++) live += oc->t[i].id.ptr != 0;
+		summary_u64(t, "offcpu_list_tasks", NULL, live);
+		summary_u64(t, "offcpu_list_rounds", NULL, s->rounds);
+		summary_u64(t, "offcpu_list_relinked", NULL, s->relinked);
+		summary_u64(t, "offcpu_list_gone", NULL, s->gone);
+		summary_u64(t, "offcpu_census_reads", NULL, s->census_reads);
+	}
 	summary_u64(t, "offcpu_walk_other", NULL, s->samples - s->stops_by[UW_END]);
 }

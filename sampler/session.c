@@ -136,9 +136,14 @@ int session_open(struct session *ss, const struct opts *o)
 	ss->khi = o->khi;
 	int want = o->unwind == UNWIND_FP ? 0 : o->unwind == UNWIND_CFI ? IMG_WANT_CFI
 		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
+	if (o->offcpu) want |= IMG_WANT_OFFCPU;
 	if (o->tasks && read_tasks(ss, o->tasks) < 0) return -1;                      /* before touching the VM */
 	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os, o->tasks ? &ss->desc : NULL) < 0)
 		return fail(ss, ss->img.err, ss->img.errstr);
+	if (o->offcpu && offcpu_image_check(&ss->img, ss->errstr, sizeof ss->errstr) < 0) { /* before the VM */
+		ss->err = ERR_USAGE;
+		return -1;
+	}
 	ss->stopped_since = pace_now(); /* at the latest: connecting (below) stops the VM */
 	int kind = o->qmp ? ATTACH_QMP : o->domain ? ATTACH_DOMAIN : ATTACH_GDBSTUB;
 	ss->at.kind = kind;
@@ -466,7 +471,15 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 	}
 	int was_running = ss->g.running;
 	uint64_t no_reply = ss->s.st.no_stop_reply;
+	if (ss->oc && !ss->held) { /* the off-CPU reads, known before the stop, ride in its write */
+		ss->s.nxb = offcpu_prepare(ss->oc);
+		ss->s.xb = ss->oc->blocks;
+		ss->s.xcpu = ss->oc->cpu;
+	}
 	int taken = ss->held ? -1 : sampler_take(&ss->s, out, n);
+	int x_sent = ss->s.x_sent;
+	ss->s.nxb = 0;
+	ss->s.x_sent = 0;
 	if (taken == 0 && was_running && ss->s.st.no_stop_reply != no_reply) {
 		/* Our 0x03 found the VM stopped, and no stop reply had told us: not ours to resume. */
 		*n = 0;
@@ -478,7 +491,15 @@ int session_sample(struct session *ss, struct sample *out, int *n, struct pause 
 	}
 	ss->noc = 0;
 	if (taken == 0 && ss->oc) { /* the tasks that are not running, in the same stop */
-		int k = offcpu_take(ss, ss->oc, pace_now(), ss->ocs, OFFCPU_PER_ROUND);
+		int64_t now = pace_now();
+		offcpu_running(ss->oc, out, *n, now); /* who ran: time they are owed nothing for */
+		int cpu = -1, user = 0; /* a vCPU in kernel mode (KPTI); was the one read through not? */
+		for (int i = 0; i < *n; i++) {
+			int k = out[i].flags & (SF_USER | SF_FIRMWARE);
+			if (!k && (cpu < 0 || out[i].cpu == ss->oc->cpu)) cpu = out[i].cpu;
+			if (k && out[i].cpu == ss->oc->cpu) user = 1;
+		}
+		int k = offcpu_take(ss, ss->oc, x_sent, cpu, user, now, ss->ocs, OFFCPU_PER_ROUND);
 		if (k < 0) taken = -1;
 		else ss->noc = k;
 	}

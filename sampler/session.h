@@ -133,6 +133,14 @@ void session_warn(const struct session *ss, const char *fmt, ...);
 /* locate.c: find the kernel in the guest (KASLR offsets; ORC tables from guest memory when only
  * a map was given) and choose the unwinders; VM stopped. */
 int locate_kernel(struct session *ss);
+/* locate.c: reads outside the sampling rounds, through the session's slicer (slice.h) -- at most
+ * SLICE_NS a stop, the VM running between stops: stop the VM (a vCPU in kernel mode in
+ * ss->sl.cpu); read blocks (a new stop when this one has lasted SLICE_NS, a watchdog's rescue
+ * recovered from); end the stop (the VM resumed if it is ours). Each 0, or -1 (ss->err). */
+struct gdb_block;
+int session_slice_stop(struct session *ss);
+int session_slice_blocks(struct session *ss, struct gdb_block *b, int n);
+int session_slice_release(struct session *ss);
 /* The .ko files (kofile.h) after a walk of the modules list: checked (first) and placed; 0, or -1
  * (ss->err) at the first when a file given is for another kernel or another build. */
 int ko_locate(struct session *ss, int cpu, int first);

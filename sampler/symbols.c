@@ -18,7 +18,7 @@
 const char *const symmark_names[MARK_N] = {
 	"_stext", "_etext", "__start_orc_unwind_ip", "__stop_orc_unwind_ip", "__start_orc_unwind",
 	"__stop_orc_unwind", "__start_orc_header", "__stop_orc_header", "linux_banner", "modules",
-	"ret_from_fork_asm", "ret_from_fork",
+	"ret_from_fork_asm", "ret_from_fork", "init_task",
 };
 
 /* Remember addr if name is one of the marks. */

@@ -37,6 +37,7 @@ enum symmark {
 	MARK_MODULES,                           /* modules: the loaded modules' list_head */
 	MARK_FORK_ASM, MARK_FORK,               /* ret_from_fork_asm (6.6+), ret_from_fork: where a
 						 * new task's first switch returns (x86 ORC) */
+	MARK_INIT_TASK,                         /* init_task: the head of Linux's task list */
 	MARK_N
 };
 extern const char *const symmark_names[MARK_N];

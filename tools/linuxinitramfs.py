@@ -88,6 +88,12 @@ WORKLOADS = {
     "forker": (None, "exec /bin/forker",
                "fork, execve (load_elf_binary), page faults, exit; mostly in its children, comm `true`"),
     "spinner": (None, "exec /bin/spinner", "a shell loop with no system calls: user mode only"),
+    # Off-CPU (record --off-cpu): a task asleep all its life, one blocked reading a pipe (a FIFO
+    # it holds open for writing too, so no EOF ever comes), and a shell busy and asleep in turn.
+    "sleeper": (None, "exec -a sleep /bin/sleeper 1000000", "nanosleep -> hrtimer_nanosleep -> do_nanosleep, off-CPU"),
+    "piper": ("[ -p /tmp/piper.fifo ] || mkfifo /tmp/piper.fifo", "exec -a cat /bin/piper 0<>/tmp/piper.fifo",
+              "read -> vfs_read -> pipe_read, blocked"),
+    "halfer": (None, "exec /bin/halfer", "a shell counting, then asleep (sleep 0.1), in turn"),
     # These two need their module loaded (WORKLOAD_MODULES): boot with modules=(...) or
     # lazy_modules=(...) -- start_workloads() insmods a shipped one that is not loaded yet.
     "brddd": (None, "exec -a dd /bin/brddd if=/dev/ram0 of=/dev/null bs=1M iflag=direct",
@@ -104,8 +110,10 @@ MODULE_PARAMS = {"brd": "rd_nr=1 rd_size=67108864"}
 SCRIPTS = {  # /bin/NAME -> content (the scripts WORKLOADS runs)
     "forker": "#!/bin/sh\n# fork+exec loop\nwhile :; do /bin/true; done\n",
     "spinner": "#!/bin/sh\n# user-mode-only spinner\nwhile :; do :; done\n",
+    "halfer": "#!/bin/sh\n# busy, then asleep, in turn\nwhile :; do i=0; while [ $i -lt 4000 ]; do i=$((i+1)); done; "
+              "sleep 0.1; done\n",
 }
-LINKS = ("zerodd", "rngdd", "brddd", "hotmod")  # /bin/NAME -> busybox
+LINKS = ("zerodd", "rngdd", "brddd", "hotmod", "sleeper", "piper")  # /bin/NAME -> busybox
 
 
 def ensure_tool(path, package):

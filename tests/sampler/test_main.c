@@ -45,6 +45,7 @@ void test_hash(void);
 void test_bpcount(void);
 void test_phase(void);
 void test_offcpu(void);
+void test_offcpu_list(void);
 void test_wirelog(void);
 
 int main(void)
@@ -85,6 +86,7 @@ int main(void)
 	test_bpcount();
 	test_phase();
 	test_offcpu();
+	test_offcpu_list();
 	test_wirelog();
 	test_messages();
 	test_slice();

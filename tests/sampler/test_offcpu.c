@@ -2,6 +2,7 @@
 /* test_offcpu.c: record --off-cpu's decisions -- which reads a stop makes, what the table says, how wait time becomes weights -- on literals. */
 #include "check.h"
 #include "../../sampler/offcpu.h"
+#include "../../sampler/sample.h"
 #include "../../sampler/bytes.h"
 #include "../../sampler/files.h"
 #include "../../sampler/elfsec.h"
@@ -52,10 +53,26 @@ static void entry(uint8_t *table, int i, int pid, const char *name, int state, i
 
 static uint8_t stackbytes[4096];
 
+/* What the vCPUs' samples say at a stop at now: each entry of the 4-entry table whose state is
+ * RUNNING is on one (as our kernel's current task). */
+static void vcpus(struct offcpu *oc, const uint8_t *table, int64_t now)
+{
+	struct sample s[4];
+	int n = 0;
+	for (int i = 0; i < 4; i++) {
+		if (le32(table + 64 * i + 20) != RUNNING) continue;
+		memset(&s[n], 0, sizeof s[n]);
+		s[n].has_task = 1;
+		s[n++].task.ptr = 0x1000 + 64 * (uint64_t)i;
+	}
+	offcpu_running(oc, s, n, now);
+}
+
 /* One stop: plan, "read" (the table as given, every stack readable unless bad_slot), decode. */
 static int stop(struct offcpu *oc, uint8_t *table, int64_t now, struct offcpu_hit *hit, int *nreq_out, int bad_slot)
 {
 	struct offcpu_req req[16];
+	vcpus(oc, table, now);
 	int nreq = offcpu_plan(oc, req, 16);
 	for (int i = 0; i < nreq; i++) req[i].data = req[i].slot < 0 ? table : req[i].slot == bad_slot ? NULL : stackbytes;
 	if (nreq_out) *nreq_out = nreq;
@@ -112,13 +129,19 @@ static void test_stale(void)
 	/* unreadable: counted, its time kept for later */
 	CHECK(stop(&oc, table, 130 * MS, hit, NULL, 1) == 0 && oc.st.unreadable == 1);
 	CHECK(stop(&oc, table, 140 * MS, hit, NULL, -1) == 1 && hit[0].weight == 2);
-	/* it runs: the time it owed in its old state is dropped, said */
-	stop(&oc, table, 150 * MS, hit, NULL, 1);
+	/* it runs (a vCPU's sample says so): what it owed stays owed, the time it ran is not owed;
+	 * it waits again at another sp: the time is given to the stack read there */
+	stop(&oc, table, 150 * MS, hit, NULL, 1); /* unreadable again: 10 ms owed */
 	entry(table, 1, 3, "w", RUNNING, 1, 0x200e00);
-	CHECK(stop(&oc, table, 160 * MS, hit, NULL, -1) == 0 && oc.st.dropped_ns == (uint64_t)(10 * MS));
+	CHECK(stop(&oc, table, 160 * MS, hit, NULL, -1) == 0 && oc.t[1].owed_ns == 10 * MS && oc.st.dropped_ns == 0);
+	entry(table, 1, 3, "w", SLEEPING, 1, 0x200d00);
+	CHECK(stop(&oc, table, 170 * MS, hit, NULL, -1) == 0); /* its stack not read yet: 20 ms owed */
+	CHECK(stop(&oc, table, 180 * MS, hit, NULL, 1) == 0);  /* unreadable: 30 */
+	entry(table, 1, 0, "", FREE, 0, 0);                    /* it ends: what it owed is dropped, counted */
+	CHECK(stop(&oc, table, 190 * MS, hit, NULL, -1) == 0 && oc.st.dropped_ns == (uint64_t)(30 * MS));
 	/* the table itself unreadable: nothing changes */
-	struct offcpu_req t0 = { L.table, 256, -1, 0, NULL };
-	CHECK(offcpu_decode(&oc, &t0, 1, 170 * MS, hit, 16) == -1 && oc.st.unreadable == 3);
+	struct offcpu_req t0 = { L.table, 256, -1, 0, 0, NULL };
+	CHECK(offcpu_decode(&oc, &t0, 1, 200 * MS, hit, 16) == -1 && oc.st.unreadable == 4);
 }
 
 /* The budget: stacks that do not fit wait for a later stop, the start rotating so each gets its
@@ -150,6 +173,7 @@ static void test_budget(void)
 static int stop_slice(struct offcpu *oc, uint8_t *table, int64_t now, struct offcpu_hit *hit, struct offcpu_req *req,
 		      int *nreq_out)
 {
+	vcpus(oc, table, now);
 	int nreq = offcpu_plan(oc, req, 16);
 	for (int i = 0; i < nreq; i++) req[i].data = req[i].slot < 0 ? table + (req[i].addr - 0x1000) : stackbytes;
 	*nreq_out = nreq;
@@ -209,8 +233,8 @@ static void test_slices(void)
 }
 
 /* A task that comes and goes: each visit's state takes the interval before it, so blocked and
- * runnable time add up to the time it was not running, none dropped for a change of state; on-CPU
- * visits give nothing (the vCPUs' samples have that time). */
+ * runnable time add up to the time it was not running, none dropped for a change of state; the
+ * time a vCPU was seen running it is owed nothing (the vCPUs' samples have that time). */
 static void test_changing_state(void)
 {
 	static struct offcpu oc;
@@ -227,7 +251,7 @@ static void test_changing_state(void)
 	entry(table, 1, 3, "w", SLEEPING, 1, 0x203f00);
 	stop_slice(&oc, table, 100 * MS, hit, req, &nreq);
 	for (int k = 0; k < 8; k++) {
-		entry(table, 1, 3, "w", seq[k], 1, 0x203f00);
+		entry(table, 1, 3, "w", seq[k], 1, 0x203f00); /* RUNNING: on a vCPU at this stop (vcpus) */
 		int n = stop_slice(&oc, table, (110 + 10 * k) * MS, hit, req, &nreq);
 		for (int h = 0; h < n; h++) by[hit[h].cls] += hit[h].weight;
 	}
