@@ -13,6 +13,7 @@ so a task's on- and off-CPU counts add up alike, and a starved host that reaches
 -r asks gives every task fewer (a unit of the requested period would outweigh the vCPUs' samples). Each test boots its
 own guest (stopped by pid at teardown, the `boot` fixture)."""
 import re
+import time
 
 import conftest
 import pytest
@@ -141,6 +142,10 @@ def test_held_up_in_the_off_cpu_reads_the_run_goes_on(boot):
         return req.startswith(table) and seen["c"] >= 20  # a round's, well into the run
 
     def while_stopped(px):
+        # QEMU may not have acted on the stop byte yet (a loaded host): "running" at once would
+        # be the VM before it stopped, and SIGCONT would come before the watchdog's --max-pause.
+        # Held 1 s, five times that, the watchdog has acted; then the guest must run.
+        time.sleep(1.0)
         assert conftest.wait_running(g.qmp_path, timeout=10) == "running"
 
     rc, out, err = run_stopped(g.gdbport, [conftest.GDBSAMPLE, "record", "-p", "{port}", "-e", g.kernel, "-d", "3",
