@@ -16,10 +16,9 @@
  * went (plus a margin), else the layout's window. A visit owes a task the time since its previous
  * visit that no vCPU was seen running it (offcpu_running: each stop's samples name who ran), and
  * a visit that finds it off-CPU with its stack read at the sp it still holds gives it what it
- * owes, in whole units (the rest carried), under that visit's state -- the state a visit sees
- * stands for the interval before it, as a sample stands for its period, so a task that comes and
- * goes is counted in proportion, and on- and off-CPU time add up to its wall time. A unit is the
- * mean interval between stops, which an on-CPU sample stands for too. A task whose stack the
+ * owes, in whole sample periods (the rest carried), under that visit's state -- the state a
+ * visit sees stands for the interval before it, as a sample stands for its period, so a task
+ * that comes and goes is counted in proportion, and on- and off-CPU time add up to its wall time. A task whose stack the
  * budget left out owes on until a later visit reads it, so time is never lost to the budget, only
  * given late; a task that ran meanwhile (its sp moved) is read at the new sp next visit. The
  * first stop (a list: the walk before the run) sees every task, so each task's time counts from
@@ -61,12 +60,13 @@ static int off_cpu(int cls)
 	return cls == OC_RUNNABLE || cls == OC_BLOCKED || cls == OC_UNINTERRUPTIBLE;
 }
 
-/* The time one weight unit stands for: the mean interval between the stops seen so far (an
- * on-CPU sample stands for one such interval, whatever rate was asked for), the asked period
- * until there are some. */
+/* The time one weight unit stands for: the sample period asked for (-r). Not the stops' mean
+ * interval: on a starved host it moves during the run, and weights paid at different times would
+ * stand for different times (measured: a sleeper's weights 0.3-1.3x its wall time). So a weight
+ * is wall time, whatever rate the stops reached. */
 static int64_t unit(const struct offcpu *oc)
 {
-	return oc->intervals >= 8 ? oc->interval_sum_ns / (int64_t)oc->intervals : oc->period_ns;
+	return oc->period_ns;
 }
 
 /* The stack read a task last seen off-CPU wants, added to req[*n] if the budget allows. */

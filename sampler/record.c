@@ -183,11 +183,8 @@ int record_loop(struct session *ss, struct sinks *k, struct stats *st, struct pa
 	st->end_ns = pace_now();
 	if (end && st->end_ns > end && !rc) st->end_ns = end;
 	if (ss->oc && !rc && !record_sinks_gone(k)) { /* --off-cpu: the time since each task's last visit */
-		/* ...up to the last stop: the time after it is no stop's -- no vCPU sample stands for
-		 * it, so no off-CPU weight does (a starved host's last stop can be well before -d) */
-		int64_t upto = ss->oc->last_stop_ns && ss->oc->last_stop_ns < st->end_ns ? ss->oc->last_stop_ns : st->end_ns;
 		int got;
-		while ((got = offcpu_finish(ss->oc, upto, ss->ocs, OFFCPU_PER_ROUND)) > 0) {
+		while ((got = offcpu_finish(ss->oc, st->end_ns, ss->ocs, OFFCPU_PER_ROUND)) > 0) {
 			int d = 0;
 			for (int i = 0; i < got && !d; i++) {
 				ss->ocs[i].t_ns = (uint64_t)(st->end_ns - start);

@@ -76,7 +76,7 @@ def times(cap, pid, lo, hi):
     """{"on": ns, state: ns} of task pid over the capture's stops at [lo, hi) (ns since its start),
     as the off-CPU visits count it: a stop that finds the task on a vCPU stands for the interval
     since the stop before (on a busy host the stops come late while the host's cores are taken,
-    so intervals differ), an off-CPU stack for its periods of the run's mean interval."""
+    so intervals differ), an off-CPU stack for its weight in sample periods (1 / -r)."""
     stops, on, off = set(), [], []
     for s in capmod.Capture(str(cap)).samples():
         if s.offcpu is None:
@@ -86,7 +86,7 @@ def times(cap, pid, lo, hi):
         (on if s.offcpu is None else off).append(s)
     stops = sorted(stops)
     before = dict(zip(stops[1:], (b - a for a, b in zip(stops, stops[1:]))))
-    unit = (stops[-1] - stops[0]) / (len(stops) - 1)
+    unit = 1e9 / RATE
     t = {"on": sum(before.get(s.time_ns, 0) for s in {s.time_ns: s for s in on}.values())}
     for s in off:
         t[s.offcpu] = t.get(s.offcpu, 0) + s.weight * unit

@@ -7,10 +7,9 @@ task_sleep_ms, so all of its wall time is off-CPU, blocked, under that chain (at
 stop that finds it awake for the few instructions between two sleeps gives that time to none);
 `work split 5 3 2` only computes, so its time is on-CPU (its vCPU is its own once the shell
 sleeps: at most 5 % runnable, while the shell answers a command); the shell waits for a key in
-console_getc. The weights of a task that waited throughout add up to the run's stops, within a
-fifth: a weight unit is the run's mean interval between stops -- what one vCPU sample stands for --
-so a task's on- and off-CPU counts add up alike, and a starved host that reaches fewer stops than
--r asks gives every task fewer (a unit of the requested period would outweigh the vCPUs' samples). Each test boots its
+console_getc. The weights of a task that waited throughout add up to the run's wall time in
+sample periods (duration_ns x -r), within a fifth: they are wall time, not samples, so a starved
+host changes how often the table is read but not what the weights add to. Each test boots its
 own guest (stopped by pid at teardown, the `boot` fixture)."""
 import re
 import time
@@ -54,11 +53,12 @@ def test_a_sleeper_is_off_cpu_and_a_spinner_on(boot, arch):
                            "--task-format", "comm-pid", "--summary-format", "kv", timeout=120)
     assert r.returncode == 0, r.stderr
     w, keys = weights(r.stdout), kv(r.stderr)
-    periods = int(keys["stops"])  # a unit: the mean interval between stops
+    periods = int(keys["duration_ns"]) / 1e9 * 100  # -r 100
     sleep_all = sum(sum(d.values()) for (root, _), d in w.items() if root == f"sleep-{sleeper}")
     sleep_chain = sum(n for stack, n in w.get((f"sleep-{sleeper}", "off-cpu/blocked"), {}).items()
                       if re.search(r";work_main;nap_sleep;task_sleep_ms(;|$)", stack))
-    assert sleep_all > 0 and sleep_chain >= 0.95 * sleep_all, (w, r.stderr)
+    mine = {k: d for k, d in w.items() if k[0] == f"sleep-{sleeper}"}
+    assert sleep_all > 0 and sleep_chain >= 0.95 * sleep_all, (mine, r.stderr)
     assert 0.8 * periods <= sleep_chain <= 1.05 * periods + 1, (sleep_chain, periods, r.stderr)
     split_on = sum(w.get((f"split-{spinner}", None), {}).values())
     split_off = sum(sum(d.values()) for (root, cls), d in w.items() if root == f"split-{spinner}" and cls)
@@ -98,7 +98,7 @@ def test_the_capture_keeps_them_and_analysis_folds_them_as_record_does(boot, tmp
                        capture_output=True, text=True, timeout=120)
     assert f.returncode == 0 and f.stderr == "", f.stderr
     w = weights(f.stdout)
-    periods = int(keys["stops"])
+    periods = int(keys["duration_ns"]) / 1e9 * 100
     chain = sum(n for stack, n in w.get((f"sleep-{sleeper}", "off-cpu/blocked"), {}).items()
                 if re.search(r";work_main;nap_sleep;task_sleep_ms(;|$)", stack))
     assert 0.8 * periods <= chain <= 1.05 * periods + 1, (chain, periods, f.stdout)
