@@ -252,10 +252,6 @@ void offcpu_running(struct offcpu *oc, const struct sample *s, int n, int64_t no
 {
 	int64_t iv = oc->last_stop_ns && now > oc->last_stop_ns ? now - oc->last_stop_ns : 0;
 	oc->last_stop_ns = now;
-	if (iv > 0) {
-		oc->interval_sum_ns += iv;
-		oc->intervals++;
-	}
 	for (int i = 0; i < n && iv > 0; i++) {
 		if (!s[i].has_task || s[i].offcpu || !s[i].task.ptr) continue;
 		uint64_t p = s[i].task.ptr;

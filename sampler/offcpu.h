@@ -142,10 +142,8 @@ struct offcpu {
 	uint32_t next_first;       /* the next stop's */
 	uint32_t cursor;           /* the budget's rotation: which of a slice's stacks goes first */
 	int64_t period_ns;         /* one sample period (1 / -r): weights count these */
-	int64_t last_stop_ns;      /* the last stop (offcpu_running), and the intervals between */
-	int64_t interval_sum_ns;   /* ...stops so far: each on-CPU sample stands for the one
-				    * before it (their mean, for the summary's reader) */
-	uint64_t intervals;
+	int64_t last_stop_ns;      /* the last stop (offcpu_running): an on-CPU sample stands for
+				    * the interval since */
 	struct offcpu_stats st;
 	uint8_t *table_buf;        /* offcpu_io.c's: where the table is read */
 	uint8_t *stack_buf;        /* ...and the stacks (budget bytes) */

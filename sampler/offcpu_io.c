@@ -44,8 +44,6 @@ static int linux_layout(struct session *ss, struct offcpu_layout *L, char *err, 
  * trip, since nothing predicts the next link yet. 0, or -1 (ss->err). */
 static int census(struct session *ss, struct offcpu *oc, char *err, size_t cap)
 {
-	struct offcpu_req req[OFFCPU_REQS];
-	struct gdb_block b[OFFCPU_REQS];
 	if (session_slice_stop(ss) < 0) goto fail;
 	for (int trips = 0; oc->census; trips++) {
 		if (trips > 4 * OFFCPU_MAX_TASKS) { /* a list that never closes: not followed */
@@ -53,13 +51,12 @@ static int census(struct session *ss, struct offcpu *oc, char *err, size_t cap)
 			snprintf(err, cap, "--off-cpu: the task list from init_task did not close after %d reads", trips);
 			return -1;
 		}
-		int nreq = offcpu_plan(oc, req, OFFCPU_REQS);
-		for (int i = 0; i < nreq; i++)
-			b[i] = (struct gdb_block){ req[i].addr, req[i].len, oc->table_buf + req[i].dst, 0 };
-		if (session_slice_blocks(ss, b, nreq) < 0) goto fail;
-		for (int i = 0; i < nreq; i++) req[i].data = b[i].ok ? b[i].out : NULL;
+		int nreq = offcpu_prepare(oc); /* the stops' own plan: one entry, nothing to predict */
+		if (session_slice_blocks(ss, oc->blocks, nreq) < 0) goto fail;
+		for (int i = 0; i < nreq; i++) oc->req[i].data = oc->blocks[i].ok ? oc->blocks[i].out : NULL;
+		oc->nreq = 0;
 		oc->st.census_reads++;
-		if (offcpu_decode(oc, req, nreq, pace_now(), NULL, 0) < 0 && oc->st.unreadable > 16) {
+		if (offcpu_decode(oc, oc->req, nreq, pace_now(), NULL, 0) < 0 && oc->st.unreadable > 16) {
 			session_slice_release(ss);
 			snprintf(err, cap, "--off-cpu: the task list cannot be read at init_task (0x%llx)",
 				 (unsigned long long)oc->L.table);

@@ -378,7 +378,7 @@ static void test_idle_not_reread(void)
 
 /* The caller's own reads (record --off-cpu's, predicted before the stop) ride in the stop's
  * write behind the vCPUs' requests: an Hg to their vCPU, an `m` per GDB_MEM_MAX bytes, no trip of
- * their own; a block the stub refuses comes back not ok, the others filled. */
+ * their own; a block the fake gdbstub refuses (E14) comes back not ok, the others filled. */
 static void test_extra_reads_ride_in_the_stops_write(void)
 {
 	struct fake f;
