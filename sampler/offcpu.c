@@ -246,6 +246,7 @@ static void visit_entry(struct offcpu *oc, struct offcpu_task *t, const uint8_t 
 	memset(t->id.comm, 0, sizeof t->id.comm);
 	memcpy(t->id.comm, e + L->name_off, L->name_len < TASK_COMM_LEN ? L->name_len : TASK_COMM_LEN);
 	t->sp = le64(e + L->sp_off);
+	if (L->ctx) t->pc = le64(e + L->pc_off), t->fp = le64(e + L->fp_off);
 }
 
 void offcpu_running(struct offcpu *oc, const struct sample *s, int n, int64_t now)

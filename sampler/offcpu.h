@@ -68,7 +68,11 @@ struct offcpu_layout {
 	uint32_t stack_size_off;   /* ...and its size (8 bytes) */
 	uint8_t cls[16];           /* state value -> OC_* (values past 15: OC_NONE) */
 	int64_t idle_kind;         /* the kind value of idle tasks (-1: none) */
-	uint64_t resume_pc;        /* where a switched-out task resumes: its walk starts there */
+	uint64_t resume_pc;        /* where a switched-out task resumes: its walk starts there
+				    * (0 with ctx: each task's own saved pc) */
+	int ctx;                   /* 1: a switched-out task's pc and frame pointer are saved beside
+				    * its sp (arm64's thread.cpu_context): its walk starts from them */
+	uint32_t pc_off, fp_off;   /* ...where, 8 bytes each */
 	uint32_t window;           /* bytes of a saved stack read before a walk says how far it goes
 				    * (0: OFFCPU_WINDOW) */
 };
@@ -77,6 +81,7 @@ struct offcpu_layout {
 struct offcpu_task {
 	int cls;                   /* OC_* at the last stop */
 	uint64_t sp;               /* its saved sp then (off-CPU), 0 unknown */
+	uint64_t pc, fp;           /* ...and its saved pc and frame pointer (L.ctx) */
 	uint64_t stack_lo, stack_hi; /* its stack */
 	int64_t owed_ns;           /* off-CPU wall time not yet given to a sample */
 	int64_t ran_ns;            /* time since its last visit a vCPU was seen running it */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* offcpu_io.c: record --off-cpu's reads in a stop -- the task table and the saved stacks in one trip -- and their walks. */
 #include "offcpu_io.h"
+#include "bytes.h"
 #include "offcpu_dwarf.h"
 #include "offcpu_linux.h"
 #include "pace.h"
@@ -40,11 +41,58 @@ static int linux_layout(struct session *ss, struct offcpu_layout *L, char *err, 
 	return offcpu_linux_place(L, &ss->img.syms, err, cap);
 }
 
+/* 8 bytes at addr through the slicer's vCPU: 0 with *v, -1 (ss->err), 1 unreadable. */
+static int read_word(struct session *ss, uint64_t addr, uint64_t *v)
+{
+	uint8_t buf[8];
+	struct gdb_block b = { addr, 8, buf, 0 };
+	if (session_slice_blocks(ss, &b, 1) < 0) return -1;
+	if (!b.ok) return 1;
+	*v = le64(buf);
+	return 0;
+}
+
+/*
+ * The list's head when the symbols do not name init_task (arm64 without CONFIG_KALLSYMS_ALL):
+ * the slicer's vCPU's current task (its per-CPU pointer, as the samples find it), then its
+ * tasks.next links until a task with pid 0 -- the idle tasks are on no list but init_task, the
+ * head, is (a vCPU's idle task is left for its first link: swapper/N's is a copy of init_task's).
+ * 0, or -1 with one line in err.
+ */
+static int find_head(struct session *ss, struct offcpu_layout *L, char *err, size_t cap)
+{
+	const struct reg *r = ss->g.layout.pcpu;
+	const struct guestos *os = &ss->img.os;
+	uint64_t base = 0, at, t = 0, next;
+	int cpu = ss->sl.cpu >= 0 ? ss->sl.cpu : ss->cpus[0];
+	if (!r || os->os != OS_LINUX || gdb_reg(&ss->g, cpu, r->num, &base) < 0 ||
+	    !(at = task_where(os, cpu, base, 0, ss->s.p.kptr_lo)) || read_word(ss, at, &t) != 0 || !(t >> 63))
+		return offcpu_fail(err, cap, "--off-cpu: no init_task in the kernel's symbols (a kernel without "
+				   "CONFIG_KALLSYMS_ALL), and no vCPU's current task to find it from");
+	for (int n = 0; n < OFFCPU_MAX_TASKS; n++) {
+		uint64_t pid = 0;
+		if (read_word(ss, t + L->link_off, &next) != 0 || !(next >> 63) || next < L->link_off)
+			break;
+		t = next - L->link_off;
+		if (read_word(ss, t + L->pid_off, &pid) != 0) break;
+		if ((uint32_t)pid == 0) {
+			L->table = t;
+			return 0;
+		}
+	}
+	return offcpu_fail(err, cap, "--off-cpu: no init_task in the kernel's symbols, and the task list from the "
+			   "current task (0x%llx) did not lead to it", (unsigned long long)t);
+}
+
 /* A Linux guest's list walked once (the census), in stops of the session's slicer: a task a
  * trip, since nothing predicts the next link yet. 0, or -1 (ss->err). */
 static int census(struct session *ss, struct offcpu *oc, char *err, size_t cap)
 {
 	if (session_slice_stop(ss) < 0) goto fail;
+	if (!oc->L.table && find_head(ss, &oc->L, err, cap) < 0) {
+		session_slice_release(ss);
+		return -1;
+	}
 	for (int trips = 0; oc->census; trips++) {
 		if (trips > 4 * OFFCPU_MAX_TASKS) { /* a list that never closes: not followed */
 			session_slice_release(ss);
@@ -179,9 +227,13 @@ int offcpu_take(struct session *ss, struct offcpu *oc, int sent, int cpu, int us
 		struct sample *s = &out[n];
 		memset(&in, 0, sizeof in);
 		in.arch = l->arch->uw;
-		in.pc = oc->L.resume_pc;
+		in.pc = oc->L.ctx ? uw_strip(p->pac_mask, t->pc) : oc->L.resume_pc;
 		in.regs.r[in.arch->sp] = q->sp;
 		in.regs.valid = 1ull << in.arch->sp;
+		if (oc->L.ctx) { /* arm64: the frame record chain starts at the saved x29 */
+			in.regs.r[in.arch->fp] = t->fp;
+			in.regs.valid |= 1ull << in.arch->fp;
+		}
 		in.pac_mask = p->pac_mask;
 		in.klo = p->cfg.klo;
 		in.khi = p->cfg.khi;

@@ -21,6 +21,11 @@
  * the kernel's own ORC entry for that pc describes the six pushes, so the walk goes on into
  * __schedule with no knowledge of struct inactive_task_frame written here. The store is found in
  * the image's text and its displacement checked against BTF's offset of thread.sp.
+ *
+ * arm64's cpu_switch_to stores x19-x28, fp (x29), sp and lr in thread.cpu_context instead: the
+ * saved lr is where the task resumes (in __switch_to, whose frame record fp points at), so its
+ * walk starts at that pc with that sp and fp -- the frame records' chain, return addresses
+ * stripped of their PAC as a vCPU's are -- and reads cpu_context's fp, sp and pc (BTF's offsets).
  */
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -97,12 +102,37 @@ static int layout_btf(const struct btf *b, struct offcpu_layout *L, char *err, s
 		head = pt && btf_is_ptr(pt) ? guestos_btf_member(b, pt->type, "thread_head", &hsz, NULL, 0) : -1;
 		if (head < 0 || hsz != 16) threads = 0;
 	}
-	long long spsz = 0;
-	long sp = guestos_btf_member(b, thread_type, "sp", &spsz, NULL, 0);
-	if (sp < 0 || spsz != 8) return offcpu_fail(err, cap, "--off-cpu: thread_struct in BTF has no 8-byte sp (not x86_64's)");
-	w[W_THREAD].off += sp;
-	w[W_THREAD].got = 8;
+	/* where a switched-out task's registers are: x86_64 keeps rsp in thread.sp (the rest on its
+	 * stack), arm64 x19-x29, sp and the pc in thread.cpu_context (cpu_switch_to) */
+	long long spsz = 0, fpsz = 0, pcsz = 0, csz = 0;
+	unsigned ctx_type = 0;
+	long sp = guestos_btf_member(b, thread_type, "sp", &spsz, NULL, 0), fp = -1, pc = -1;
+	long ctx = sp < 0 ? guestos_btf_member(b, thread_type, "cpu_context", &csz, &ctx_type, 0) : -1;
+	if (ctx >= 0) {
+		sp = guestos_btf_member(b, ctx_type, "sp", &spsz, NULL, 0);
+		fp = guestos_btf_member(b, ctx_type, "fp", &fpsz, NULL, 0);
+		pc = guestos_btf_member(b, ctx_type, "pc", &pcsz, NULL, 0);
+		if (sp < 0 || fp < 0 || pc < 0 || spsz != 8 || fpsz != 8 || pcsz != 8)
+			return offcpu_fail(err, cap, "--off-cpu: thread_struct.cpu_context in BTF lacks an 8-byte fp, sp or pc "
+				    "(not arm64's)");
+	} else if (sp < 0 || spsz != 8) {
+		return offcpu_fail(err, cap, "--off-cpu: thread_struct in BTF has neither an 8-byte sp (x86_64's) nor a "
+			    "cpu_context (arm64's)");
+	}
+	long base = w[W_THREAD].off + (ctx >= 0 ? ctx : 0);
+	long lo = sp, hi = sp + 8; /* the registers read: one span of the thread's */
+	if (ctx >= 0) {
+		lo = fp < lo ? fp : lo, lo = pc < lo ? pc : lo;
+		hi = fp + 8 > hi ? fp + 8 : hi, hi = pc + 8 > hi ? pc + 8 : hi;
+	}
+	w[W_THREAD].off = base + lo;
+	w[W_THREAD].got = hi - lo;
 	memset(L, 0, sizeof *L);
+	if (ctx >= 0) {
+		L->ctx = 1;
+		L->pc_off = (uint32_t)(base + pc);
+		L->fp_off = (uint32_t)(base + fp);
+	}
 	L->mode = OL_LIST;
 	L->linux_state = 1;
 	L->state_off = (uint32_t)w[W_STATE].off;
@@ -110,14 +140,14 @@ static int layout_btf(const struct btf *b, struct offcpu_layout *L, char *err, s
 	L->on_cpu_off = (uint32_t)w[W_ONCPU].off;
 	L->stack_off = (uint32_t)w[W_STACK].off;
 	L->stack_size_off = OFFCPU_NO_OFF;
-	L->stack_size = LINUX_X86_THREAD_SIZE;
+	L->stack_size = LINUX_THREAD_SIZE;
 	L->window = OFFCPU_LIST_WINDOW;
 	L->link_off = (uint32_t)w[W_TASKS].off;
 	L->pid_off = (uint32_t)w[W_PID].off;
 	L->tgid_off = (uint32_t)w[W_TGID].off;
 	L->name_off = (uint32_t)w[W_COMM].off;
 	L->name_len = (uint32_t)(w[W_COMM].got < TASK_COMM_LEN ? w[W_COMM].got : TASK_COMM_LEN);
-	L->sp_off = (uint32_t)w[W_THREAD].off;
+	L->sp_off = (uint32_t)(base + sp);
 	L->thread_off = threads ? (uint32_t)w[W_TNODE].off : OFFCPU_NO_OFF;
 	L->leader_off = (uint32_t)w[W_LEADER].off;
 	L->signal_off = (uint32_t)w[W_SIGNAL].off;
@@ -155,12 +185,22 @@ int offcpu_linux_btf(const void *btf, size_t len, struct offcpu_layout *L, char 
 
 int offcpu_linux_place(struct offcpu_layout *L, const struct symtab *syms, char *err, size_t cap)
 {
-	if (syms->machine && syms->machine != EM_X86_64)
-		return offcpu_fail(err, cap, "--off-cpu: a Linux guest's switched-out stacks are read on x86_64 only (not arm64 "
-			    "or riscv64 yet)");
-	if (!((syms->marks >> MARK_INIT_TASK) & 1))
+	int arm64 = syms->machine ? syms->machine == EM_AARCH64 : L->ctx;
+	if (syms->machine && syms->machine != EM_X86_64 && !arm64)
+		return offcpu_fail(err, cap, "--off-cpu: a Linux guest's switched-out stacks are read on x86_64 and arm64 only "
+			    "(not riscv64 yet)");
+	if (arm64 != L->ctx)
+		return offcpu_fail(err, cap, "--off-cpu: the BTF's thread_struct is %s's but the kernel's symbols are %s's",
+				   L->ctx ? "arm64" : "x86_64", arm64 ? "arm64" : "x86_64");
+	/* init_task: the head of the list, from the symbols -- a kernel without CONFIG_KALLSYMS_ALL
+	 * (Debian's arm64) names no data: 0, found in the guest at the census (offcpu_io.c) */
+	L->table = (syms->marks >> MARK_INIT_TASK) & 1 ? syms->mark[MARK_INIT_TASK] : 0;
+	if (arm64) { /* each task resumes at its own saved pc (cpu_context.pc), with its fp */
+		L->resume_pc = 0;
+		return 0;
+	}
+	if (!L->table)
 		return offcpu_fail(err, cap, "--off-cpu: no init_task in the kernel's symbols (the head of its task list)");
-	L->table = syms->mark[MARK_INIT_TASK];
 	uint64_t sw = sym_addr(syms, "__switch_to_asm");
 	if (!sw) return offcpu_fail(err, cap, "--off-cpu: no __switch_to_asm in the kernel's symbols");
 	L->resume_pc = resume_pc(syms, sw, L->sp_off);

@@ -6,14 +6,16 @@
 #include "offcpu.h"
 #include "symbols.h"
 
-#define LINUX_X86_THREAD_SIZE 16384 /* x86_64's kernel stacks (THREAD_SIZE without KASAN) */
+#define LINUX_THREAD_SIZE 16384 /* x86_64's and arm64's kernel stacks (THREAD_SIZE, 4 KiB pages, no KASAN) */
 
-/* The task list's layout in an x86_64 Linux kernel's btf (len bytes): what a visit reads of a
+/* The task list's layout in an x86_64 or arm64 Linux kernel's btf (len bytes): what a visit reads of a
  * task_struct, where (image load time: the image's bytes are dropped after). 0, or -1 with one
  * line in err. */
 int offcpu_linux_btf(const void *btf, size_t len, struct offcpu_layout *L, char *err, size_t cap);
-/* ...placed by the kernel's symbols (relocated): the list's head (init_task) and where a
- * switched-out task resumes (in __switch_to_asm, right after it saved its stack pointer). 0, or
+/* ...placed by the kernel's symbols (relocated): the list's head (init_task; on arm64 L->table 0
+ * when the symbols have no data: found in the guest, offcpu_io.c) and where a
+ * switched-out task resumes (x86_64: in __switch_to_asm, right after it saved its stack pointer;
+ * arm64: each at its own saved pc). 0, or
  * -1 with one line in err. */
 int offcpu_linux_place(struct offcpu_layout *L, const struct symtab *syms, char *err, size_t cap);
 

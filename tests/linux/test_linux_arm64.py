@@ -328,3 +328,48 @@ def test_kaslr_found_in_every_start_while_a_vcpu_runs_the_module(arm64):
         g.stop_workloads(pids)
     good = [r for r in outs if r.returncode == 0 and want in r.stdout]
     assert len(good) == 10, [(r.returncode, r.stderr[-300:]) for r in outs if r not in good][:3]
+
+
+def test_off_cpu_stacks_from_each_tasks_saved_context(arm64, tmp_path):
+    """record --off-cpu on arm64: each switched-out task's walk starts at the pc, sp and fp
+    cpu_switch_to saved in thread.cpu_context (BTF's offsets) -- in __switch_to, on through
+    __schedule by the frame records, return addresses stripped of their PAC. A sleeper's
+    off-CPU time is its sleep chain (do_nanosleep, as its wchan says) for >= 95 % of it, a cat
+    blocked on a pipe is in pipe_read, a shell loop is on a CPU; the walks end where a kernel
+    stack begins (<= 1 % otherwise) and the list's census met the guest's tasks."""
+    from .test_linux_offcpu import analyze, per_task, times  # the x86_64 test's readers
+    g = arm64
+    pids = g.start_workloads(("sleeper", "piper", "spinner"))
+    cap = tmp_path / "off.cap"
+    try:
+        wchan = {p: g.cmd(f"cat /proc/{p}/wchan").strip() for p in (pids["sleeper"], pids["piper"])}
+        r = subprocess.run([GDBSAMPLE, "record", "-p", str(g.gdb_port), "-e", g.vmlinuz, "-e", g.kallsyms_path(),
+                            "--off-cpu", "-r", "100", "-d", "4", "-f", "capture", "--summary-format", "kv", "-o",
+                            str(cap)], capture_output=True, text=True, timeout=300)
+        tasks = len([d for d in g.cmd("ls /proc").split() if d.isdigit()])
+    finally:
+        g.stop_workloads(pids)
+    assert r.returncode == 0, r.stderr
+    assert wchan[pids["sleeper"]] in ("hrtimer_nanosleep", "do_nanosleep"), wchan
+    assert wchan[pids["piper"]] == "pipe_read", wchan
+    keys = dict(line.split(" ", 1) for line in r.stderr.splitlines() if line.startswith("offcpu_"))
+    # the list: every task the guest has (kernel threads and the shell's), give or take the
+    # workloads stopped and the `ls` started since
+    assert int(keys["offcpu_list_tasks"]) >= tasks - 5 and int(keys["offcpu_list_rounds"]) >= 1, (tasks, r.stderr)
+    assert int(keys["offcpu_samples"]) > 0 and int(keys["offcpu_walk_other"]) <= 0.01 * int(keys["offcpu_samples"]), r.stderr
+    folded = analyze("fold", str(cap), "-e", g.kallsyms_path(), "--state", "all", "--task-format", "comm-pid")
+    for name, chain in (("sleeper", ("do_nanosleep", "__schedule")), ("piper", ("pipe_read", "vfs_read"))):
+        stacks = per_task(folded, pids[name], name)
+        off = sum(stacks.values())
+        hit = sum(n for f, n in stacks.items() if all(c in f for c in chain))
+        print(name, "periods in the chain", hit, "of", off)  # with -s
+        assert off > 0 and hit >= 0.95 * off, (name, hit, off, sorted(stacks.items(), key=lambda kv: -kv[1])[:5])
+        # where it resumes: in __switch_to -- on 6.1 the first function of .sched.text, so at
+        # the address of the section's start symbol too, the alias the symbolizers' rule (sized
+        # first, then by name) picks for both
+        assert all(f[-1] in ("__switch_to", "__sched_text_start") and f[-2] == "__schedule" for f in stacks), (
+            name, [f[-3:] for f in stacks])
+    w = times(cap, pids["spinner"], 0, 1 << 62)
+    print({k: v for k, v in keys.items() if k.split(" ")[0] in ("offcpu_samples", "offcpu_list_tasks", "offcpu_list_rounds",
+                                                             "offcpu_walk_end", "offcpu_walk_other")}, "tasks", tasks, w)
+    assert w.get("on", 0) >= 0.9 * sum(w.values()) > 0, w

@@ -186,7 +186,7 @@ def test_off_cpu_stacks_start_where_the_task_resumes(linux61, busy, tmp_path):
     assert int(keys["offcpu_census_reads"]) >= int(keys["offcpu_list_tasks"]), r.stderr
 
 
-def test_off_cpu_on_an_arm64_or_unknown_layout_is_one_clear_line(linux61, tmp_path):
+def test_off_cpu_without_btf_is_one_clear_line(linux61, tmp_path):
     """An image without BTF: one line, exit 2, the VM not left paused (the next run samples)."""
     g = linux61
     r = gdbsample("record", "-p", g.gdb_port, "-e", g.kallsyms_path(), "--off-cpu", "-d", 1, "-f", "folded",
