@@ -48,8 +48,9 @@ const char cli_usage[] =
 	"  --phase-occurrence N  sample only the phase's Nth occurrence; the run ends when it closes\n"
 	"  --off-cpu          record: every task that is not running too, each stop -- its saved stack\n"
 	"                     under off-cpu/blocked, off-cpu/uninterruptible or off-cpu/runnable,\n"
-	"                     weighed by the wall time it waited (-f folded, svg or capture; our test\n"
-	"                     kernel's tasks through its DWARF, an x86_64 Linux's through its BTF)\n"
+	"                     weighed by the wall time it waited (-f folded, svg, report or capture; our\n"
+	"                     test kernel's tasks through its DWARF, an x86_64 or arm64 Linux's through\n"
+	"                     its BTF)\n"
 	"  --off-cpu-slice N  tasks each stop reads (default 4, a Linux list's 2, at most 16): every task is\n"
 	"                     seen each tasks/N stops, weighed by the time between; more costs more pause\n"
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
@@ -454,8 +455,8 @@ int cli_parse(struct opts *o, int argc, char **argv)
 	if (!o->max_hits) o->max_hits = 1000;
 	if (o->cmd != CMD_COUNT && !o->phase && have_maxhits) return bad(o, "--max-hits is for count and --phase%s%s", "", "");
 	if (o->offcpu && (o->cmd != CMD_RECORD || o->phase || !o->nelf || o->os == OS_NONE ||
-			  (o->format != FMT_FOLDED && o->format != FMT_SVG && o->format != FMT_CAPTURE)))
-		return bad(o, "--off-cpu is for record -f folded, svg or capture, with the kernel image (-e) and its tasks%s%s",
+			  (o->format != FMT_FOLDED && o->format != FMT_SVG && o->format != FMT_CAPTURE && o->format != FMT_REPORT)))
+		return bad(o, "--off-cpu is for record -f folded, svg, report or capture, with the kernel image (-e) and its tasks%s%s",
 			   o->phase ? ", not with --phase" : "", "");
 	if (o->offcpu_slice && !o->offcpu) return bad(o, "--off-cpu-slice needs --off-cpu%s%s", "", "");
 	if (o->phase_occurrence && !o->phase) return bad(o, "--phase-occurrence needs --phase%s%s", "", "");

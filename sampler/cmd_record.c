@@ -109,7 +109,7 @@ static struct writer *make_writer(const struct opts *o, struct session *ss, stru
 		capture_header_fill(&h, ss, o);
 		return k->all = ext_writer_new(EXT_SPEEDSCOPE, out->fd, ext->tool, NULL, 0, &h, ext->elf, o->out);
 	default:
-		return k->text = report_writer_new(out->f, syms, o->chains);
+		return k->text = report_writer_new(out->f, syms, o->chains, o->offcpu);
 	}
 }
 

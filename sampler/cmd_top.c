@@ -283,7 +283,7 @@ int cmd_top(const struct opts *o)
 	t.interval_ns = (int64_t)(o->interval * 1e9);
 	t.buf = open_memstream(&t.text, &t.len);
 	t.cbuf = open_memstream(&t.ctext, &t.clen);
-	t.chains = t.buf && t.cbuf ? report_writer_new(t.cbuf, t.v.syms, TOP_CHAINS) : NULL;
+	t.chains = t.buf && t.cbuf ? report_writer_new(t.cbuf, t.v.syms, TOP_CHAINS, 0) : NULL;
 	if (!t.chains) {
 		fprintf(stderr, "gdbsample: out of memory\n");
 		session_close(&ss);

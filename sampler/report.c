@@ -3,6 +3,7 @@
 #include "writer.h"
 #include "err.h"
 #include "hash.h"
+#include "offcpu.h"
 #include <stdlib.h>
 
 /*
@@ -12,12 +13,17 @@
  *           <- Caller+0x44
  * Samples fold by their whole chain: the leaf by symbol (keeping the span of offsets seen), the
  * callers by exact return address. Chains print by count, most first; ties by text.
+ *
+ * With record --off-cpu it counts sample periods of wall time: a vCPU's sample is one, an off-CPU
+ * stack its weight; a line after the second gives the off-CPU periods by state, an off-CPU
+ * chain's leaf ends with its state (" [off-cpu/blocked]") and a task line with its off-CPU share
+ * -- as gdbsample-analyze report --state all writes it.
  */
 
 /* A chain's key: words (host order) indexed by these: the leaf symbol's address (or the raw pc
- * when unknown), the sample's exact-frame bits (bit k+1: caller k is an interrupted pc), then the
- * callers' return addresses, innermost first. */
-enum { KEY_LEAF, KEY_EXACT, KEY_CALLERS = KEY_EXACT + 4 };
+ * when unknown), the sample's exact-frame bits (bit k+1: caller k is an interrupted pc), its
+ * off-CPU class (0: a vCPU's sample), then the callers' return addresses, innermost first. */
+enum { KEY_LEAF, KEY_EXACT, KEY_STATE = KEY_EXACT + 4, KEY_CALLERS };
 
 /* One folded chain: the value its key maps to. */
 struct chain {
@@ -30,8 +36,9 @@ struct chain {
 struct tstat {
 	struct task_id id;    /* pid, tgid, name (ptr unused) */
 	int known;            /* 0: the samples with no task */
-	uint64_t count;       /* samples */
+	uint64_t count;       /* samples (with off-CPU stacks: periods) */
 	uint64_t user;        /* ...in user mode */
+	uint64_t off;         /* ...off-CPU periods */
 };
 
 #define REPORT_TASKS_SHOWN 16
@@ -46,18 +53,23 @@ struct report {
 	struct tstat *t;            /* tasks seen (linear: a profile has tens, not thousands) */
 	size_t nt, tcap;
 	int any_task;               /* some sample had a task */
+	int offcpu;                 /* record --off-cpu: the off-CPU line, periods */
+	uint64_t off_by[OC_NCLASS]; /* off-CPU periods by class */
+	int any_off;                /* some sample was off-CPU (task lines say each one's share) */
 };
 
 /* Count a sample for its task. */
-static int task_add(struct report *r, const struct sample *s)
+static int task_add(struct report *r, const struct sample *s, uint64_t n)
 {
+	uint64_t off = s->offcpu ? n : 0;
 	if (s->has_task) r->any_task = 1;
 	for (size_t i = 0; i < r->nt; i++) {
 		struct tstat *t = &r->t[i];
 		if (t->known == s->has_task && (!t->known || (t->id.pid == s->task.pid && t->id.tgid == s->task.tgid &&
 							       !memcmp(t->id.comm, s->task.comm, TASK_COMM_LEN)))) {
-			t->count++;
+			t->count += n;
 			t->user += (s->flags & SF_USER) != 0;
+			t->off += off;
 			if (i) { /* move to front: the busy ones stay cheap to find */
 				struct tstat x = *t;
 				memmove(r->t + 1, r->t, i * sizeof *r->t);
@@ -74,7 +86,7 @@ static int task_add(struct report *r, const struct sample *s)
 		r->tcap = ncap;
 	}
 	memmove(r->t + 1, r->t, r->nt * sizeof *r->t);
-	r->t[0] = (struct tstat){ s->task, s->has_task, 1, (s->flags & SF_USER) != 0 };
+	r->t[0] = (struct tstat){ s->task, s->has_task, n, (s->flags & SF_USER) != 0, off };
 	r->nt++;
 	return 0;
 }
@@ -88,7 +100,8 @@ static int taskcmp(const void *a, const void *b)
 	return memcmp(x->id.comm, y->id.comm, TASK_COMM_LEN);
 }
 
-/* "task P% COUNT NAME pid P tgid T, user U%" lines, most samples first, before the chains. */
+/* "task P% COUNT NAME pid P tgid T, user U%[, off-cpu O%]" lines, most samples first, before the
+ * chains. */
 static void print_tasks(struct report *r)
 {
 	if (!r->any_task) return;
@@ -98,13 +111,15 @@ static void print_tasks(struct report *r)
 		const struct tstat *t = &r->t[i];
 		char c[TASK_COMM_LEN * 4 + 1];
 		double pct = 100.0 * (double)t->count / (double)r->total, user = 100.0 * (double)t->user / (double)t->count;
+		char tail[40] = "";
+		if (r->any_off) snprintf(tail, sizeof tail, ", off-cpu %.1f%%", 100.0 * (double)t->off / (double)t->count);
 		if (!t->known) {
-			fprintf(r->out, "task %.1f%% %llu [unknown], user %.1f%%\n", pct, (unsigned long long)t->count, user);
+			fprintf(r->out, "task %.1f%% %llu [unknown], user %.1f%%%s\n", pct, (unsigned long long)t->count, user, tail);
 			continue;
 		}
 		task_comm_format(t->id.comm, c);
-		fprintf(r->out, "task %.1f%% %llu %s pid %d tgid %d, user %.1f%%\n", pct, (unsigned long long)t->count,
-			c, t->id.pid, t->id.tgid, user);
+		fprintf(r->out, "task %.1f%% %llu %s pid %d tgid %d, user %.1f%%%s\n", pct, (unsigned long long)t->count,
+			c, t->id.pid, t->id.tgid, user, tail);
 	}
 	if (r->nt > shown) fprintf(r->out, "task (%zu more not shown)\n", r->nt - shown);
 }
@@ -123,7 +138,8 @@ static int key_ncallers(const struct hash_item *it)
 static int rep_add(struct writer *w, const struct sample *s)
 {
 	struct report *r = (struct report *)w;
-	if (task_add(r, s) < 0) goto oom;
+	uint64_t n = s->offcpu ? s->weight : 1;
+	if (task_add(r, s, n) < 0) goto oom;
 	if (!s->n) { /* a chain needs its leaf (no source makes one: the capture reader refuses them) */
 		ERR_SET(w, ERR_FORMAT, "a sample with no frames");
 		return -1;
@@ -132,6 +148,7 @@ static int rep_add(struct writer *w, const struct sample *s)
 	uint64_t key[KEY_CALLERS + SAMPLE_MAX_FRAMES];
 	key[KEY_LEAF] = sym ? sym->addr : s->frames[0];
 	memcpy(key + KEY_EXACT, s->exact, sizeof s->exact);
+	key[KEY_STATE] = s->offcpu % OC_NCLASS;
 	memcpy(key + KEY_CALLERS, s->frames + 1, (size_t)(s->n - 1) * 8);
 	int added;
 	struct chain *c = hash_get(&r->chains_seen, key, (size_t)(KEY_CALLERS + s->n - 1) * 8, &added);
@@ -144,8 +161,12 @@ static int rep_add(struct writer *w, const struct sample *s)
 		if (off < c->lo) c->lo = off;
 		if (off > c->hi) c->hi = off;
 	}
-	c->count++;
-	r->total++;
+	c->count += n;
+	r->total += n;
+	if (s->offcpu) {
+		r->off_by[s->offcpu % OC_NCLASS] += n;
+		r->any_off = 1;
+	}
 	return 0;
 oom:
 	ERR_SET(w, ERR_SYS, "out of memory");
@@ -165,12 +186,33 @@ static void fmt_caller(const struct symtab *t, uint64_t a, int exact, char *out,
 static void fmt_leaf(const struct report *r, const struct hash_item *it, char *out, size_t cap)
 {
 	const struct chain *c = hash_value(it);
-	uint64_t leaf = key_words(it)[KEY_LEAF];
+	uint64_t leaf = key_words(it)[KEY_LEAF], state = key_words(it)[KEY_STATE];
 	const struct sym *s = c->known ? syms_lookup(r->syms, leaf) : NULL;
 	if (!s) snprintf(out, cap, "0x%llx", (unsigned long long)leaf);
 	else if (c->lo == c->hi) syms_name_off(s, c->lo, out, cap);
 	else snprintf(out, cap, "%s+0x%llx..0x%llx%s%s%s", s->name, (unsigned long long)c->lo,
 		      (unsigned long long)c->hi, s->mod ? " [" : "", s->mod ? s->mod : "", s->mod ? "]" : "");
+	size_t len = strlen(out);
+	if (state && len < cap) snprintf(out + len, cap - len, " [%s]", offcpu_class_frames[state]);
+}
+
+/* "off-cpu W periods, P% of the report, over N tasks: blocked B%, ..." (the states' shares of W). */
+static void print_off(const struct report *r)
+{
+	static const int order[] = { OC_BLOCKED, OC_UNINTERRUPTIBLE, OC_RUNNABLE }; /* as the analyzer's STATES */
+	uint64_t w = 0, tasks = 0;
+	for (int i = 0; i < OC_NCLASS; i++) w += r->off_by[i];
+	for (size_t i = 0; i < r->nt; i++) tasks += r->t[i].off > 0;
+	fprintf(r->out, "off-cpu %llu periods, %.1f%% of the report, over %llu tasks", (unsigned long long)w,
+		r->total ? 100.0 * (double)w / (double)r->total : 0.0, (unsigned long long)tasks);
+	const char *sep = ": ";
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		if (!r->off_by[order[i]]) continue;
+		fprintf(r->out, "%s%s %.1f%%", sep, offcpu_class_frames[order[i]] + strlen("off-cpu/"),
+			100.0 * (double)r->off_by[order[i]] / (double)w);
+		sep = ", ";
+	}
+	fputc('\n', r->out);
 }
 
 static int chaincmp(const void *a, const void *b, void *ctx)
@@ -208,6 +250,7 @@ static int rep_finish(struct writer *w, const struct run_info *ri)
 	fprintf(r->out, "profiled %lld ms\n", (long long)(ri->duration_ns / 1000000));
 	fprintf(r->out, "%llu samples on %d cpus, %llu dropped, source gdbstub %d Hz\n",
 		(unsigned long long)r->total, ri->ncpu, (unsigned long long)ri->dropped, ri->rate_hz);
+	if (r->offcpu) print_off(r);
 	if (ri->attach) header_line(r->out, "attached ", ri->attach);
 	if (ri->kernel) header_line(r->out, "", ri->kernel);
 	print_tasks(r);
@@ -246,7 +289,7 @@ static void rep_free(struct writer *w)
 	free(r);
 }
 
-struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains)
+struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains, int offcpu)
 {
 	struct report *r = calloc(1, sizeof *r);
 	if (!r) return NULL;
@@ -256,6 +299,7 @@ struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chain
 	r->out = out;
 	r->syms = syms;
 	r->chains = chains;
+	r->offcpu = offcpu;
 	hash_init(&r->chains_seen, sizeof(struct chain));
 	return &r->w;
 }

@@ -35,8 +35,9 @@ struct writer {
 	char errstr[ERR_MAX];          /* what went wrong */
 };
 
-/* The text report shared with the in-guest `profile` (docs/report-format.md). */
-struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains);
+/* The text report shared with the in-guest `profile` (docs/report-format.md); offcpu: record
+ * --off-cpu's (sample periods, the off-CPU line). */
+struct writer *report_writer_new(FILE *out, const struct symtab *syms, int chains, int offcpu);
 /* Folded stacks "ROOT;frame;...;leaf count", sorted: ROOT is cpuN (tf TF_CPU) or the task. */
 struct writer *fold_writer_new(FILE *out, const struct symtab *syms, int tf);
 

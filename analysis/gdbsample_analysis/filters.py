@@ -274,5 +274,5 @@ def left_out_note():
     left_out.clear()
     if not n:
         return None
-    return ("%d off-CPU sample%s (gdbsample record --off-cpu) left out: fold and flamegraph show them "
-            "with --state all" % (n, "" if n == 1 else "s"))
+    return ("%d off-CPU sample%s (gdbsample record --off-cpu) left out: fold, flamegraph, report, pprof and "
+            "speedscope show them with --state all" % (n, "" if n == 1 else "s"))

@@ -19,6 +19,13 @@ user mode), most samples first, ties by pid (samples without a task record, `tas
 is its (pid, tgid, comm): a task renamed by exec is two. Readers of the report skip these lines.
 --by-task then adds, after the chains, the chains of each of the top --tasks tasks (shares of its
 samples), where a user-mode sample is the leaf `[user]`, as under its task in `fold`.
+
+With --state naming off-CPU states (gdbsample record --off-cpu, capture version 6) the report
+counts sample periods of wall time: a vCPU's sample is one, an off-CPU stack its weight. A line
+after the second says how much of it was off-CPU and in which state (`off-cpu W periods, P% of
+the report, over N tasks: blocked B%, ...`, the states' shares of W); an off-CPU chain's leaf
+line ends with its state (`[off-cpu/blocked]`), and a task line with the share of its periods
+off-CPU (`, off-cpu O%`).
 """
 from . import common, filters, output
 from .capture import FLAG_USER
@@ -39,7 +46,7 @@ def add_arguments(p):
                    help="after the chains, the chains of each of the top tasks (--tasks)")
     p.add_argument("--tasks", type=common.count_type(0, 1000000), default=5, metavar="N",
                    help="with --by-task: tasks whose chains are shown (default 5)")
-    filters.add_arguments(p)
+    filters.add_arguments(p, off_cpu=True)
 
 
 class Chains:
@@ -50,11 +57,12 @@ class Chains:
         self.c = {}          # key -> [count, lo, hi]
         self.total = 0       # samples added
 
-    def add(self, frames, exact=frozenset(), n=1):
+    def add(self, frames, exact=frozenset(), n=1, state=None):
         """One sample's frames (pc first) and exact frame indexes (Sample.exact), n times;
-        frames None: a user-mode sample under its task (USER_FRAME, --by-task)."""
+        frames None: a user-mode sample under its task (USER_FRAME, --by-task); state: an
+        off-CPU stack's (Sample.offcpu), None for a vCPU's."""
         if frames is None:
-            key = (None, None, (), frozenset())
+            key = (None, None, (), frozenset(), None)
             e = self.c.get(key)
             if e is None:
                 self.c[key] = [n, 0, 0]
@@ -64,7 +72,7 @@ class Chains:
             return
         sym = self.syms.lookup(frames[0]) if self.syms else None
         pc = frames[0]
-        key = (sym[1] if sym else pc, sym is not None, frames[1:], exact)
+        key = (sym[1] if sym else pc, sym is not None, frames[1:], exact, state)
         off = pc - sym[1] if sym else 0
         e = self.c.get(key)
         if e is None:
@@ -78,13 +86,14 @@ class Chains:
         self.total += n
 
     def leaf_text(self, key, lo, hi):
-        leaf, known, _, _ = key
+        leaf, known, _, _, state = key
+        tail = " [off-cpu/%s]" % state if state else ""
         if known is None:
             return USER_FRAME
         if not known:
-            return "0x%x" % leaf
+            return "0x%x%s" % (leaf, tail)
         name = self.syms.lookup(leaf)[0]
-        return "%s+0x%x" % (name, lo) if lo == hi else "%s+0x%x..0x%x" % (name, lo, hi)
+        return ("%s+0x%x" % (name, lo) if lo == hi else "%s+0x%x..0x%x" % (name, lo, hi)) + tail
 
     def caller_text(self, addr, is_ret=True):
         """A caller frame: its function (symbols.py's naming rule) + the offset of addr itself."""
@@ -115,10 +124,34 @@ def chain_lines(chains, shown):
     return lines
 
 
-def format_report(chains, shown, duration_ns, ncpus, dropped, rate_hz, idle, tasks=None, top_tasks=0):
-    """The report text; tasks (a Tasks) adds the task lines, and its chains if it kept them."""
+def off_cpu_line(off, total):
+    """`off-cpu W periods, P% of the report, over N tasks: blocked B%, ...` from off (an OffCpu)."""
+    w = sum(off.by_state.values())
+    shares = ", ".join("%s %.1f%%" % (st, 100.0 * off.by_state[st] / w) for st in filters.STATES
+                       if off.by_state.get(st))
+    return "off-cpu %d periods, %.1f%% of the report, over %d tasks%s" % (
+        w, 100.0 * w / total if total else 0.0, len(off.tasks), ": " + shares if shares else "")
+
+
+class OffCpu:
+    """The off-CPU stacks' periods by state, and the tasks they came from."""
+
+    def __init__(self):
+        self.by_state = {}
+        self.tasks = set()
+
+    def add(self, state, task, n):
+        self.by_state[state] = self.by_state.get(state, 0) + n
+        self.tasks.add(None if task is None else (task.pid, task.tgid, task.comm))
+
+
+def format_report(chains, shown, duration_ns, ncpus, dropped, rate_hz, idle, tasks=None, top_tasks=0, off=None):
+    """The report text; tasks (a Tasks) adds the task lines, and its chains if it kept them; off
+    (an OffCpu, --state with off-CPU states) the off-CPU line."""
     lines = ["profiled %d ms" % (duration_ns // 1000000),
              "%d samples on %d cpus, %d dropped, source gdbstub %d Hz" % (chains.total, ncpus, dropped, rate_hz)]
+    if off is not None:
+        lines.append(off_cpu_line(off, chains.total))
     if tasks is not None:
         lines.extend(tasks.task_lines(chains.total))
     if not chains.total:
@@ -139,23 +172,28 @@ class Tasks:
     def __init__(self, syms, keep_chains):
         self.syms = syms                 # Symbolizer for each task's Chains
         self.keep_chains = keep_chains   # --by-task
-        self.t = {}                      # (pid, tgid, comm) or None (no task record) -> [samples, user, Chains]
+        self.t = {}                      # (pid, tgid, comm) or None (no task record) -> [samples, user, Chains, off]
+        self.off_cpu = False             # some sample was off-CPU (the task lines say each one's share)
 
-    def add(self, task, frames, exact, user):
-        """One sample: its Task or None, frames (None for user mode: USER_FRAME), user 0 or 1."""
+    def add(self, task, frames, exact, user, n=1, state=None):
+        """One sample: its Task or None, frames (None for user mode: USER_FRAME), user 0 or 1;
+        an off-CPU one (state) n periods."""
         key = None if task is None else (task.pid, task.tgid, task.comm)
         e = self.t.get(key)
         if e is None:
-            e = self.t[key] = [0, 0, Chains(self.syms) if self.keep_chains else None]
-        e[0] += 1
+            e = self.t[key] = [0, 0, Chains(self.syms) if self.keep_chains else None, 0]
+        e[0] += n
         e[1] += user
+        if state is not None:
+            e[3] += n
+            self.off_cpu = True
         if self.keep_chains:
-            e[2].add(frames, exact)
+            e[2].add(frames, exact, n, state)
 
     def ranked(self):
         """[(key, samples, user, chains)]: most samples first, then pid (no task after the
         others), name, tgid."""
-        rows = [(k, e[0], e[1], e[2]) for k, e in self.t.items()]
+        rows = [(k, e[0], e[1], e[2], e[3]) for k, e in self.t.items()]
         rows.sort(key=lambda r: (-r[1], 1, 0, "", 0) if r[0] is None else (-r[1], 0, r[0][0], r[0][2], r[0][1]))
         return rows
 
@@ -165,9 +203,10 @@ class Tasks:
             return []
         rows = self.ranked()
         lines = []
-        for k, n, user, _ in rows[:TASKS_SHOWN]:
+        for k, n, user, _, off in rows[:TASKS_SHOWN]:
             who = UNKNOWN_TASK if k is None else "%s pid %d tgid %d" % (k[2], k[0], k[1])
-            lines.append("task %.1f%% %d %s, user %.1f%%" % (100.0 * n / total, n, who, 100.0 * user / n))
+            tail = ", off-cpu %.1f%%" % (100.0 * off / n) if self.off_cpu else ""
+            lines.append("task %.1f%% %d %s, user %.1f%%%s" % (100.0 * n / total, n, who, 100.0 * user / n, tail))
         if len(rows) > TASKS_SHOWN:
             lines.append("task (%d more not shown)" % (len(rows) - TASKS_SHOWN))
         return lines
@@ -176,7 +215,7 @@ class Tasks:
         """--by-task: the chains of each of the top tasks, after a title line (shares of its samples)."""
         lines = []
         rows = self.ranked()
-        for k, n, user, chains in rows[:top]:
+        for k, n, user, chains, _ in rows[:top]:
             who = UNKNOWN_TASK if k is None else "%s pid %d tgid %d" % (k[2], k[0], k[1])
             lines.append("")
             lines.append("chains of %s: %d samples, user %.1f%%" % (who, n, 100.0 * user / n))
@@ -198,16 +237,20 @@ def run(args):
     syms = common.symbols_for(syms, cap, args.kaslr_offset)  # the capture's KASLR offset
     chains = Chains(syms)
     tasks = Tasks(syms, args.by_task) if cap.version >= 3 else None  # task lines if a sample has one
+    off = OffCpu() if flt.states - {"on-cpu"} else None  # --state with off-CPU states: periods
     for s in flt.apply(cap.samples()):                    # one streaming pass
-        chains.add(s.frames, s.exact)
+        n = 1 if s.offcpu is None else s.weight
+        chains.add(s.frames, s.exact, n, s.offcpu)
+        if s.offcpu is not None:
+            off.add(s.offcpu, s.task, n)
         if tasks is not None:                             # under its task, user mode is [user]
             user = s.flags & FLAG_USER and 1
-            tasks.add(s.task, None if user else s.frames, s.exact, user)
+            tasks.add(s.task, None if user else s.frames, s.exact, user, n, s.offcpu)
     duration = cap.summary.get("duration_ns", cap.last_time_ns or 0)
     if flt.t_from is not None or flt.t_until is not None or flt.timeline is not None:
         duration = flt.covered_ns(duration)               # the window (and phase) actually covered
     dropped = cap.summary.get("dropped", 0)
     out.write(format_report(chains, args.chains, int(duration), cap.ncpus, int(dropped), cap.rate_hz,
-                            flt.idle_seen, tasks, args.tasks))
+                            flt.idle_seen, tasks, args.tasks, off))
     out.commit()
     return common.loss_status(cap)

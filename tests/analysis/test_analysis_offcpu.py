@@ -97,8 +97,8 @@ def test_the_default_is_on_cpu_and_says_what_it_left_out(tmp_path):
     cap, mp = write(tmp_path)
     r = run("fold", cap, "-e", mp)
     assert r.returncode == 0 and folded(r.stdout) == {"spin;main;spin": 3}
-    assert r.stderr == ("gdbsample-analyze: 6 off-CPU samples (gdbsample record --off-cpu) left out: fold and "
-                        "flamegraph show them with --state all\n")
+    assert r.stderr == ("gdbsample-analyze: 6 off-CPU samples (gdbsample record --off-cpu) left out: fold, "
+                        "flamegraph, report, pprof and speedscope show them with --state all\n")
     r = run("report", cap, "-e", mp)
     assert r.returncode == 0 and "6 off-CPU samples" in r.stderr and "nap" not in r.stdout
 
@@ -127,6 +127,29 @@ def test_state_on_a_capture_without_off_cpu_samples_is_refused(tmp_path):
     cap, mp = write(tmp_path, version=5)
     r = run("fold", cap, "-e", mp, "--state", "blocked")
     assert r.returncode == 2 and one_line_error(r) and "holds no off-CPU samples (capture version 5" in r.stderr
+
+
+def test_report_counts_periods_and_marks_off_cpu_chains(tmp_path):
+    """report --state all: wall time in sample periods (3 vCPU samples + 53 off-CPU periods), the
+    off-CPU line's shares by state, each off-CPU chain's leaf marked with its state, each task's
+    off-CPU share; --state runnable alone: only shell's 3 periods."""
+    cap, mp = write(tmp_path)
+    r = run("report", cap, "-e", mp, "--state", "all", "--chains", "10")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "56 samples on 2 cpus, 0 dropped, source gdbstub 100 Hz", lines
+    assert lines[2] == "off-cpu 53 periods, 94.6% of the report, over 2 tasks: blocked 94.3%, runnable 5.7%", lines
+    assert lines[3:6] == ["task 53.6% 30 sleep pid 4 tgid 4, user 0.0%, off-cpu 100.0%",
+                          "task 41.1% 23 shell pid 3 tgid 3, user 0.0%, off-cpu 100.0%",
+                          "task 5.4% 3 spin pid 5 tgid 5, user 0.0%, off-cpu 0.0%"], lines
+    assert lines[6:9] == ["53.6% 30 swtch+0x0 [off-cpu/blocked]", "        <- nap+0x10", "        <- main+0x20"], lines
+    assert lines[9:11] == ["35.7% 20 swtch+0x0 [off-cpu/blocked]", "        <- main+0x30"], lines
+    assert "5.4% 3 spin+0x10" in lines and "5.4% 3 swtch+0x0 [off-cpu/runnable]" in lines, lines
+    r = run("report", cap, "-e", mp, "--state", "runnable")
+    lines = r.stdout.splitlines()
+    assert lines[1:4] == ["3 samples on 2 cpus, 0 dropped, source gdbstub 100 Hz",
+                          "off-cpu 3 periods, 100.0% of the report, over 1 tasks: runnable 100.0%",
+                          "task 100.0% 3 shell pid 3 tgid 3, user 0.0%, off-cpu 100.0%"], lines
 
 
 def test_flamegraph_shows_the_off_cpu_frames(tmp_path):

@@ -137,3 +137,16 @@ def test_mangled_names_read_alike(replay, tmp_path):
     assert not any(raw in folded for raw in MANGLED[:3]), folded
     raw = run("fold", cap, "-e", m, "--no-demangle").stdout
     assert any(name in raw for name in MANGLED[:3]) and not any(name in raw for name in READABLE[:3]), raw
+
+
+def test_off_cpu_report_as_record_writes_it(replay, tmp_path):
+    """record --off-cpu -f report (sampler/report.c counting periods, the off-CPU line, the state
+    on each off-CPU chain's leaf and each task's off-CPU share) is `report --state all` byte for
+    byte; without the off-CPU stacks both are the vCPUs' report."""
+    from test_analysis_offcpu import write
+    cap, mp = write(tmp_path)
+    for chains in (8, 2):
+        c = subprocess.run([replay, "report", cap, mp, str(chains), "offcpu"], capture_output=True, text=True, timeout=60)
+        assert c.returncode == 0 and ("[off-cpu/runnable]" in c.stdout) == (chains == 8), (c.stderr, c.stdout)
+        assert run("report", cap, "-e", mp, "--state", "all", "--chains", chains).stdout == c.stdout
+    assert run("report", cap, "-e", mp).stdout == c_output(replay, "report", cap, mp)

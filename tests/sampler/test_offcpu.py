@@ -110,14 +110,30 @@ def test_the_capture_keeps_them_and_analysis_folds_them_as_record_does(boot, tmp
     d = subprocess.run(analyze + ["fold", str(cap), "-e", g.kernel], capture_output=True, text=True, timeout=120)
     assert d.returncode == 0 and "off-cpu/" not in d.stdout and "split" in d.stdout
     assert f"{keys['offcpu_samples']} off-CPU samples (gdbsample record --off-cpu) left out" in d.stderr, d.stderr
+    # -f report: the off-CPU line, the sleeper's chain marked blocked, its task all off-CPU
+    rep = conftest.gdbsample("record", "-p", g.gdbport, "-e", g.kernel, "-d", 1, "-f", "report", "--off-cpu",
+                             "--chains", 40, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    lines = rep.stdout.splitlines()
+    assert lines[2].startswith("off-cpu ") and "blocked " in lines[2], lines[:4]
+    assert any(x.startswith("task ") and f" sleep pid {sleeper} " in x and x.endswith(", off-cpu 100.0%")
+               for x in lines), lines
+    blocks, cur = [], None  # each chain: [leaf line, callers...]
+    for x in lines:
+        if x.startswith("        <- ") and cur is not None:
+            cur.append(x.strip()[3:])
+        elif "%" in x.split(" ", 1)[0] and not x.startswith(("task ", "off-cpu ")):
+            cur = [x]
+            blocks.append(cur)
+    assert any(b[0].endswith(" [off-cpu/blocked]") and any(c.startswith("nap_sleep+") for c in b[1:])
+               for b in blocks), rep.stdout
 
 
 @pytest.mark.parametrize("args, message", [
-    (["-f", "report"], "--off-cpu is for record -f folded, svg or capture"),
-    (["-f", "speedscope"], "--off-cpu is for record -f folded, svg or capture"),
-    (["--os", "none", "-f", "folded"], "--off-cpu is for record -f folded, svg or capture"),
-    (["-f", "folded", "--phase", "a=split_a:split_b"], "--off-cpu is for record -f folded, svg or capture, with the "
-                                                       "kernel image (-e) and its tasks, not with --phase"),
+    (["-f", "speedscope"], "--off-cpu is for record -f folded, svg, report or capture"),
+    (["--os", "none", "-f", "folded"], "--off-cpu is for record -f folded, svg, report or capture"),
+    (["-f", "folded", "--phase", "a=split_a:split_b"], "--off-cpu is for record -f folded, svg, report or capture, "
+                                                       "with the kernel image (-e) and its tasks, not with --phase"),
 ])
 def test_what_off_cpu_cannot_do_is_refused_in_one_line(args, message):
     r = conftest.gdbsample("record", "-p", 1, "-e", conftest.KERNEL, "--off-cpu", *args, timeout=30)

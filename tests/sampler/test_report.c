@@ -54,7 +54,7 @@ static void test_report_golden(void)
 	size_t len;
 	symtab(&t);
 	FILE *f = open_memstream(&buf, &len);
-	run(report_writer_new(f, &t, 8), f, &buf, &len, 2);
+	run(report_writer_new(f, &t, 8, 0), f, &buf, &len, 2);
 	CHECK_STR(buf,
 		  "profiled 2000 ms\n"
 		  "10 samples on 2 cpus, 1 dropped, source gdbstub 100 Hz\n"
@@ -69,7 +69,7 @@ static void test_report_golden(void)
 
 	/* --chains 1: the rest is counted, not silently dropped. */
 	f = open_memstream(&buf, &len);
-	run(report_writer_new(f, &t, 1), f, &buf, &len, 2);
+	run(report_writer_new(f, &t, 1, 0), f, &buf, &len, 2);
 	CHECK(strstr(buf, "(2 more chains not shown)\n") != NULL);
 	CHECK(strstr(buf, "spin") == NULL);
 	free(buf);
@@ -131,7 +131,7 @@ static void test_empty(void)
 	char *buf;
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
-	struct writer *w = report_writer_new(f, NULL, 8);
+	struct writer *w = report_writer_new(f, NULL, 8, 0);
 	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 42, NULL, NULL, NULL, NULL, NULL };
 	CHECK(w->finish(w, &ri) == 0);
 	w->free(w);

@@ -176,7 +176,7 @@ static void test_report_header(void)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	struct writer *w = report_writer_new(f, NULL, 8);
+	struct writer *w = report_writer_new(f, NULL, 8, 0);
 	struct run_info ri = { 1, 100, 1000000000LL, 0, 0, 0, NULL, "via qmp\x1b[2J", "kernel evil\nname.elf", NULL, NULL };
 	w->finish(w, &ri);
 	w->free(w);
