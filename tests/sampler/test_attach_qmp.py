@@ -217,7 +217,7 @@ def test_signal_closes_stub_and_vm_runs(boot, sig):
             p.wait()
     assert p.returncode == 0, err
     assert out.strip(), err
-    assert status(g.qmp_path) == "running"
+    assert status(g.qmp_path) == "running", err  # (once paused, QEMU 10.0 beside hogs: what gdbsample said)
     assert not has_stub(g.qmp_path)
     assert refused(stub_port(err))
 

@@ -157,7 +157,10 @@ def test_report_folds_chain_like_profile(boot):
                                                   "<- chain1", "<- work_main"], lines
 
 
-@pytest.mark.parametrize("build,qemu", [("fp", "7.2"), ("fp", "10.0"), ("nofp", "7.2")], indirect=["qemu"])
+# On one QEMU: what is checked is the kernel's entry CFI and the unwinder over it, which no stub
+# version changes (QEMU 10.0's stub is covered by the shares and the per-vCPU tests); the
+# suite's time goes to both builds instead.
+@pytest.mark.parametrize("build,qemu", [("fp", "7.2"), ("nofp", "7.2")], indirect=["qemu"])
 def test_timer_interrupt_samples_reach_interrupted_code(boot, build):
     """Every sample taken inside the timer interrupt -- at any instruction of the entry stub,
     trap_common, the handler -- continues into the function it interrupted (the entry path's
