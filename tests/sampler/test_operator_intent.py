@@ -69,6 +69,23 @@ def start(args, wire_log=None):
     return subprocess.Popen([GDBSAMPLE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+def sampling(p, wire, stops=2, timeout=120):
+    """True once gdbsample has sent its stop byte `stops` times (the wire log): it attached and
+    samples. A fixed sleep stood for this and was too short once two guests ran beside the suite
+    (attaching took over a second: the test's own QMP stop, or its hot-plug, came first)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and p.poll() is None:
+        try:
+            with open(wire, errors="replace") as f:
+                n = sum(" > \\x03" in line for line in f)
+        except OSError:
+            n = 0
+        if n >= stops:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def wire_tail(path, n=40):
     """The last n lines of a wire log, cut to 300 characters each: what a failure message shows of
     the stub's last words (a CI run once lost the last of 8 replies in a migration; never seen here)."""
@@ -112,17 +129,18 @@ def stop_that_holds(g, p, tries=8):
 
 @conftest.ON_EACH_QEMU
 @pytest.mark.parametrize("how", ["p", "qmp"])
-def test_operator_stop_is_never_undone(vm, how):
+def test_operator_stop_is_never_undone(vm, how, tmp_path):
     """A QMP stop mid-run: gdbsample says so, samples nothing and keeps the VM paused; after `cont`
     it samples again. A second stop, then SIGINT: gdbsample ends (exit 0, report written) and
     leaves the VM paused -- it was the operator's pause."""
     stub = Stub(vm) if how == "p" else None
     conn = ["-p", str(stub.port)] if stub else ["--qmp", vm.qmp_path]
     try:
-        p = start(conn + ["-e", vm.kernel, "-r", "10", "-f", "folded"])
+        wire = tmp_path / "wire.log"
+        p = start(conn + ["-e", vm.kernel, "-r", "10", "-f", "folded"], wire_log=wire)
         err_lines = conftest.Stderr(p)
         try:
-            time.sleep(0.6)
+            assert sampling(p, wire), (err_lines.text(), wire_tail(wire))
             stop_that_holds(vm, p)
             assert err_lines.wait_for("not sampling it, and leaving it stopped"), err_lines.text()
             conftest.qmp(vm.qmp_path, "cont")
@@ -229,7 +247,7 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm, tmp_path):
                       wire_log=wire)
             err_lines = conftest.Stderr(p)
             try:
-                time.sleep(0.5)
+                assert sampling(p, wire), (err_lines.text(), wire_tail(wire))
                 for attempt in range(1, tries + 1):
                     conftest.qmp(vm.qmp_path, "migrate", {"uri": "exec:cat>/dev/null"})
                     status_now = None
@@ -445,12 +463,13 @@ def test_kill_by_name_spares_the_guard(vm):
 
 
 @conftest.ON_EACH_QEMU
-def test_hotplugged_vcpu_is_named(vm):
+def test_hotplugged_vcpu_is_named(vm, tmp_path):
     """A vCPU hot-plugged mid-run (QMP device_add): gdbsample warns while running, and again at the
     end, that it was not sampled. (Unfixed: not a word.) Last in the module: the guest keeps it."""
     with Stub(vm) as stub:
-        p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "20", "-d", "3"])
-        time.sleep(1.0)
+        wire = tmp_path / "wire.log"
+        p = start(["-p", str(stub.port), "-e", vm.kernel, "-r", "20", "-d", "3"], wire_log=wire)
+        assert sampling(p, wire), wire_tail(wire)
         conftest.qmp(vm.qmp_path, "device_add", {"driver": "qemu64-x86_64-cpu", "id": "hot2", "socket-id": 0,
                                                    "core-id": 2, "thread-id": 0})
         out, err = p.communicate(timeout=60)
