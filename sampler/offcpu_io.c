@@ -65,21 +65,35 @@ static int find_head(struct session *ss, struct offcpu_layout *L, char *err, siz
 	const struct guestos *os = &ss->img.os;
 	uint64_t base = 0, at, t = 0, next;
 	int cpu = ss->sl.cpu >= 0 ? ss->sl.cpu : ss->cpus[0];
+	int rc = -2;
 	if (!r || os->os != OS_LINUX || gdb_reg(&ss->g, cpu, r->num, &base) < 0 ||
-	    !(at = task_where(os, cpu, base, 0, ss->s.p.kptr_lo)) || read_word(ss, at, &t) != 0 || !(t >> 63))
+	    !(at = task_where(os, cpu, base, 0, ss->s.p.kptr_lo)) || (rc = read_word(ss, at, &t)) != 0 || !(t >> 63)) {
+		if (rc == -1)
+			return offcpu_fail(err, cap, "--off-cpu: reading a vCPU's current task: %s", ss->errstr);
 		return offcpu_fail(err, cap, "--off-cpu: no init_task in the kernel's symbols (a kernel without "
 				   "CONFIG_KALLSYMS_ALL), and no vCPU's current task to find it from");
-	for (int n = 0; n < OFFCPU_MAX_TASKS; n++) {
-		uint64_t pid = 0;
-		if (read_word(ss, t + L->link_off, &next) != 0 || !(next >> 63) || next < L->link_off)
-			break;
+	}
+	/* a trip a task: its pid and its link together, the link read where the previous task's led */
+	rc = read_word(ss, t + L->link_off, &next);
+	for (int n = 0; rc == 0 && n < OFFCPU_MAX_TASKS; n++) {
+		uint8_t pid[4], link[8];
+		if (!(next >> 63) || next < L->link_off) break;
 		t = next - L->link_off;
-		if (read_word(ss, t + L->pid_off, &pid) != 0) break;
-		if ((uint32_t)pid == 0) {
+		struct gdb_block b[2] = { { t + L->pid_off, 4, pid, 0 }, { t + L->link_off, 8, link, 0 } };
+		if (session_slice_blocks(ss, b, 2) < 0) {
+			rc = -1;
+			break;
+		}
+		if (!b[0].ok) break;
+		if (le32(pid) == 0) {
 			L->table = t;
 			return 0;
 		}
+		if (!b[1].ok) break;
+		next = le64(link);
 	}
+	if (rc < 0)
+		return offcpu_fail(err, cap, "--off-cpu: looking for init_task along the task list: %s", ss->errstr);
 	return offcpu_fail(err, cap, "--off-cpu: no init_task in the kernel's symbols, and the task list from the "
 			   "current task (0x%llx) did not lead to it", (unsigned long long)t);
 }
