@@ -159,11 +159,14 @@ $(eval $(call KERNEL_VARIANT,kernel-nofp,$(KCFLAGS_X86) $(KCFLAGS_NOFP),x86,$(KA
 $(eval $(call KERNEL_VARIANT,aarch64/kernel,$(KCFLAGS_A64) $(KCFLAGS_A64_FP),a64,$(KASFLAGS_A64),kernel/arch/aarch64/kernel.ld,$(KSRCS_A64_C),$(KSRCS_A64_S)))
 $(eval $(call KERNEL_VARIANT,aarch64/kernel-nofp,$(KCFLAGS_A64) $(KCFLAGS_NOFP),a64,$(KASFLAGS_A64),kernel/arch/aarch64/kernel.ld,$(KSRCS_A64_C),$(KSRCS_A64_S)))
 $(eval $(call KERNEL_VARIANT,riscv64/kernel,$(KCFLAGS_RV) $(KCFLAGS_RV_FP),rv,$(KASFLAGS_RV),kernel/arch/riscv64/kernel.ld,$(KSRCS_RV_C),$(KSRCS_RV_S)))
+# kernel-hartrace: each hart started at _start, as OpenSBI's hart_start race may send it (smp.c).
+$(eval $(call KERNEL_VARIANT,riscv64/kernel-hartrace,$(KCFLAGS_RV) $(KCFLAGS_RV_FP) -DHART_START_AT_ENTRY,rv,$(KASFLAGS_RV),kernel/arch/riscv64/kernel.ld,$(KSRCS_RV_C),$(KSRCS_RV_S)))
 $(eval $(call KERNEL_VARIANT,riscv64/kernel-nofp,$(KCFLAGS_RV) $(KCFLAGS_NOFP),rv,$(KASFLAGS_RV),kernel/arch/riscv64/kernel.ld,$(KSRCS_RV_C),$(KSRCS_RV_S)))
 
 KERNEL_ELFS_x86_64 := $(BUILD)/kernel.elf $(BUILD)/kernel-nofp.elf
 KERNEL_ELFS_aarch64 := $(BUILD)/aarch64/kernel.elf $(BUILD)/aarch64/kernel-nofp.elf
-KERNEL_ELFS_riscv64 := $(BUILD)/riscv64/kernel.elf $(BUILD)/riscv64/kernel-nofp.elf $(BUILD)/riscv64/shape.elf
+KERNEL_ELFS_riscv64 := $(BUILD)/riscv64/kernel.elf $(BUILD)/riscv64/kernel-nofp.elf $(BUILD)/riscv64/shape.elf \
+		       $(BUILD)/riscv64/kernel-hartrace.elf
 
 # The shape guest (tests/system/shape): a riscv64 kernel that keeps its running process as xv6
 # does (cpus[tp].proc), for the --tasks system test on a kernel of another shape than ours.

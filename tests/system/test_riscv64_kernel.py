@@ -70,6 +70,25 @@ def test_boots_smp_2_and_both_harts_tick(g):
         assert re.search(rf"^\s*\d+\s+{i} \S+\s+\d+\s+16K idle/{i}\s", ps, re.M), ps
 
 
+def test_a_hart_the_firmware_sends_to_the_kernel_entry_starts_as_a_secondary(fresh):
+    """OpenSBI's hart_start marks a hart START_PENDING before storing its start address, so a
+    waiting hart that wakes in between enters the kernel at _start (seen once under load: a
+    second banner's "g", then the boot hart's s0 zeroed by the bss clear, a store fault). The
+    kernel-hartrace build starts every hart at _start, making that path certain: the second hart
+    must come online as cpu1 and tick, with one banner and no panic."""
+    guest = fresh(kernel=os.path.join(conftest.BUILD, "riscv64", "kernel-hartrace.elf"), config=TICK)
+    for _ in range(200):
+        out = guest.cmd("cpus")
+        rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(-?\d+) (\S+)", out, re.M)
+        if len(rows) == 2 and all(int(r[2]) > 0 for r in rows):
+            break
+    assert "2 of 2 cpus online" in out, out
+    assert all(int(r[2]) > 0 for r in rows), out
+    said = "".join(guest.transcript)
+    assert said.count("gdbsample test kernel:") == 1, said
+    assert "PANIC" not in said, said
+
+
 def test_shell_commands_and_bad_input(g):
     assert "work      split A B C" in g.cmd("help")
     assert re.search(r"^up \d+\.\d{3} s, 2 cpus, \d+ MiB free$", g.cmd("uptime"), re.M)

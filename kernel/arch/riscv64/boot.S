@@ -14,6 +14,19 @@
 _start:
 	.option push
 	.option norelax
+	/*
+	 * Only the first hart here boots. A second one is a hart that smp_boot started but that the
+	 * firmware sent to its cold-boot address (_start, a1 = the DTB) instead of secondary_entry:
+	 * OpenSBI's hart_start marks the hart START_PENDING before it stores the new address, so a
+	 * waiting hart that wakes in between jumps to the old one. Clearing the bss and taking
+	 * boot_stack again would wreck the boot hart (seen: its saved s0 zeroed, a second banner),
+	 * so it starts as a secondary on the stack smp_boot published (ap_boot_sp, set before the
+	 * call) -- it is the only hart being started.
+	 */
+	la t0, boot_claimed
+	li t1, 1
+	amoswap.w.aqrl t1, t1, (t0)
+	bnez t1, late_secondary
 	li s0, 0
 	li ra, 0
 	la sp, boot_stack
@@ -39,7 +52,23 @@ secondary_entry:
 	call ap_main
 4:	wfi
 	j 4b
+
+late_secondary:
+	fence r, r			/* ap_boot_sp after the boot hart's store (it fenced before hart_start) */
+	la t0, ap_boot_sp
+	ld sp, 0(t0)
+	beqz sp, 5f			/* nothing published: no start was asked of this hart; park it */
+	li s0, 0
+	li ra, 0
+	call ap_main			/* a0: this hart's id, as on both entries */
+5:	wfi
+	j 5b
 	.option pop
+
+	.section .data
+	.balign 4
+boot_claimed:				/* in .data: the bss clear must not reset it */
+	.word 0
 
 	.section .bss
 	.balign 16

@@ -16,6 +16,19 @@
 
 extern char secondary_entry[];		/* boot.S */
 static uint8_t *ap_stack[MAX_CPUS];
+uint64_t ap_boot_sp;			/* the stack top of the hart being started, for boot.S's late_secondary */
+
+/*
+ * HART_START_AT_ENTRY (the kernel-hartrace build, a test's): start each hart at _start, where a
+ * firmware that publishes START_PENDING before the start address may send it (boot.S), so that
+ * the test sees that path every boot rather than once in hundreds.
+ */
+#ifdef HART_START_AT_ENTRY
+extern char _start[];
+#define HART_ENTRY _start
+#else
+#define HART_ENTRY secondary_entry
+#endif
 
 /*
  * QEMU virt numbers its harts 0, 1, 2, ...: the harts are those HSM hart_get_status knows
@@ -66,8 +79,9 @@ void smp_boot(void)
 		if (!stack)
 			panic("smp: no memory for cpu%d's stack", i);
 		ap_stack[i] = stack;
+		ap_boot_sp = (uint64_t)(stack + AP_STACK_SIZE);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* the stack and cpus[] before the hart runs */
-		struct sbiret r = sbi_call(SBI_EXT_HSM, SBI_HSM_HART_START, c->hartid, (uint64_t)secondary_entry,
+		struct sbiret r = sbi_call(SBI_EXT_HSM, SBI_HSM_HART_START, c->hartid, (uint64_t)HART_ENTRY,
 					   (uint64_t)(stack + AP_STACK_SIZE), 0, 0);
 		if (r.error != SBI_SUCCESS) {
 			kprintf("smp: cpu%d (hart %lu): SBI hart_start returned %ld\n", i, c->hartid, r.error);
