@@ -234,6 +234,29 @@ class Stderr:
             return "".join(line for line in self.lines if line is not None)
 
 
+def wire_stops(p, wire, stops=2, timeout=120):
+    """True once gdbsample p, run with GDBSAMPLE_WIRE_LOG=wire, has sent its stop byte `stops`
+    times: it attached and samples (or was killed, or the bound -- a hang, not a bar -- passed).
+    A fixed sleep stood for this and was too short once two guests ran beside the suite: attaching
+    took over a second, and a signal then is `interrupted`, a kill leaves no samples."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and p.poll() is None:
+        try:
+            with open(wire, errors="replace") as f:
+                n = sum(" > \\x03" in line for line in f)
+        except OSError:
+            n = 0
+        if n >= stops:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def wire_env(wire):
+    """The environment for a gdbsample run whose requests and replies are logged at wire."""
+    return dict(os.environ, GDBSAMPLE_WIRE_LOG=str(wire))
+
+
 def capture_has_samples(path):
     """Whether the capture gdbsample is writing at path (path.partial-*, flushed every second)
     holds a sample yet: a test that signals a run waits for this, not a fixed time (a loaded host

@@ -335,12 +335,14 @@ def test_sigkill_never_leaves_guest_frozen(boot):
 
 
 @conftest.ON_EACH_QEMU
-def test_qemu_killed_exits_one_with_output(boot):
+def test_qemu_killed_exits_one_with_output(boot, tmp_path):
     g = boot(smp=2)
     g.work("chain 6")
-    p = start(g, "-r", "200")
+    wire = tmp_path / "wire.log"
+    p = subprocess.Popen([GDBSAMPLE, "-p", str(g.gdbport), "-e", conftest.KERNEL, "-r", "200"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=conftest.wire_env(wire))
     assert wait_connected(p, g.gdbport), p.communicate()
-    time.sleep(1.0)  # some samples taken (the output must hold chain6)
+    assert conftest.wire_stops(p, wire, stops=40), p.communicate()  # samples taken (the output must hold chain6)
     os.kill(g.pid, signal.SIGKILL)
     out, err = p.communicate(timeout=20)
     assert p.returncode == 1, err

@@ -69,21 +69,7 @@ def start(args, wire_log=None):
     return subprocess.Popen([GDBSAMPLE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def sampling(p, wire, stops=2, timeout=120):
-    """True once gdbsample has sent its stop byte `stops` times (the wire log): it attached and
-    samples. A fixed sleep stood for this and was too short once two guests ran beside the suite
-    (attaching took over a second: the test's own QMP stop, or its hot-plug, came first)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and p.poll() is None:
-        try:
-            with open(wire, errors="replace") as f:
-                n = sum(" > \\x03" in line for line in f)
-        except OSError:
-            n = 0
-        if n >= stops:
-            return True
-        time.sleep(0.05)
-    return False
+sampling = conftest.wire_stops
 
 
 def wire_tail(path, n=40):
