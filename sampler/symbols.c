@@ -386,20 +386,24 @@ int syms_add_elf(struct symtab *t, const char *path, const uint8_t *file, size_t
 		GElf_Shdr sh;
 		Elf_Data *d;
 		if (!gelf_getshdr(scn, &sh)) continue;
-		const char *sname = elf_strptr(e, shstr, sh.sh_name);
 		if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) && (sh.sh_flags & SHF_ALLOC) &&
 		    (d = elf_getdata(scn, NULL)) && d->d_size) {
 			if (syms_add_text(t, sh.sh_addr, d->d_buf, d->d_size) < 0) break;
 		}
-		if (sh.sh_type == SHT_NOTE && sname && !strcmp(sname, ".note.gnu.build-id") &&
-		    (d = elf_getdata(scn, NULL)) && d->d_size > 16) {
-			const uint8_t *n = d->d_buf; /* namesz, descsz, type, "GNU\0", desc */
-			uint32_t namesz = (uint32_t)rsp_le(n, 4), descsz = (uint32_t)rsp_le(n + 4, 4);
-			size_t at = 12 + ((namesz + 3) & ~3u);
-			if (descsz && at + descsz <= d->d_size) {
-				t->idkind = SYMID_BUILD_ID;
-				t->idlen = descsz > sizeof t->id ? (int)sizeof t->id : (int)descsz;
-				memcpy(t->id, n + at, (size_t)t->idlen);
+		/* the GNU build-id note: in .note.gnu.build-id, or among a kernel's other notes in
+		 * .notes (vmlinux: Xen's, then GNU's); libelf walks the notes */
+		if (sh.sh_type == SHT_NOTE && t->idkind == SYMID_NONE && (d = elf_getdata(scn, NULL))) {
+			GElf_Nhdr nh;
+			size_t off = 0, next, name_at, desc_at;
+			while ((next = gelf_getnote(d, off, &nh, &name_at, &desc_at)) > 0) {
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz &&
+				    !memcmp((const char *)d->d_buf + name_at, "GNU", 4)) {
+					t->idkind = SYMID_BUILD_ID;
+					t->idlen = nh.n_descsz > sizeof t->id ? (int)sizeof t->id : (int)nh.n_descsz;
+					memcpy(t->id, (const uint8_t *)d->d_buf + desc_at, (size_t)t->idlen);
+					break;
+				}
+				off = next;
 			}
 		}
 		if (sh.sh_type == SHT_SYMTAB && (d = elf_getdata(scn, NULL))) {

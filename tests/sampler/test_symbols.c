@@ -3,6 +3,7 @@
 #include "check.h"
 #include "../../sampler/symbols.h"
 #include <elf.h>
+#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,8 +202,40 @@ static void test_bounded(void)
 	syms_free(&m);
 }
 
+/* An ELF64 with one section of notes, as a vmlinux's .notes: a Xen note, then GNU's build-id.
+ * The id is the build-id (as pprof and debuginfod name the build), not a hash of the file. */
+static void test_build_id_among_notes(void)
+{
+	static const char shstr[] = "\0.notes\0.shstrtab";
+	uint8_t notes[64] = { 0 }, id[20];
+	size_t n = 0;
+	uint32_t h[3] = { 4, 8, 5 }; /* Xen: namesz 4, descsz 8, type 5 */
+	memcpy(notes + n, h, 12), memcpy(notes + n + 12, "Xen", 4), n += 24;
+	uint32_t g[3] = { 4, 20, NT_GNU_BUILD_ID };
+	memcpy(notes + n, g, 12), memcpy(notes + n + 12, "GNU", 4);
+	for (int i = 0; i < 20; i++) id[i] = (uint8_t)(0xa0 + i);
+	memcpy(notes + n + 16, id, 20), n += 36;
+	uint8_t f[64 + 64 + sizeof shstr + 3 * sizeof(Elf64_Shdr)] = { 0 };
+	Elf64_Ehdr *e = (Elf64_Ehdr *)f;
+	memcpy(e->e_ident, ELFMAG, SELFMAG);
+	e->e_ident[EI_CLASS] = ELFCLASS64, e->e_ident[EI_DATA] = ELFDATA2LSB, e->e_ident[EI_VERSION] = EV_CURRENT;
+	e->e_type = ET_EXEC, e->e_machine = EM_X86_64, e->e_version = EV_CURRENT, e->e_ehsize = sizeof *e;
+	e->e_shoff = 64 + 64 + sizeof shstr, e->e_shentsize = sizeof(Elf64_Shdr), e->e_shnum = 3, e->e_shstrndx = 2;
+	memcpy(f + 64, notes, n);
+	memcpy(f + 128, shstr, sizeof shstr);
+	Elf64_Shdr sh[3] = { { 0 }, { .sh_name = 1, .sh_type = SHT_NOTE, .sh_offset = 64, .sh_size = n, .sh_addralign = 4 },
+			     { .sh_name = 8, .sh_type = SHT_STRTAB, .sh_offset = 128, .sh_size = sizeof shstr, .sh_addralign = 1 } };
+	memcpy(f + e->e_shoff, sh, sizeof sh);
+	struct symtab t = { 0 };
+	elf_version(EV_CURRENT);
+	CHECK(syms_add_elf(&t, "notes.elf", f, sizeof f) == 0);
+	CHECK(t.idkind == SYMID_BUILD_ID && t.idlen == 20 && !memcmp(t.id, id, 20));
+	syms_free(&t);
+}
+
 void test_symbols(void)
 {
+	test_build_id_among_notes();
 	test_map();
 	test_text();
 	test_escape();
