@@ -31,7 +31,7 @@ include kernel/kernel.mk
 # fakeroot, lintian; man pages: groff-base, man-db, mandoc) need; installed only when missing.
 DEB_PKGS := gcc g++ make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu g++-aarch64-linux-gnu python3 python3-pyelftools python3-pytest \
 	    qemu-system-misc opensbi gcc-riscv64-linux-gnu g++-riscv64-linux-gnu \
-	    libelf-dev libdw-dev libbpf-dev libiberty-dev rustc zlib1g-dev liblzma-dev libzstd-dev liblz4-dev \
+	    libelf-dev libdw-dev libbpf-dev libiberty-dev rustc zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libssl-dev \
 	    gdb gdb-multiarch socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \

@@ -7,7 +7,7 @@
 FUZZ_CC        ?= clang
 FUZZ_SECONDS   ?= 60
 # One harness per parser: fuzz/fuzz_NAME.c, seeds in fuzz/corpus/NAME, fixed crashes in fuzz/crashes/NAME.
-FUZZ_HARNESSES := rsp stop threads reply arch symmap capture qmp vmlinuz orc cfi conn knet btf insn textnum kallsyms ko summary taskdesc
+FUZZ_HARNESSES := rsp stop threads reply arch symmap capture qmp vmlinuz orc cfi conn knet btf insn textnum kallsyms ko summary taskdesc imgcache
 FUZZ_DIR       := $(BUILD)/fuzz
 FUZZ_SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS    := $(SAMPLER_CFLAGS) -O1 -Wno-unknown-warning-option $(FUZZ_SAN)

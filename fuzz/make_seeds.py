@@ -254,10 +254,26 @@ def taskdesc():
     put("taskdesc", "over_canonical", "current=c\npid=a\nname=b\ntgid=%s\n" % path)
 
 
+def imgcache():
+    import hashlib
+    elf = b"\x7fELF\x02\x01\x01" + bytes(57) + b"kernel text " * 20
+    key = hashlib.sha256(b"vmlinuz").digest()
+
+    def entry(payload, codec=b"xz", version=1):
+        return (b"gdbsimg\0" + struct.pack("<II", version, 128) + key + struct.pack("<Q", len(payload)) +
+                hashlib.sha256(payload).digest() + codec.ljust(8, b"\0") + bytes(32) + payload)
+    put("imgcache", "good", entry(elf))
+    put("imgcache", "damaged", entry(elf)[:200] + b"X" + entry(elf)[201:])
+    put("imgcache", "not_elf", entry(b"kernel text " * 20, codec=b"zstd"))
+    put("imgcache", "version2", entry(elf, version=2))
+    put("imgcache", "codec_unpadded", entry(elf, codec=b"xzxzxzxz"))
+    put("imgcache", "header_only", entry(elf)[:128])
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--x86-xml")
     ap.add_argument("--cfi-elf")
     a = ap.parse_args()
     rsp(); stop(); threads(); reply(); arch(a.x86_xml); symmap(); capture(); qmp(); vmlinuz(); orc(); cfi(a.cfi_elf); summary()
-    conn(); knet(); textnum(); kallsyms(); taskdesc()
+    conn(); knet(); textnum(); kallsyms(); taskdesc(); imgcache()

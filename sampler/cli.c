@@ -56,6 +56,8 @@ const char cli_usage[] =
 	"  -e FILE            the guest kernel: an ELF (vmlinux), a compressed vmlinuz/bzImage, or a\n"
 	"                     symbol map (System.map, /proc/kallsyms); repeat for an image and a map;\n"
 	"                     without -e a Linux guest's kernel is read from its memory (and cached)\n"
+	"  --no-cache         neither read nor keep the cache ($XDG_CACHE_HOME/gdbsample): a vmlinuz's\n"
+	"                     decompressed kernel, a kernel read from guest memory\n"
 	"  --unwind METHOD    auto (default: ORC, else DWARF CFI, else frame pointers, per frame),\n"
 	"                     fp, cfi or orc\n"
 	"  --kaslr-offset HEX the guest's KASLR offset (default: found by reading the guest)\n"
@@ -174,7 +176,7 @@ static void flag_name(const struct option *lopts, int opt, const char *arg, char
 enum { OPT_MAXF = 256, OPT_RANGE, OPT_CPUS, OPT_IDLE, OPT_CHAINS, OPT_NOVERIFY, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
        OPT_UNWIND, OPT_KASLR, OPT_MAXPAUSE, OPT_OS, OPT_TASKS, OPT_TASKFMT, OPT_PID, OPT_COMM, OPT_VERSION,
        OPT_CONNTIMEOUT, OPT_SUMMARY, OPT_SUMFMT, OPT_NODEMANGLE };
-enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC, OPT_OFFCPU, OPT_OFFCPU_SLICE };
+enum { OPT_INTERVAL = 512, OPT_EVERY, OPT_FROM, OPT_UNTIL, OPT_RESUMEPAUSED, OPT_MAXHITS, OPT_PHASE, OPT_PHASEOCC, OPT_OFFCPU, OPT_OFFCPU_SLICE, OPT_NOCACHE };
 
 int cli_parse(struct opts *o, int argc, char **argv)
 {
@@ -185,6 +187,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 		{ "idle", no_argument, 0, OPT_IDLE },
 		{ "chains", required_argument, 0, OPT_CHAINS },
 		{ "no-verify", no_argument, 0, OPT_NOVERIFY },
+		{ "no-cache", no_argument, 0, OPT_NOCACHE },
 		{ "no-demangle", no_argument, 0, OPT_NODEMANGLE },
 		{ "qmp", required_argument, 0, OPT_QMP },
 		{ "domain", required_argument, 0, OPT_DOMAIN },
@@ -310,6 +313,7 @@ int cli_parse(struct opts *o, int argc, char **argv)
 			if (num(o, "--chains", optarg, 1, 1000000, &o->chains)) return -1;
 			break;
 		case OPT_NOVERIFY: o->verify = 0; break;
+		case OPT_NOCACHE: o->no_cache = 1; break;
 		case OPT_NODEMANGLE: o->demangle = 0; break;
 		case OPT_QMP:
 			o->qmp = optarg;

@@ -53,6 +53,7 @@ struct opts {
 	int chains;              /* --chains N */
 	double interval;         /* --interval SECONDS: top's time between refreshes (default 1) */
 	int verify;              /* ELF check on (--no-verify clears) */
+	int no_cache;            /* --no-cache: the caches under $XDG_CACHE_HOME/gdbsample neither read nor kept */
 	int demangle;            /* C++/Rust names demangled (--no-demangle clears) */
 	int os;                  /* --os: OS_AUTO (default), OS_LINUX, OS_TESTKERNEL or OS_NONE */
 	const char *tasks;       /* --tasks FILE: a task description (taskdesc.h; "-": stdin), or NULL */

@@ -73,3 +73,12 @@ const char *file_base(const char *path)
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
 }
+
+int file_cache_dir(char *dir, size_t cap)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	if (x && x[0] == '/') snprintf(dir, cap, "%s/gdbsample", x);
+	else if (h && h[0] == '/') snprintf(dir, cap, "%s/.cache/gdbsample", h);
+	else return -1;
+	return 0;
+}

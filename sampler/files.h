@@ -10,6 +10,9 @@
 /* Read path ("-": standard input) whole into a malloc'd, NUL-terminated buffer; -1 with a one-line message in err
  * (missing, a directory, unreadable, larger than max). */
 int file_read(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *err, size_t errcap);
+/* gdbsample's cache directory into dir: $XDG_CACHE_HOME/gdbsample, else ~/.cache/gdbsample (XDG's
+ * default); -1 when neither variable holds an absolute path. */
+int file_cache_dir(char *dir, size_t cap);
 /* path's last component (after its last '/'), as the loaders' messages name a file. */
 const char *file_base(const char *path);
 

@@ -7,6 +7,7 @@
 #include "elfsec.h"
 #include "err.h"
 #include "files.h"
+#include "imgcache.h"
 #include "kallsyms.h"
 #include "vmlinuz.h"
 #include <stdlib.h>
@@ -113,21 +114,85 @@ static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len
 	return 0;
 }
 
+/*
+ * A compressed image's payload through the cache (imgcache.h): the entry for the file's SHA-256,
+ * else decompress (unpack: 0 with *out, *outlen, *codec, or -1 with why) and keep the result.
+ * 0 or -1; im->cache and im->cache_why say what the cache did.
+ */
+typedef int (*unpack_fn)(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, const char **codec,
+			 char *why, size_t cap);
+static int cached_unpack(struct image *im, const uint8_t *in, size_t n, unpack_fn unpack, uint8_t **out,
+			 size_t *outlen, const char **codec, char *why, size_t cap)
+{
+	im->elfmap = NULL;
+	char dir[512];
+	uint8_t key[IMGCACHE_SHA];
+	int use = !(im->want & IMG_NO_CACHE) && file_cache_dir(dir, sizeof dir) == 0;
+	im->cache = IMGCACHE_OFF;
+	if (use) {
+		imgcache_sha256(in, n, key);
+		int rc = imgcache_get(dir, key, out, outlen, codec, &im->elfmap, &im->elfmaplen, im->cache_why,
+				      sizeof im->cache_why);
+		if (rc == 1) {
+			im->cache = IMGCACHE_HIT;
+			snprintf(im->cache_why, sizeof im->cache_why, "%s", dir);
+			return 0;
+		}
+		if (rc < 0) im->cache = IMGCACHE_REFUSED; /* decompressed again below; the entry replaced */
+	}
+	if (unpack(in, n, out, outlen, codec, why, cap) < 0) return -1;
+	if (use && im->cache != IMGCACHE_REFUSED) im->cache_why[0] = 0;
+	if (use) {
+		char w[sizeof im->cache_why];
+		if (imgcache_put(dir, key, *codec, *out, *outlen, w, sizeof w) == 0) {
+			im->cache_stored = 1;
+			if (im->cache != IMGCACHE_REFUSED) {
+				im->cache = IMGCACHE_STORED;
+				snprintf(im->cache_why, sizeof im->cache_why, "%s", dir);
+			}
+		} else if (im->cache != IMGCACHE_REFUSED) {
+			im->cache = IMGCACHE_UNSTORED;
+			snprintf(im->cache_why, sizeof im->cache_why, "%s", w);
+		}
+	}
+	return 0;
+}
+
+static int unpack_bz(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, const char **codec, char *why,
+		     size_t cap)
+{
+	struct vmlinuz z = { 0 };
+	int rc = vmlinuz_extract(&z, in, n, out, outlen);
+	*codec = z.codec;
+	if (rc < 0) snprintf(why, cap, "%s", z.errstr);
+	return rc;
+}
+
+/* The ELF's bytes gone: freed, or unmapped when they were an image cache entry's. */
+static void elfbuf_release(struct image *im)
+{
+	if (im->elfmap) imgcache_release(im->elfmap, im->elfmaplen);
+	else free(im->elfbuf);
+	im->elfmap = NULL;
+	im->elfbuf = NULL;
+}
+
 /* A bzImage's ELF payload (vmlinuz.h), in place of the file's bytes (freed); im->codec says how
  * it was compressed. */
 static int unpack_vmlinuz(struct image *im, const char *path, uint8_t **buf, size_t *len)
 {
-	struct vmlinuz z = { 0 };
 	uint8_t *elf;
 	size_t elflen;
-	int rc = vmlinuz_extract(&z, *buf, *len, &elf, &elflen);
+	const char *codec = NULL;
+	char why[ERR_MAX];
+	int rc = cached_unpack(im, *buf, *len, unpack_bz, &elf, &elflen, &codec, why, sizeof why);
 	free(*buf);
 	*buf = NULL;
 	if (rc < 0) {
-		ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), z.errstr);
+		ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), why);
 		return -1;
 	}
-	im->codec = z.codec;
+	im->codec = codec;
 	*buf = elf;
 	*len = elflen;
 	return 0;
@@ -403,8 +468,7 @@ int image_load(struct image *im, const char *const *paths, int npaths, int want,
 	if (!im->has_cfi && im->elf) {
 		elf_end(im->elf);
 		im->elf = NULL;
-		free(im->elfbuf);
-		im->elfbuf = NULL;
+		elfbuf_release(im);
 	}
 	return 0;
 }
@@ -421,7 +485,7 @@ void image_free(struct image *im)
 	if (im->has_orc) orc_free(&im->orc);
 	if (im->has_cfi) cfi_free(&im->cfi);
 	if (im->elf) elf_end(im->elf);
-	free(im->elfbuf);
+	elfbuf_release(im);
 	free(im->a64buf);
 	syms_free(&im->syms);
 	ko_free(&im->kos);

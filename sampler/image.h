@@ -17,15 +17,22 @@
 #define IMAGE_MAX_FILES 16 /* -e given at most: a kernel image, a map, and .ko files or directories */
 
 /* What to load besides names and text. */
-enum { IMG_WANT_ORC = 1, IMG_WANT_CFI = 2, IMG_WANT_OFFCPU = 4 }; /* OFFCPU: the task list's layout from BTF */
+enum { IMG_WANT_ORC = 1, IMG_WANT_CFI = 2, IMG_WANT_OFFCPU = 4, /* OFFCPU: the task list's layout from BTF */
+       IMG_NO_CACHE = 8 };  /* --no-cache: decompress a compressed image, neither read nor keep it (imgcache.h) */
 
 struct image {
 	struct symtab syms;         /* names (.symtab or a map) and text (ELF); relocated once the
 				     * KASLR offset is known */
 	uint8_t *elfbuf;            /* the ELF (the file, or a vmlinuz's payload), or NULL */
 	size_t elflen;              /* its size */
+	void *elfmap;               /* elfbuf lies in this mapping of an image cache entry (imgcache.h),
+				     * which is unmapped, not freed; else NULL */
+	size_t elfmaplen;           /* ...its size */
 	Elf *elf;                   /* libelf handle on elfbuf (kept while CFI needs it) */
 	const char *codec;          /* a vmlinuz payload's compression ("xz" ...), or NULL */
+	int cache;                  /* IMGCACHE_*: what the image cache did for a compressed image */
+	int cache_stored;           /* ...and whether the payload was kept (after a refused entry too) */
+	char cache_why[400];        /* ...the entry's path, or why it was refused or not stored */
 	int has_orc;                /* orc holds the image's ORC tables */
 	struct orc_table orc;       /* ...(link addresses: bias = the KASLR offset) */
 	int has_cfi;                /* cfi holds the image's .eh_frame/.debug_frame */

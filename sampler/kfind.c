@@ -454,16 +454,6 @@ static int read_rest(struct slicer *s, struct found *f)
 	return 0;
 }
 
-/* $XDG_CACHE_HOME/gdbsample (or ~/.cache/gdbsample) into dir: 0, -1 none. */
-static int cache_dir(char *dir, size_t cap)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (x && x[0] == '/') snprintf(dir, cap, "%s/gdbsample", x);
-	else if (h && h[0] == '/') snprintf(dir, cap, "%s/.cache/gdbsample", h);
-	else return -1;
-	return 0;
-}
-
 /* Keep what the cold read found (atomically: a temporary file renamed). Failing is a warning. */
 static void cache_write(struct session *ss, struct found *f)
 {
@@ -471,7 +461,7 @@ static void cache_write(struct session *ss, struct found *f)
 	uint8_t *buf;
 	size_t len;
 	const struct kcache *c = &f->c;
-	if (!c->banner || !c->tokens || !c->etext_rel || cache_dir(dir, sizeof dir) < 0) return;
+	if (ss->o->no_cache || !c->banner || !c->tokens || !c->etext_rel || file_cache_dir(dir, sizeof dir) < 0) return;
 	snprintf(path, sizeof path, "%s/kernel-%016llx.cache", dir,
 		 (unsigned long long)(hash_bytes(c->banner, c->banner_len) ^ hash_bytes(c->tokens, c->tokens_len)));
 	snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
@@ -515,7 +505,7 @@ static int cache_matches(struct slicer *s, const struct kcache *c, uint64_t stex
 static int cache_find(struct slicer *s, struct found *f)
 {
 	char dir[512], path[1100];
-	if (cache_dir(dir, sizeof dir) < 0) return 0;
+	if (s->ss->o->no_cache || file_cache_dir(dir, sizeof dir) < 0) return 0;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int looked = 0, rc = 0;

@@ -4,6 +4,8 @@ BUILD ?= build
 SAMPLER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-format-truncation
 # libdw (DWARF CFI), libelf, and the codecs a compressed vmlinuz may use (zlib, xz, zstd, lz4).
 SAMPLER_LIBS := -lbpf -ldw -lelf -lz -llzma -lzstd -llz4 -pthread
+# libcrypto (OpenSSL): SHA-256, the key and the check of a cached decompressed image (imgcache.c).
+SAMPLER_LIBS += -lcrypto
 # libiberty (binutils' own, static) demangles C++ and Rust names (demangle.c).
 SAMPLER_LIBS += -liberty
 # ncurses (wide: UTF-8 names) draws `top`'s full-screen view (topscreen.c).

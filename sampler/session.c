@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* session.c: one attachment to a guest -- the kernel image, connection, guard, sampler. */
 #include "session.h"
+#include "imgcache.h"
 #include "err.h"
 #include "files.h"
 #include "insn.h"
@@ -126,6 +127,22 @@ static int check_tasks(struct session *ss, const struct arch *ga)
 	return -1;
 }
 
+/* What the image cache did, once, unless -q: a refused entry or a failed store as a warning, a
+ * first store as a note (where, and how not to). */
+static void image_cache_said(const struct session *ss)
+{
+	const struct image *im = &ss->img;
+	if (ss->o->quiet) return;
+	if (im->cache == IMGCACHE_REFUSED)
+		session_warn(ss, "the image cache refused %s; decompressed again%s", im->cache_why,
+			     im->cache_stored ? " and kept anew" : "");
+	else if (im->cache == IMGCACHE_UNSTORED)
+		session_warn(ss, "the decompressed kernel could not be kept for the next start: %s", im->cache_why);
+	else if (im->cache == IMGCACHE_STORED)
+		fprintf(stderr, "gdbsample: the decompressed kernel (%.0f MB) kept in %s for the next start "
+			"(--no-cache: neither kept nor read)\n", (double)im->elflen / 1e6, im->cache_why);
+}
+
 #define FIND_MIN_S 120.0 /* the least time finding the kernel in the guest may take (seconds) */
 
 int session_open(struct session *ss, const struct opts *o)
@@ -138,8 +155,10 @@ int session_open(struct session *ss, const struct opts *o)
 		   : o->unwind == UNWIND_ORC ? IMG_WANT_ORC : IMG_WANT_ORC | IMG_WANT_CFI;
 	if (o->offcpu) want |= IMG_WANT_OFFCPU;
 	if (o->tasks && read_tasks(ss, o->tasks) < 0) return -1;                      /* before touching the VM */
+	if (o->no_cache) want |= IMG_NO_CACHE;
 	if (o->nelf && image_load(&ss->img, o->elf, o->nelf, want, o->os, o->tasks ? &ss->desc : NULL) < 0)
 		return fail(ss, ss->img.err, ss->img.errstr);
+	image_cache_said(ss);
 	if (o->offcpu && offcpu_image_check(&ss->img, ss->errstr, sizeof ss->errstr) < 0) { /* before the VM */
 		ss->err = ERR_USAGE;
 		return -1;

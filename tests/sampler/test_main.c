@@ -37,6 +37,7 @@ void test_insn(void);
 void test_progress(void);
 void test_kallsyms(void);
 void test_kcache(void);
+void test_imgcache(void);
 void test_summary(void);
 void test_messages(void);
 void test_slice(void);
@@ -82,6 +83,7 @@ int main(void)
 	test_progress();
 	test_kallsyms();
 	test_kcache();
+	test_imgcache();
 	test_summary();
 	test_bpcount();
 	test_phase();
