@@ -35,7 +35,7 @@ DEB_PKGS := gcc g++ make binutils qemu-system-x86 qemu-system-arm gcc-aarch64-li
 	    gdb gdb-multiarch socat chromium busybox-static cpio clang libclang-rt-14-dev python3-pyflakes python3-pytest-xdist \
 	    libvirt-dev libvirt-clients libvirt-daemon libvirt-daemon-driver-qemu \
 	    pkg-config dpkg-dev debhelper fakeroot lintian groff-base man-db mandoc bash-completion \
-	    golang-go protobuf-compiler python3-protobuf npm tmux libncurses-dev debootstrap
+	    golang-go protobuf-compiler python3-protobuf npm tmux libncurses-dev debootstrap libglib2.0-dev
 # A package counts as present when installed or provided by one that is (NodeSource's nodejs
 # provides npm and conflicts with Debian's).
 deps:
@@ -153,6 +153,15 @@ bench: deps all
 	$(PY) bench/module_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --linux-build $(BUILD)/linux \
 	  --out docs/benchmarks.md
 	$(PY) bench/kfind_bench.py --gdbsample $(BUILD)/gdbsample --linux-build $(BUILD)/linux --out docs/benchmarks.md
+
+# The TCG-plugin peer the throughput bench measures gdbsample against (bench/qperf_peer.c, issue
+# 26), built against QEMU 10.0's qemu-plugin.h from Debian's qemu source package
+# (bench/plugin_header.py, cached under $(BUILD)/qemu10/plugin; glib's headers from libglib2.0-dev).
+$(BUILD)/bench/qperf_peer.so: bench/qperf_peer.c bench/plugin_header.py
+	$(PY) tools/qemu_versions.py fetch --build $(BUILD) >/dev/null
+	@mkdir -p $(dir $@)
+	hdr=$$($(PY) bench/plugin_header.py --build $(BUILD)) && \
+	  $(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -fPIC -shared -I"$$hdr" $$(pkg-config --cflags glib-2.0) -o $@ $<
 
 # Every configuration and CPUID persona of vm-configs/configs.toml: what the kernel decides
 # about its PMU, against what the table expects (KVM rows only where /dev/kvm works).
