@@ -200,16 +200,22 @@ def test_timer_interrupt_samples_reach_interrupted_code(boot, build):
 
 def test_idle_vcpus_are_tagged_and_dropped(boot):
     """An idle guest: samples halted in hlt are tagged idle, counted and left out of the report
-    (a few land in interrupt handlers on the way in or out of hlt: those are not idle)."""
+    (a few land in interrupt handlers on the way in or out of hlt: those are not idle).
+    The checks are exact relations, not shares: beside two CPU hogs a starved QEMU lands up to a
+    fifth of its stops on the timer interrupt's entry (34 of 182 seen), which an idle guest
+    barely spends time in -- so "90 % in hlt" failed there while the tagging was right."""
     g = boot(smp=2)
     for secs in ("1", "4", "16"):  # sized by what was reached: a loaded host gave 54 in 1 s
-        r = run(g, "-r", "100", "-d", secs)
+        r = run(g, "-r", "100", "-d", secs, "--summary-format", "kv")
         assert r.returncode == 0, r.stderr
+        keys = dict(line.split(" ", 1) for line in r.stderr.splitlines() if " " in line)
         kept = int(re.search(r"^(\d+) samples on 2 cpus", r.stdout, re.M).group(1))
-        idle = int(re.search(r"idle samples (\d+) \(not reported\)", r.stderr).group(1))
+        samples, idle = int(keys["samples"]), int(keys["idle"])
         if idle >= 100:
             break
-    assert idle >= 100 and kept <= 0.1 * idle, (r.stdout, r.stderr)
+    assert idle >= 100 and idle > samples, (r.stdout, r.stderr)  # an idle guest: mostly in hlt
+    # the report holds the samples counted apart from the idle ones
+    assert kept == samples, (r.stdout, r.stderr)
     if kept == 0:
         assert f"no samples: all {idle} were idle" in r.stdout, r.stdout
     for secs in ("1", "4", "16"):
@@ -219,8 +225,10 @@ def test_idle_vcpus_are_tagged_and_dropped(boot):
         if total >= 100:
             break
     in_hlt = sum(n for frames, n in rows if frames[-1] == "idle_loop")
-    assert total >= 100 and in_hlt >= 0.9 * total, r.stdout
-    assert re.search(r"idle samples \d+ \(kept\)", r.stderr), r.stderr
+    m = re.search(r"idle samples (\d+) \(kept\)", r.stderr)
+    assert m, r.stderr
+    assert total >= 100 and int(m.group(1)) == in_hlt, (r.stdout, r.stderr)  # tagged idle: exactly those in hlt
+    assert in_hlt > total / 2, r.stdout
 
 
 @conftest.ON_EACH_QEMU

@@ -243,7 +243,8 @@ def test_a_migration_under_way_is_left_alone_until_it_ends(vm, tmp_path):
                             break
                         time.sleep(0.05)
                     assert status_now == "completed", status_now
-                    assert err_lines.wait_for(endings, times=attempt), err_lines.so_far()
+                    # (beside hogs on 7.2 the stub once answered 7 of 8 requests here: its last words)
+                    assert err_lines.wait_for(endings, times=attempt), (err_lines.so_far(), wire_tail(wire))
                     if "a migration is under way" in err_lines.so_far():
                         break
                     # not seen under way: ended while gdbsample was held up. Run the VM and again.
