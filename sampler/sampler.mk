@@ -81,7 +81,7 @@ $(BUILD)/tests/sampler/test_plan.o: SAMPLER_CFLAGS += -DCFI_FRAMES_A64_ELF='"$(B
 $(BUILD)/tests/sampler/test_arch.o: SAMPLER_CFLAGS += -DTEST_DATA='"tests/sampler/data"'
 
 # The benchmark's minimal reference client (reuses the codec and transport).
-$(BUILD)/rtt: bench/rtt.c $(BUILD)/sampler/conn.o $(BUILD)/sampler/rsp.o $(BUILD)/sampler/textnum.o
+$(BUILD)/rtt: bench/rtt.c $(BUILD)/sampler/conn.o $(BUILD)/sampler/rsp.o $(BUILD)/sampler/textnum.o $(BUILD)/sampler/wirelog.o
 	$(CC) $(SAMPLER_CFLAGS) -o $@ $^
 
 # Host CPU per stack walk for each unwinding method, on stacks sampled from a live guest.

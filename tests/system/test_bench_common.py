@@ -2,6 +2,7 @@
 """bench/common.py reads gdbsample's `--summary-format kv` summary: its parser on literals, and every
 key the benches take present in a real run's summary (a renamed key fails here, not in `make bench`)."""
 import os
+import subprocess
 import sys
 
 import conftest
@@ -34,3 +35,16 @@ def test_every_key_the_benches_read_is_in_the_summary(boot, need_gdbsample):
     missing = [k for k in common.KV_KEYS if k not in kv]
     assert not missing, (missing, sorted(kv))
     assert kv["samples"] > 0 and isinstance(kv["pause_p50_us"], int) and 0 <= kv["stopped_fraction"] < 1, kv
+
+
+def test_the_benches_c_tools_build_and_run():
+    """`make bench` links bench/rtt.c and bench/walk_bench.c against the sampler's objects: a new
+    dependency of those objects (wirelog.o of conn.o once) must reach their rules too. Built in
+    the tests' build directory, where `make test` has built the sampler already."""
+    tools = [os.path.join(conftest.BUILD, t) for t in ("rtt", "walk-bench")]
+    r = subprocess.run(["make", "--no-print-directory", "-C", conftest.ROOT, f"BUILD={conftest.BUILD}", *tools],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    for t in tools:  # each says how to use it when given nothing
+        out = subprocess.run([t], capture_output=True, text=True, timeout=30)
+        assert "usage" in (out.stdout + out.stderr).lower(), (t, out.stdout, out.stderr)
