@@ -186,10 +186,27 @@ def pytest_configure(config):
                                        "(left out by `make check`)")
 
 
+# `make test` runs two workers with --dist loadgroup, every test in a group: its file's -- so a
+# file's module-scoped guests stay on one worker, as --dist loadfile kept them -- except tests/linux/,
+# one group, so each of its package-scoped Linux guests (20-50 s a boot under TCG) boots once, not
+# once on each worker that runs one of its files. (tryfirst: before xdist's own hook reads the mark.)
+SHARED_GROUPS = {"linux": os.path.join(ROOT, "tests", "linux")}
+
+
+def xdist_group(path):
+    """The group of the test file at path: a SHARED_GROUPS directory's name, or the file itself."""
+    for name, d in SHARED_GROUPS.items():
+        if str(path).startswith(d + os.sep):
+            return name
+    return os.path.relpath(str(path), ROOT)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if GUEST_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.qemu)
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item.path)))
 
 
 class Stderr:
@@ -239,13 +256,17 @@ def wire_stops(p, wire, stops=2, timeout=120):
     times: it attached and samples (or was killed, or the bound -- a hang, not a bar -- passed).
     A fixed sleep stood for this and was too short once two guests ran beside the suite: attaching
     took over a second, and a signal then is `interrupted`, a kill leaves no samples."""
-    end = time.monotonic() + timeout
+    end, n, at, rest = time.monotonic() + timeout, 0, 0, ""
     while time.monotonic() < end and p.poll() is None:
-        try:
+        try:  # read on from where the last look ended (the log grows by a line per packet)
             with open(wire, errors="replace") as f:
-                n = sum(" > \\x03" in line for line in f)
+                f.seek(at)
+                text = rest + f.read()
+                at = f.tell()
         except OSError:
-            n = 0
+            text = rest
+        *lines, rest = text.split("\n")  # a line not yet ended waits for the next look
+        n += sum(" > \\x03" in line for line in lines)
         if n >= stops:
             return True
         time.sleep(0.05)
