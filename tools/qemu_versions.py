@@ -26,6 +26,7 @@ TCG is built into both binaries (7.2 loads it as a module, accel-tcg-x86_64.so; 
     qemu_versions.py fetch [--build DIR] [--refresh]   download and unpack 10.0 (no network if cached)
     qemu_versions.py command VERSION [--build DIR]     print the command-line prefix for VERSION
     qemu_versions.py list [--build DIR]                each version, its command and what it reports
+    (each takes --arch aarch64 for qemu-system-aarch64: 10.0's in BUILD/qemu10/root-aarch64)
 """
 import argparse
 import fcntl
@@ -44,9 +45,17 @@ SYSTEM = "7.2"                      # the version Debian 12 installs (make deps)
 VERSIONS = (SYSTEM, "10.0")         # what the tests run on
 SYSTEM_QEMU = "qemu-system-x86_64"  # found on PATH
 SOURCE = "deb http://deb.debian.org/debian bookworm-backports main"
-PACKAGES = ("qemu-system-x86", "qemu-system-common", "qemu-system-data", "seabios")
-WANT = re.compile(r"1:10\.0\.")     # qemu-system-x86 versions that count as "10.0"
-BINARY = "usr/bin/qemu-system-x86_64"
+WANT = re.compile(r"1:10\.0\.")     # qemu-system-* versions that count as "10.0"
+# Per architecture: the packages unpacked, the package whose version is checked, the binary, and
+# the tree's directory under BUILD/qemu10. x86_64's is what the tests run on; aarch64's is fetched
+# only when something asks for it (the throughput bench: bench/throughput_bench.py).
+FLAVOURS = {
+    "x86_64": (("qemu-system-x86", "qemu-system-common", "qemu-system-data", "seabios"),
+               "qemu-system-x86", "usr/bin/qemu-system-x86_64", "root"),
+    "aarch64": (("qemu-system-arm", "qemu-system-common", "qemu-system-data"),
+                "qemu-system-arm", "usr/bin/qemu-system-aarch64", "root-aarch64"),
+}
+PACKAGES, _, BINARY, _ = FLAVOURS["x86_64"]
 SYSTEM_IPXE = "/usr/lib/ipxe/qemu"  # ipxe-qemu's ROMs (virtio-net's efi-virtio.rom)
 
 class QemuError(Exception):
@@ -65,16 +74,17 @@ def default_build():
     return os.environ.get("GDBSAMPLE_BUILD") or os.path.join(ROOT, "build")
 
 
-def tree(build=None):
-    """BUILD/qemu10/root: where 10.0 is unpacked (absolute: apt takes a relative Dir:: from /)."""
-    return os.path.join(os.path.abspath(build or default_build()), "qemu10", "root")
+def tree(build=None, arch="x86_64"):
+    """BUILD/qemu10/root (x86_64) or root-aarch64: where 10.0 is unpacked (absolute: apt takes a
+    relative Dir:: from /)."""
+    return os.path.join(os.path.abspath(build or default_build()), "qemu10", FLAVOURS[arch][3])
 
 
-def cached(build=None):
-    """The unpacked 10.0's binary if a complete tree is there, else None."""
-    t = tree(build)
-    ok = os.path.exists(os.path.join(t, "VERSION")) and os.access(os.path.join(t, BINARY), os.X_OK)
-    return os.path.join(t, BINARY) if ok else None
+def cached(build=None, arch="x86_64"):
+    """The unpacked 10.0's binary for arch if a complete tree is there, else None."""
+    t, binary = tree(build, arch), FLAVOURS[arch][2]
+    ok = os.path.exists(os.path.join(t, "VERSION")) and os.access(os.path.join(t, binary), os.X_OK)
+    return os.path.join(t, binary) if ok else None
 
 
 # -- fetching --------------------------------------------------------------------------------
@@ -88,14 +98,14 @@ def _deb_field(deb, field):
                           check=True).stdout.strip()
 
 
-def _unpack(debs, dest):
+def _unpack(debs, dest, binary_path=BINARY):
     """dpkg -x every .deb into dest, then the qemu-bundle and ipxe links; checks the libraries."""
     aptget.extract(debs, dest)
     os.symlink("../..", os.path.join(dest, "usr", "bin", "qemu-bundle"))  # usr/bin/../.. = dest
     if os.path.isdir(SYSTEM_IPXE):
         os.makedirs(os.path.join(dest, "usr", "lib", "ipxe"), exist_ok=True)
         os.symlink(SYSTEM_IPXE, os.path.join(dest, "usr", "lib", "ipxe", "qemu"))
-    binary = os.path.join(dest, BINARY)
+    binary = os.path.join(dest, binary_path)
     ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
     missing = sorted({ln.split()[0] for ln in ldd.splitlines() if "not found" in ln})
     if missing:
@@ -108,70 +118,76 @@ def _unpack(debs, dest):
     return first[0]
 
 
-def fetch(build=None, refresh=False):
-    """The unpacked 10.0's binary, from the cache (no network) or else downloaded and unpacked.
-    Raises QemuUnavailable when the archive is needed and cannot be reached, QemuError otherwise."""
+def fetch(build=None, refresh=False, arch="x86_64"):
+    """The unpacked 10.0's binary for arch, from the cache (no network) or else downloaded and
+    unpacked. Raises QemuUnavailable when the archive is needed and cannot be reached, QemuError
+    otherwise."""
     build = os.path.abspath(build or default_build())
-    have = cached(build)
+    have = cached(build, arch)
     if have and not refresh:
         return have
     top = os.path.join(build, "qemu10")
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, ".lock"), "w") as lock:  # one fetch at a time (apt locks its lists too)
         fcntl.flock(lock, fcntl.LOCK_EX)
-        have = cached(build)
+        have = cached(build, arch)
         if have and not refresh:
             return have  # another process fetched it while we waited
-        return _fetch_locked(build, top)
+        return _fetch_locked(build, top, arch)
 
 
-def _fetch_locked(build, top):
+def _fetch_locked(build, top, arch="x86_64"):
     """fetch() under its lock: apt-get update and download, unpack into a temporary tree, check
     it runs, then move it into place (a tree is never seen half made)."""
+    packages, main, binary, _ = FLAVOURS[arch]
     opts = _apt_options(build)
     APT.update(opts)
     tmp = tempfile.mkdtemp(prefix=".fetch-", dir=top)
     try:
-        debs = APT.download(opts, PACKAGES, tmp)
-        if len(debs) != len(PACKAGES):
-            raise QemuError(f"QEMU 10.0: apt-get download {' '.join(PACKAGES)} gave {len(debs)} packages, "
-                            f"not {len(PACKAGES)}")
+        debs = APT.download(opts, packages, tmp)
+        if len(debs) != len(packages):
+            raise QemuError(f"QEMU 10.0: apt-get download {' '.join(packages)} gave {len(debs)} packages, "
+                            f"not {len(packages)}")
         versions = {_deb_field(d, "Package"): _deb_field(d, "Version") for d in debs}
-        if not WANT.match(versions.get("qemu-system-x86", "")):
-            raise QemuError(f"bookworm-backports now serves qemu-system-x86 {versions.get('qemu-system-x86')}, "
+        if not WANT.match(versions.get(main, "")):
+            raise QemuError(f"bookworm-backports now serves {main} {versions.get(main)}, "
                             "not 1:10.0.x: update VERSIONS and WANT in tools/qemu_versions.py")
         dest = os.path.join(tmp, "root")
-        banner = _unpack(debs, dest)
+        banner = _unpack(debs, dest, binary)
         with open(os.path.join(dest, "VERSION"), "w") as f:  # last: marks the tree complete
             f.write(banner + "\n" + "".join(f"{p} {v}\n" for p, v in sorted(versions.items())))
-        final = tree(build)
+        final = tree(build, arch)
         if os.path.exists(final):  # --refresh, or a tree without VERSION (an interrupted fetch)
             os.rename(final, os.path.join(tmp, "old"))
         os.rename(dest, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return cached(build)
+    return cached(build, arch)
 
 
 # -- what callers use ------------------------------------------------------------------------
-SYSTEM_QEMU_A64 = "qemu-system-aarch64"  # Debian 12's qemu-system-arm; aarch64 guests run on 7.2 only
+SYSTEM_QEMU_A64 = "qemu-system-aarch64"  # Debian 12's qemu-system-arm; 10.0's is fetched on request
 SYSTEM_QEMU_OTHER = {"aarch64": SYSTEM_QEMU_A64, "riscv64": "qemu-system-riscv64"}  # riscv64: qemu-system-misc
 
 
 def command(version, build=None, fetch_missing=True, arch="x86_64"):
     """The argv prefix that runs this version's QEMU for arch (QEMU's own pid: no wrapper).
     "10.0" is fetched first when missing (fetch_missing) -- see fetch() for what it raises.
-    aarch64 and riscv64 run on the system's 7.2 only: 10.0's qemu-system-arm/-misc are not fetched (QemuUnavailable)."""
-    if arch in SYSTEM_QEMU_OTHER:
+    aarch64 runs on 7.2 or 10.0 (its own tree, fetched only when asked for); riscv64 on the
+    system's 7.2 only (10.0's qemu-system-misc is not fetched: QemuUnavailable)."""
+    if arch in SYSTEM_QEMU_OTHER and version == SYSTEM:
+        return [SYSTEM_QEMU_OTHER[arch]]
+    if arch == "riscv64":
         if version != SYSTEM:
             raise QemuUnavailable(f"{arch} guests run on the system's QEMU {SYSTEM} only (10.0 is fetched for x86_64)")
         return [SYSTEM_QEMU_OTHER[arch]]
     if version == SYSTEM:
         return [SYSTEM_QEMU]
     if version == "10.0":
-        binary = cached(build) or (fetch(build) if fetch_missing else None)
+        binary = cached(build, arch) or (fetch(build, arch=arch) if fetch_missing else None)
         if not binary:
-            raise QemuError(f"QEMU 10.0 is not unpacked under {tree(build)}: run tools/qemu_versions.py fetch")
+            raise QemuError(f"QEMU 10.0 is not unpacked under {tree(build, arch)}: run "
+                            f"tools/qemu_versions.py fetch --arch {arch}")
         return [binary]
     raise QemuError(f"QEMU version must be one of {', '.join(VERSIONS)}, not {version!r}")
 
@@ -209,16 +225,17 @@ def main():
     ls = sub.add_parser("list", help="each version, its command and the version it reports")
     for p in (f, c, ls):
         p.add_argument("--build", help="build directory (default $GDBSAMPLE_BUILD or build/)")
+        p.add_argument("--arch", choices=sorted(FLAVOURS), default="x86_64", help="the guest's architecture")
     a = ap.parse_args()
     try:
         if a.verb == "fetch":
-            print(fetch(a.build, refresh=a.refresh))
+            print(fetch(a.build, refresh=a.refresh, arch=a.arch))
         elif a.verb == "command":
-            print(" ".join(command(a.version, a.build)))
+            print(" ".join(command(a.version, a.build, arch=a.arch)))
         else:
             for v in VERSIONS:
                 try:
-                    prefix = command(v, a.build, fetch_missing=False)
+                    prefix = command(v, a.build, fetch_missing=False, arch=a.arch)
                     print(f"{v:5} {' '.join(prefix)}  ({reported_version(prefix)})")
                 except QemuError as e:
                     print(f"{v:5} -  ({e})")
