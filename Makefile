@@ -61,8 +61,9 @@ run: deps kernel
 
 # Main job: boot the kernel with -smp 2, start known workloads and look at them.
 # Every arch by default (ARCH=x86_64, aarch64 or riscv64 for one): on aarch64 and riscv64 the in-guest
-# side is the PMU.
-demo: deps all
+# side is the PMU. It builds what it runs -- gdbsample and each arch's kernel.elf -- not the test
+# variants `all` adds (the -nofp kernels, riscv64's shape and hartrace guests, ksdump, pprof's module).
+demo: deps $(BUILD)/gdbsample $(foreach a,$(KARCHES),$(firstword $(KERNEL_ELFS_$(a))))
 	$(if $(filter x86_64,$(KARCHES)),$(PY) tools/demo.py --arch x86_64 --kernel $(BUILD)/kernel.elf)
 	$(if $(filter aarch64,$(KARCHES)),$(PY) tools/demo.py --arch aarch64 --kernel $(BUILD)/aarch64/kernel.elf)
 	$(if $(filter riscv64,$(KARCHES)),$(PY) tools/demo.py --arch riscv64 --kernel $(BUILD)/riscv64/kernel.elf)
@@ -78,14 +79,15 @@ crosscheck: deps all
 
 # The C unit tests run beside pytest, as in `make check` (half their time is a fake stub's
 # timeouts); their output follows pytest's, and either failing fails the run. pytest runs two
-# test files at a time (xdist, --dist loadfile: a file's module-scoped guests stay on one worker):
+# test files at a time (xdist, --dist loadgroup: a file's module-scoped guests stay on one worker,
+# and tests/linux/ is one group, so its package-scoped Linux guests boot once -- tests/conftest.py):
 # most QEMU tests wait on the guest's clock more than they compute, and every test already holds
 # beside two CPU hogs -- 10.7 min against 18 min one file at a time on this 2-core host.
 # pytest lists its slowest tests, for whoever trims the suite.
 test: deps all
 	-$(MAKE) --no-print-directory speedscope-app    # npm unreachable: its test skips, saying why
 	@$(MAKE) --no-print-directory unit-test > $(BUILD)/test-unit.log 2>&1 & unit=$$!; \
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 tests; py=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=25 tests; py=$$?; \
 	wait $$unit; u=$$?; cat $(BUILD)/test-unit.log; \
 	[ $$u = 0 ] || echo "test: the C unit tests failed" >&2; \
 	[ $$py = 0 ] && [ $$u = 0 ]
@@ -129,12 +131,16 @@ $(SPEEDSCOPE_STAMP):
 	rm -rf $(BUILD)/speedscope-app && mv $(BUILD)/speedscope-app.partial $(BUILD)/speedscope-app
 
 # Benchmarks (never timed tests): figures go to docs/benchmarks.md, each tool its own section.
+# The throughput table leads the file (issue 26): the guest's work per host second under gdbsample,
+# the bare stop/continue and the TCG-plugin peer, on QEMU 10.0 (fetched for x86_64 and aarch64).
 bench: deps all
+	$(MAKE) --no-print-directory $(BUILD)/walk-bench $(BUILD)/rtt $(BUILD)/bench/qperf_peer.so
+	$(PY) bench/throughput_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt \
+	  --plugin $(BUILD)/bench/qperf_peer.so --out docs/benchmarks.md
 	$(MAKE) --no-print-directory sampler-bench
 	$(PY) bench/analysis_bench.py --out docs/benchmarks.md
 	$(PY) bench/net_bench.py --out docs/benchmarks.md
 	$(PY) bench/attach_bench.py --gdbsample $(BUILD)/gdbsample --rtt $(BUILD)/rtt --out docs/benchmarks.md
-	$(MAKE) --no-print-directory $(BUILD)/walk-bench $(BUILD)/rtt
 	$(PY) bench/unwind_bench.py --gdbsample $(BUILD)/gdbsample --walk-bench $(BUILD)/walk-bench --rtt $(BUILD)/rtt \
 	  --linux-build $(BUILD)/linux --out docs/benchmarks.md
 	$(PY) bench/task_bench.py --gdbsample $(BUILD)/gdbsample --kernel $(BUILD)/kernel.elf --linux-build $(BUILD)/linux \
