@@ -114,58 +114,17 @@ static int load_elf(struct image *im, const char *path, uint8_t *buf, size_t len
 	return 0;
 }
 
-/*
- * A compressed image's payload through the cache (imgcache.h): the entry for the file's SHA-256,
- * else decompress (unpack: 0 with *out, *outlen, *codec, or -1 with why) and keep the result.
- * 0 or -1; im->cache and im->cache_why say what the cache did.
- */
-typedef int (*unpack_fn)(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, const char **codec,
-			 char *why, size_t cap);
-static int cached_unpack(struct image *im, const uint8_t *in, size_t n, unpack_fn unpack, uint8_t **out,
-			 size_t *outlen, const char **codec, char *why, size_t cap)
+/* Keeps a decompressed payload for the next start. im->cache and im->cache_why say how it went --
+ * unless an entry was refused, which is what the user is told (and cache_stored, that it was
+ * replaced). */
+static void cache_store(struct image *im, const char *dir, const uint8_t *key, const char *codec,
+			const uint8_t *elf, size_t n)
 {
-	im->elfmap = NULL;
-	char dir[512];
-	uint8_t key[IMGCACHE_SHA];
-	int use = !(im->want & IMG_NO_CACHE) && file_cache_dir(dir, sizeof dir) == 0;
-	im->cache = IMGCACHE_OFF;
-	if (use) {
-		imgcache_sha256(in, n, key);
-		int rc = imgcache_get(dir, key, out, outlen, codec, &im->elfmap, &im->elfmaplen, im->cache_why,
-				      sizeof im->cache_why);
-		if (rc == 1) {
-			im->cache = IMGCACHE_HIT;
-			snprintf(im->cache_why, sizeof im->cache_why, "%s", dir);
-			return 0;
-		}
-		if (rc < 0) im->cache = IMGCACHE_REFUSED; /* decompressed again below; the entry replaced */
-	}
-	if (unpack(in, n, out, outlen, codec, why, cap) < 0) return -1;
-	if (use && im->cache != IMGCACHE_REFUSED) im->cache_why[0] = 0;
-	if (use) {
-		char w[sizeof im->cache_why];
-		if (imgcache_put(dir, key, *codec, *out, *outlen, w, sizeof w) == 0) {
-			im->cache_stored = 1;
-			if (im->cache != IMGCACHE_REFUSED) {
-				im->cache = IMGCACHE_STORED;
-				snprintf(im->cache_why, sizeof im->cache_why, "%s", dir);
-			}
-		} else if (im->cache != IMGCACHE_REFUSED) {
-			im->cache = IMGCACHE_UNSTORED;
-			snprintf(im->cache_why, sizeof im->cache_why, "%s", w);
-		}
-	}
-	return 0;
-}
-
-static int unpack_bz(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen, const char **codec, char *why,
-		     size_t cap)
-{
-	struct vmlinuz z = { 0 };
-	int rc = vmlinuz_extract(&z, in, n, out, outlen);
-	*codec = z.codec;
-	if (rc < 0) snprintf(why, cap, "%s", z.errstr);
-	return rc;
+	char w[sizeof im->cache_why];
+	im->cache_stored = imgcache_put(dir, key, codec, elf, n, w, sizeof w) == 0;
+	if (im->cache == IMGCACHE_REFUSED) return;
+	im->cache = im->cache_stored ? IMGCACHE_STORED : IMGCACHE_UNSTORED;
+	snprintf(im->cache_why, sizeof im->cache_why, "%s", im->cache_stored ? dir : w);
 }
 
 /* The ELF's bytes gone: freed, or unmapped when they were an image cache entry's. */
@@ -178,20 +137,40 @@ static void elfbuf_release(struct image *im)
 }
 
 /* A bzImage's ELF payload (vmlinuz.h), in place of the file's bytes (freed); im->codec says how
- * it was compressed. */
+ * it was compressed. Through the image cache (imgcache.h): the entry for the file's SHA-256, else
+ * the payload decompressed and kept; im->cache and im->cache_why say what the cache did. */
 static int unpack_vmlinuz(struct image *im, const char *path, uint8_t **buf, size_t *len)
 {
-	uint8_t *elf;
-	size_t elflen;
+	char dir[512];
+	uint8_t key[IMGCACHE_SHA], *elf = NULL;
+	size_t elflen = 0;
 	const char *codec = NULL;
-	char why[ERR_MAX];
-	int rc = cached_unpack(im, *buf, *len, unpack_bz, &elf, &elflen, &codec, why, sizeof why);
-	free(*buf);
-	*buf = NULL;
-	if (rc < 0) {
-		ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), why);
-		return -1;
+	int use = !(im->want & IMG_NO_CACHE) && file_cache_dir(dir, sizeof dir) == 0;
+	im->elfmap = NULL;
+	im->cache = IMGCACHE_OFF;
+	if (use) {
+		imgcache_sha256(*buf, *len, key);
+		int rc = imgcache_get(dir, key, &elf, &elflen, &codec, &im->elfmap, &im->elfmaplen, im->cache_why,
+				      sizeof im->cache_why);
+		if (rc == 1) {
+			im->cache = IMGCACHE_HIT;
+			snprintf(im->cache_why, sizeof im->cache_why, "%s", dir);
+		} else if (rc < 0) {
+			im->cache = IMGCACHE_REFUSED; /* decompressed again below; the entry replaced */
+		}
 	}
+	if (im->cache != IMGCACHE_HIT) {
+		struct vmlinuz z = { 0 };
+		if (vmlinuz_extract(&z, *buf, *len, &elf, &elflen) < 0) {
+			ERR_SET(im, ERR_FORMAT, "%s: %s", file_base(path), z.errstr);
+			free(*buf);
+			*buf = NULL;
+			return -1;
+		}
+		codec = z.codec;
+		if (use) cache_store(im, dir, key, codec, elf, elflen);
+	}
+	free(*buf);
 	im->codec = codec;
 	*buf = elf;
 	*len = elflen;

@@ -2,6 +2,7 @@
 /* imgcache.c: a kernel image's decompressed payload cached by content (imgcache.h): the header on bytes, the files at the edge. */
 #include "imgcache.h"
 #include "bytes.h"
+#include "files.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,6 @@
 #define MAGIC "gdbsimg"  /* with its NUL: 8 bytes */
 #define VERSION 1
 
-const char *const imgcache_state_names[] = { "off", "hit", "stored", "unstored", "refused" };
 static const char *const codecs[] = { "gzip", "xz", "zstd", "lz4" };
 
 void imgcache_sha256(const uint8_t *p, size_t n, uint8_t out[IMGCACHE_SHA])
@@ -89,36 +89,6 @@ int imgcache_verify(const struct imgcache_hdr *h, const uint8_t *payload, size_t
 	return 0;
 }
 
-/* dir is this user's and nobody else may write to it (made, 0700, when create and missing):
- * 1 yes, 0 missing, -1 no (why). */
-static int dir_ok(const char *dir, int create, char *why, size_t cap)
-{
-	struct stat st;
-	if (lstat(dir, &st) < 0) {
-		if (errno != ENOENT || !create) return errno == ENOENT ? 0 : (snprintf(why, cap, "%s: %s", dir, strerror(errno)), -1);
-		char parent[512];
-		snprintf(parent, sizeof parent, "%s", dir);
-		char *slash = strrchr(parent, '/');
-		if (slash && slash != parent) {
-			*slash = 0;
-			mkdir(parent, 0700); /* ~/.cache: made as XDG says, else it is there already */
-		}
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			snprintf(why, cap, "cannot make %s: %s", dir, strerror(errno));
-			return -1;
-		}
-		if (lstat(dir, &st) < 0) {
-			snprintf(why, cap, "%s: %s", dir, strerror(errno));
-			return -1;
-		}
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		snprintf(why, cap, "%s: not a directory of this user's that only it may write to", dir);
-		return -1;
-	}
-	return 1;
-}
-
 static void entry_path(char *out, size_t cap, const char *dir, const uint8_t key[IMGCACHE_SHA])
 {
 	int o = snprintf(out, cap, "%s/image-", dir);
@@ -150,7 +120,7 @@ int imgcache_get(const char *dir, const uint8_t key[IMGCACHE_SHA], uint8_t **pay
 	*len = 0;
 	*map = NULL;
 	*maplen = 0;
-	int d = dir_ok(dir, 0, why, cap);
+	int d = file_cache_dir_ok(dir, 0, why, cap);
 	if (d <= 0) return d;
 	entry_path(path, sizeof path, dir, key);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -226,47 +196,17 @@ static void evict(const char *dir)
 	}
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR) continue;
-		if (w <= 0) return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int imgcache_put(const char *dir, const uint8_t key[IMGCACHE_SHA], const char *codec, const uint8_t *payload,
 		 size_t len, char *why, size_t cap)
 {
-	char path[700], tmp[760];
+	char path[700];
 	uint8_t hdr[IMGCACHE_HDR];
-	if (dir_ok(dir, 1, why, cap) <= 0) return -1;
+	if (file_cache_dir_ok(dir, 1, why, cap) <= 0) return -1;
 	entry_path(path, sizeof path, dir, key);
-	snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
 	imgcache_encode(hdr, key, codec, payload, len);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(why, cap, "%s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	int ok = write_all(fd, hdr, sizeof hdr) == 0 && write_all(fd, payload, len) == 0;
-	int e = errno;
-	if (close(fd) < 0 && ok) {
-		ok = 0;
-		e = errno;
-	}
-	if (ok && rename(tmp, path) < 0) {
-		ok = 0;
-		e = errno;
-	}
-	if (!ok) {
-		unlink(tmp);
-		snprintf(why, cap, "%s: %s", path, strerror(e));
-		return -1;
-	}
+	const uint8_t *part[] = { hdr, payload };
+	size_t plen[] = { sizeof hdr, len };
+	if (file_write_atomic(path, part, plen, 2, why, cap) < 0) return -1;
 	evict(dir);
 	return 0;
 }

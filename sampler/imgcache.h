@@ -41,9 +41,9 @@ int imgcache_parse(const uint8_t *b, size_t n, const uint8_t key[IMGCACHE_SHA], 
 /* Does the payload match the header (its SHA-256) and start as an ELF? 0, or -1 with why. */
 int imgcache_verify(const struct imgcache_hdr *h, const uint8_t *payload, size_t len, char *why, size_t cap);
 
-/* What a lookup or store did, for the summary and messages. */
+/* What a lookup or store did, for gdbsample's messages (never the summary: a capture is the same
+ * whether the cache was used or not). */
 enum { IMGCACHE_OFF, IMGCACHE_HIT, IMGCACHE_STORED, IMGCACHE_UNSTORED, IMGCACHE_REFUSED };
-extern const char *const imgcache_state_names[];
 
 /* The entry for key in dir, mapped (read-only file pages, copied on write): 1 with *payload and
  * *len, *codec, and *map and *maplen for imgcache_release; 0 when there is none; -1 when one is there

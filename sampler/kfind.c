@@ -454,32 +454,24 @@ static int read_rest(struct slicer *s, struct found *f)
 	return 0;
 }
 
-/* Keep what the cold read found (atomically: a temporary file renamed). Failing is a warning. */
+/* Keep what the cold read found, as the image cache keeps its entries (files.h: written whole or
+ * not at all, 0600, never through a symlink, in a directory only this user may write to). Failing
+ * is a warning. */
 static void cache_write(struct session *ss, struct found *f)
 {
-	char dir[512], path[600], tmp[640];
+	char dir[512], path[600], why[700];
 	uint8_t *buf;
 	size_t len;
 	const struct kcache *c = &f->c;
 	if (ss->o->no_cache || !c->banner || !c->tokens || !c->etext_rel || file_cache_dir(dir, sizeof dir) < 0) return;
 	snprintf(path, sizeof path, "%s/kernel-%016llx.cache", dir,
 		 (unsigned long long)(hash_bytes(c->banner, c->banner_len) ^ hash_bytes(c->tokens, c->tokens_len)));
-	snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
 	if (kcache_encode(c, f->stext, &buf, &len) < 0) return;
-	char parent[512];
-	snprintf(parent, sizeof parent, "%s", dir);
-	char *slash = strrchr(parent, '/');
-	if (slash) *slash = 0;
-	mkdir(parent, 0700);
-	mkdir(dir, 0700);
-	FILE *fp = fopen(tmp, "wb");
-	int ok = fp && fwrite(buf, 1, len, fp) == len;
-	if (fp && fclose(fp)) ok = 0;
-	if (ok && rename(tmp, path) == 0) ss->kf.cache_written = 1;
-	else {
-		session_warn(ss, "could not keep the kernel read from guest memory in %s: %s", dir, strerror(errno));
-		unlink(tmp);
-	}
+	const uint8_t *part[] = { buf };
+	if (file_cache_dir_ok(dir, 1, why, sizeof why) > 0 && file_write_atomic(path, part, &len, 1, why, sizeof why) == 0)
+		ss->kf.cache_written = 1;
+	else
+		session_warn(ss, "could not keep the kernel read from guest memory: %s", why);
 	free(buf);
 }
 
