@@ -157,14 +157,18 @@ def test_per_task_shares_match_the_guests_accounting(arm64, tmp_path):
             user[s.task.pid] += bool(s.flags & capmod.FLAG_USER)
     total = sum(n.values())
     assert total >= MIN_SAMPLES, (n, err)
+    # the samples no task was found for first: a user-mode task's are the ones that can go so
+    # (both vCPUs at EL0, none to read __entry_task through), and they would skew the shares below
+    lost = int(err.split(" unattributed")[0].rsplit(" ", 1)[1])
+    assert lost <= 0.02 * total, err
     ticks = {q: sum(after[q]) - sum(before[q]) for q in n}
     all_ticks = sum(ticks.values())
     for name, pid in pids.items():
         got, share = 100.0 * n[pid] / total, 100.0 * ticks[pid] / all_ticks
-        assert abs(got - share) <= TOLERANCE, (name, got, share, n, ticks)
+        # (beside two CPU hogs once: the user-mode spinner 25.7 % of the samples against 33.3 % of
+        # the guest's ticks, the dds 37 % each; the summary shows what the run counted)
+        assert abs(got - share) <= TOLERANCE, (name, got, share, n, ticks, user, err[-1500:])
     assert user[pids["spinner"]] >= 0.5 * n[pids["spinner"]], (user, n)
-    lost = int(err.split(" unattributed")[0].rsplit(" ", 1)[1])
-    assert lost <= 0.02 * total, err
 
 
 def test_a_map_from_another_boot_is_refused(arm64, tmp_path):
