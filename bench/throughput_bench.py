@@ -28,14 +28,17 @@ shell (the same two commands for every method). Every QEMU is stopped by its pid
 import json
 import os
 import re
+import signal
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import crosscheck  # noqa: E402
 from common import ROOT  # noqa: E402
 from guest import Guest  # noqa: E402
 import qemu_versions  # noqa: E402
@@ -113,24 +116,58 @@ class Run:
         return sum(per) / len(per) / self.running_s if per else None
 
 
-def window(a, run, method, port):
+def sampling(a, run, port, hz, tmp):
+    """gdbsample at hz on run's guest, recording a capture, once its first chunk is flushed (it
+    flushes every second): (process, its stderr file). Its start (the image, the connection,
+    finding the kernel) is not in the window: that is the start's cost (kfind-bench), not sampling's."""
+    err = tempfile.TemporaryFile(mode="w+")
+    cap = os.path.join(tmp, "window.cap")
+    p = subprocess.Popen([a.gdbsample, "-p", str(port), "-e", run.g.kernel, "-r", hz, "-f", "capture", "-o", cap,
+                          *common.KV_FLAGS], stdout=subprocess.DEVNULL, stderr=err, text=True)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and p.poll() is None:
+        rec = crosscheck.recording(cap)
+        if rec and os.path.getsize(rec) >= 128:
+            return p, err
+        time.sleep(0.05)
+    err.seek(0)
+    raise RuntimeError(f"gdbsample did not start sampling: {err.read()[-1500:]}")
+
+
+def finish(p, err):
+    """SIGINT gdbsample, wait, and return its summary."""
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    err.seek(0)
+    text = err.read()
+    kv = common.parse_kv(text)
+    if p.returncode != 0 or "samples" not in kv:
+        raise RuntimeError(f"gdbsample exited {p.returncode}: {text[-1500:]}")
+    return kv
+
+
+def window(a, run, method, port, tmp):
     """One window of method on run's guest: (rounds per host s, guest ms per host s, kv or None)."""
     run.resume()
     try:
+        kv = p = None
+        if method.startswith("gdbsample"):  # its steady state: the window opens once it samples
+            p, err = sampling(a, run, port, method.split()[1], tmp)
         r0, g0 = run.rounds()
         t0 = time.monotonic()
-        kv = None
         if method == "floor":
             common.rtt(a.rtt, port, "floor", int(a.secs * 100), 512, 10000)
-        elif method.startswith("gdbsample"):
-            kv = common.gdbsample(a.gdbsample, "-p", port, "-e", run.g.kernel, "-r", method.split()[1],
-                                  "-d", a.secs)
         else:
             time.sleep(a.secs)
         t1 = time.monotonic()
         r1, g1 = run.rounds()
         t2 = time.monotonic()
+        if p:
+            kv = finish(p, err)
     finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
         run.pause()
     # the window is t0..t1 plus the two `work rounds` exchanges around it (the same for every method)
     host = t1 - t0 + (t2 - t1)
@@ -151,7 +188,7 @@ def bench(a, arch, smp, tmp):
             order = METHODS if rnd % 2 == 0 else tuple(reversed(METHODS))
             for m in order:
                 run = runs[where[m]]
-                rows[m].append(window(a, run, m, run.g.gdbport))
+                rows[m].append(window(a, run, m, run.g.gdbport, tmp))
             log(arch, smp, "round", rnd + 1, {m: round(rows[m][-1][0]) for m in METHODS})
     finally:
         for r in runs.values():
@@ -184,7 +221,8 @@ def render(a, results, load, version):
            "second) cannot show it: under TCG it stands still only while the VM is stopped, so a plugin "
            "that slows every instruction looks free by it. What this cannot see: where the time went "
            "(that is the pause table below), and a guest whose work is I/O-bound rather than CPU-bound. "
-           "gdbsample's rate is its own summary's; the plugin's is its samples per vCPU over all the "
+           "gdbsample records a capture, as `record` does, and its window opens once the first chunk is "
+           "flushed (its start is kfind-bench's figure) and its rate is its own summary's; the plugin's is its samples per vCPU over all the "
            "time its guest ran, boot included (it counts only at QEMU's exit), so it understates the "
            "windows' rate where the boot idled.", "",
            "| guest | vCPUs | method | work per host s (× none) | spread | sampling rate (per vCPU) | "
