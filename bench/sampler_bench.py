@@ -272,7 +272,9 @@ def render(res, a):
              f"lowest and highest round. Every client runs at {RATE} Hz (the guest runs {GAP_US // 1000} ms between "
              "stops): a stop costs more the longer the host's threads idled before it (1 vCPU, `build/rtt PORT floor 200 512 GAP_US`: "
              "floor 353 µs at 100 Hz, 302 µs at 200 Hz), so a floor taken at another cadence than gdbsample's "
-             "would skew the ratio.", "",
+             "would skew the ratio. What it sees: how long each sample holds the guest, against the least any "
+             "gdbstub client can. What it cannot: any cost outside the pause (the throughput table above "
+             "counts that), nor where inside QEMU the time goes (the per-packet slopes below estimate it).", "",
              "| vCPUs | floor p50 (0x03 → stop reply → c) | minimal client, 3 round trips | minimal client, 1 round trip | **gdbsample** p50 | ratio to floor | gdbsample p99 | prediction hit rate |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for smp, r in p.items():
@@ -295,7 +297,10 @@ def render(res, a):
               "clock advance per wall second against a run without sampling. gdbsample's own CPU use (which "
               "competes with the vCPU threads on this host) is shown beside it. The first row of each vCPU "
               "count is no sampler at all, only the bare stop/continue cycle of the floor: what any gdbstub "
-              "client costs the guest at that rate, before it reads anything.", "",
+              "client costs the guest at that rate, before it reads anything. What it cannot see: a cost "
+              "that slows the guest while it runs -- the guest's clock keeps wall time then, which is how a "
+              "TCG plugin profiler looks free by it (the throughput table above does not have that blind "
+              "spot).", "",
               "| vCPUs | rate | guest slowdown | client CPU |", "|---:|---:|---:|---:|"]
     for smp, r in res["slowdown"].items():
         for rate, (slow, cpu) in sorted(r.items(), key=lambda kv: (kv[0] != FLOOR, kv[0])):
