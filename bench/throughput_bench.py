@@ -25,11 +25,9 @@ shell (the same two commands for every method). Every QEMU is stopped by its pid
 
     throughput_bench.py [--gdbsample G] [--rtt R] [--plugin P] [--rounds N] [--secs S] [--out F]
 """
-import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +40,7 @@ import crosscheck  # noqa: E402
 from common import ROOT  # noqa: E402
 from guest import Guest  # noqa: E402
 import qemu_versions  # noqa: E402
+from qmpclient import qmp  # noqa: E402
 
 log = common.logger("throughput_bench")
 QEMU = "10.0"
@@ -49,25 +48,6 @@ ARCHES = {"x86_64": (os.path.join(ROOT, "build", "kernel.elf"), None),
           "aarch64": (os.path.join(ROOT, "build", "aarch64", "kernel.elf"), "tcg-a64-max")}
 EVERY = 10000000  # count mode: a sample every 10^7 instructions (the plugin's default; ~60 Hz on x86_64 here)
 METHODS = ("none", "floor", "gdbsample 100", "gdbsample 1000", "plugin insn", "plugin tb", "plugin count")
-
-
-def qmp(path, command):
-    """One QMP command on the socket at path; its "return" (a QMP error raises)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(30)
-        s.connect(path)
-        f = s.makefile("rw")
-        json.loads(f.readline())
-        for cmd in ("qmp_capabilities", command):
-            f.write(json.dumps({"execute": cmd}) + "\n")
-            f.flush()
-            while True:
-                msg = json.loads(f.readline())
-                if "return" in msg or "error" in msg:
-                    break
-            if "error" in msg:
-                raise RuntimeError(f"QMP {cmd}: {msg['error']}")
-        return msg["return"]
 
 
 class Run:
